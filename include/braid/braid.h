@@ -1,0 +1,159 @@
+/* Braid: collective communication for host (CPU) and GPU memory.
+ *
+ * This header is Braid's only ABI. It is plain C; every function returns a
+ * braidResult_t and sets output parameters only on success. Signatures follow
+ * NCCL's one for one (ncclAllReduce -> braidAllReduce), and every enum uses
+ * NCCL's numeric values, so an NCCL-compatible layer is a cast.
+ *
+ * Thread-safety: calls on one communicator must come from one thread at a time,
+ * except braidCommAbort, which may be called from any thread at any time.
+ */
+#ifndef BRAID_BRAID_H_
+#define BRAID_BRAID_H_
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRAID_MAJOR 0
+#define BRAID_MINOR 1
+#define BRAID_PATCH 0
+#define BRAID_VERSION_CODE (BRAID_MAJOR * 10000 + BRAID_MINOR * 100 + BRAID_PATCH)
+
+typedef enum {
+  braidSuccess = 0,
+  braidUnhandledCudaError = 1,
+  braidSystemError = 2,
+  braidInternalError = 3,
+  braidInvalidArgument = 4,
+  braidInvalidUsage = 5,
+  braidRemoteError = 6,
+  braidInProgress = 7,
+  braidTimeout = 8, /* Braid's own: a wait passed BRAID_TIMEOUT_MS */
+  braidNumResults = 9
+} braidResult_t;
+
+typedef enum {
+  braidInt8 = 0,
+  braidChar = 0,
+  braidUint8 = 1,
+  braidInt32 = 2,
+  braidInt = 2,
+  braidUint32 = 3,
+  braidInt64 = 4,
+  braidUint64 = 5,
+  braidFloat16 = 6,
+  braidHalf = 6,
+  braidFloat32 = 7,
+  braidFloat = 7,
+  braidFloat64 = 8,
+  braidDouble = 8,
+  braidBfloat16 = 9,
+  braidNumTypes = 10
+} braidDataType_t;
+
+typedef enum {
+  braidSum = 0,
+  braidProd = 1,
+  braidMax = 2,
+  braidMin = 3,
+  braidAvg = 4,
+  braidNumOps = 5
+} braidRedOp_t;
+
+typedef struct braidComm* braidComm_t;
+#define BRAID_COMM_NULL NULL
+
+/* A stream orders operations. NULL: the call has completed when it returns. */
+typedef struct braidStream* braidStream_t;
+
+#define BRAID_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[BRAID_UNIQUE_ID_BYTES];
+} braidUniqueId;
+
+#define BRAID_CONFIG_MAGIC 0xb4a1d001u
+#define BRAID_CONFIG_UNDEF_INT INT_MIN
+#define BRAID_CONFIG_UNDEF_PTR NULL
+
+/* Communicator configuration. Starts with size, magic and version so that
+ * fields can be appended in later versions without breaking old callers:
+ * append new fields at the end, never reorder. Initialise with
+ * BRAID_CONFIG_INITIALIZER; fields left at BRAID_CONFIG_UNDEF_* take the
+ * environment's value or the default. */
+typedef struct braidConfig_v1 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;        /* 1 (default): init returns when the communicator is ready */
+  int timeoutMs;       /* every wait's deadline; default BRAID_TIMEOUT_MS */
+  const char* netName; /* transports to allow, as BRAID_TRANSPORTS ("shm,socket") */
+} braidConfig_t;
+
+#define BRAID_CONFIG_INITIALIZER                                                  \
+  {                                                                               \
+    sizeof(braidConfig_t), BRAID_CONFIG_MAGIC, BRAID_VERSION_CODE,                \
+        BRAID_CONFIG_UNDEF_INT, BRAID_CONFIG_UNDEF_INT, BRAID_CONFIG_UNDEF_PTR    \
+  }
+
+/* Version as BRAID_VERSION_CODE. */
+braidResult_t braidGetVersion(int* version);
+
+/* Text for a result code (never NULL). */
+const char* braidGetErrorString(braidResult_t result);
+
+/* The last error seen on this communicator, or on this thread when comm is
+ * NULL, as text a user can act on. Never NULL; "" when there was none. */
+const char* braidGetLastError(braidComm_t comm);
+
+/* Creates a unique id: starts the rendezvous service in this process (which
+ * must stay alive until every rank has joined) and draws a random secret that
+ * every rank must present. */
+braidResult_t braidGetUniqueId(braidUniqueId* uniqueId);
+
+braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank);
+braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId,
+                                      int rank, braidConfig_t* config);
+
+/* Creates the world communicator from the launcher's environment: Braid's own
+ * (BRAID_RANK, BRAID_WORLD_SIZE, BRAID_ROOT=host:port, BRAID_SECRET), torchrun's
+ * (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), OpenMPI's
+ * (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) or Slurm's (SLURM_PROCID,
+ * SLURM_NTASKS). Rank 0 serves the rendezvous at the root address. */
+braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config);
+
+/* Waits for this rank's outstanding operations, then says goodbye to peers. */
+braidResult_t braidCommFinalize(braidComm_t comm);
+/* Frees the communicator (finalizing first if needed). */
+braidResult_t braidCommDestroy(braidComm_t comm);
+/* Stops every operation on comm, from any thread, and frees it. Peers waiting
+ * on this rank get an error naming it. */
+braidResult_t braidCommAbort(braidComm_t comm);
+
+braidResult_t braidCommCount(const braidComm_t comm, int* count);
+braidResult_t braidCommUserRank(const braidComm_t comm, int* rank);
+
+/* An error raised asynchronously (a peer died, an operation on a stream
+ * failed): braidSuccess, or the error; its text is braidGetLastError(comm). */
+braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError);
+
+/* Host streams: an ordered queue of operations run by a worker thread. */
+braidResult_t braidStreamCreate(braidStream_t* stream);
+braidResult_t braidStreamSynchronize(braidStream_t stream);
+braidResult_t braidStreamDestroy(braidStream_t stream);
+
+/* All-reduce: recvbuff[i] = op over ranks of sendbuff[i]. In place when
+ * sendbuff == recvbuff. Every rank ends with bitwise-identical results. */
+braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                             braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
+                             braidStream_t stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BRAID_BRAID_H_ */

@@ -1,0 +1,49 @@
+// all_reduce_perf: nccl-tests' all_reduce_perf for Braid on host memory.
+// Every rank sends and receives `count` elements; S = count x element size.
+#include "braid/braid.h"
+#include "perf/coll/perf_common.h"
+#include "perf/coll/perf_data.h"
+#include "perf/coll/perf_util.h"
+
+namespace {
+
+using braid::perf::PerfCase;
+using braid::perf::PerfSizes;
+
+PerfSizes allReduceSizes(size_t bytes, size_t elemSize, int /*rank*/, int /*nranks*/) {
+  size_t count = bytes / elemSize;
+  PerfSizes s;
+  s.sendCount = s.recvCount = s.paramCount = s.rowCount = count;
+  s.rowBytes = count * elemSize;
+  return s;  // in place: input and output both at the start of recvbuff
+}
+
+void allReduceFillInput(const PerfCase& c, void* input) {
+  braid::perf::fillCheckInput(c.type, c.op, c.rank, c.nranks, input, c.sizes.sendCount);
+}
+
+size_t allReduceFillExpected(const PerfCase& c, void* expected) {
+  braid::perf::fillCheckReduced(c.type, c.op, c.nranks, expected, c.sizes.recvCount);
+  return c.sizes.recvCount;
+}
+
+braidResult_t allReduceRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
+                           braidComm_t comm) {
+  return braidAllReduce(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.op, comm, nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const braid::perf::PerfCollective kAllReduce = {
+      .name = "all_reduce_perf",
+      .hasOp = true,
+      .hasRoot = false,
+      .busBwFactor = braid::perf::allReduceBusBwFactor,
+      .getSizes = allReduceSizes,
+      .fillInput = allReduceFillInput,
+      .fillExpected = allReduceFillExpected,
+      .run = allReduceRun,
+  };
+  return braid::perf::perfMain(argc, argv, kAllReduce);
+}

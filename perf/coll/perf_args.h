@@ -1,0 +1,147 @@
+// Command line of the perf tools (nccl-tests' flags). Header-only so unit tests
+// can parse without the library. Not thread-safe: uses getopt's globals.
+#pragma once
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "perf/coll/perf_util.h"
+
+namespace braid::perf {
+
+struct PerfArgs {
+  size_t minBytes = 32u << 20;
+  size_t maxBytes = 32u << 20;
+  size_t stepFactor = 1;        // > 1: multiply; else add stepBytes
+  size_t stepBytes = 1u << 20;
+  int iters = 20;
+  int warmupIters = 1;
+  int check = 1;                // check iterations per placement; 0: off
+  std::vector<braidDataType_t> types{braidFloat32};
+  std::vector<braidRedOp_t> ops{braidSum};
+  int root = 0;
+  AverageMode average = AverageMode::kMean;
+  int blocking = 0;             // accepted; host calls on a NULL stream always block
+  std::string jsonPath;         // -J: "" for none
+  double timeoutSec = 0.0;      // -T: 0 for the library's default
+  bool help = false;
+};
+
+inline const char* perfUsage() {
+  return "  -b, --minbytes <n>       smallest size in bytes, K/M/G suffixes (default 32M)\n"
+         "  -e, --maxbytes <n>       largest size in bytes (default 32M)\n"
+         "  -i, --stepbytes <n>      add n between sizes when -f is not above 1 (default 1M)\n"
+         "  -f, --stepfactor <n>     multiply sizes by n (default 1: use -i)\n"
+         "  -n, --iters <n>          timed iterations (default 20)\n"
+         "  -w, --warmup_iters <n>   warm-up iterations (default 1)\n"
+         "  -c, --check <n>          check the results n times per placement; 0: off (default 1)\n"
+         "  -d, --datatype <t>       int8 uint8 int32 uint32 int64 uint64 half|float16\n"
+         "                           float|float32 double|float64 bfloat16, or all (default float)\n"
+         "  -o, --op <op>            sum prod max min avg, or all (default sum)\n"
+         "  -r, --root <r>           root rank of rooted collectives (default 0)\n"
+         "  -a, --average <0-3>      time across ranks: 0 rank 0's, 1 mean, 2 min, 3 max (default 1)\n"
+         "  -z, --blocking <0/1>     accepted for nccl-tests compatibility; host calls always block\n"
+         "  -J, --output_file <f>    also write the results to f as JSON (rank 0)\n"
+         "  -T, --timeout <s>        seconds any wait may take (sets BRAID_TIMEOUT_MS)\n"
+         "  -h, --help               this text\n";
+}
+
+namespace detail {
+inline bool parseInt(const char* text, long lo, long hi, int* out) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+}  // namespace detail
+
+// Parses argv into *args. On a bad flag or value returns false with *error
+// saying which; *args then holds what was parsed so far.
+inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* error) {
+  static const option kLong[] = {
+      {"minbytes", required_argument, nullptr, 'b'},
+      {"maxbytes", required_argument, nullptr, 'e'},
+      {"stepbytes", required_argument, nullptr, 'i'},
+      {"stepfactor", required_argument, nullptr, 'f'},
+      {"iters", required_argument, nullptr, 'n'},
+      {"warmup_iters", required_argument, nullptr, 'w'},
+      {"check", required_argument, nullptr, 'c'},
+      {"datatype", required_argument, nullptr, 'd'},
+      {"op", required_argument, nullptr, 'o'},
+      {"root", required_argument, nullptr, 'r'},
+      {"average", required_argument, nullptr, 'a'},
+      {"blocking", required_argument, nullptr, 'z'},
+      {"output_file", required_argument, nullptr, 'J'},
+      {"timeout", required_argument, nullptr, 'T'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  optind = 0;  // glibc: full reset, so a second parse (tests) starts afresh
+  opterr = 0;
+  int c;
+  auto bad = [&](const char* what) {
+    *error = std::string("invalid ") + what + " '" + (optarg ? optarg : "") + "'";
+    return false;
+  };
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:h", kLong, nullptr)) != -1) {
+    int v = 0;
+    switch (c) {
+      case 'b': if (!parseSize(optarg, &args->minBytes)) return bad("-b size"); break;
+      case 'e': if (!parseSize(optarg, &args->maxBytes)) return bad("-e size"); break;
+      case 'i': if (!parseSize(optarg, &args->stepBytes)) return bad("-i size"); break;
+      case 'f':
+        if (!parseSize(optarg, &args->stepFactor)) return bad("-f factor");
+        break;
+      case 'n': if (!detail::parseInt(optarg, 1, 1 << 30, &args->iters)) return bad("-n"); break;
+      case 'w':
+        if (!detail::parseInt(optarg, 0, 1 << 30, &args->warmupIters)) return bad("-w");
+        break;
+      case 'c': if (!detail::parseInt(optarg, 0, 1 << 20, &args->check)) return bad("-c"); break;
+      case 'd': if (!parseTypes(optarg, &args->types)) return bad("datatype"); break;
+      case 'o': if (!parseOps(optarg, &args->ops)) return bad("op"); break;
+      case 'r': if (!detail::parseInt(optarg, 0, 1 << 30, &args->root)) return bad("root"); break;
+      case 'a':
+        if (!detail::parseInt(optarg, 0, 3, &v)) return bad("-a (0-3)");
+        args->average = static_cast<AverageMode>(v);
+        break;
+      case 'z': if (!detail::parseInt(optarg, 0, 1, &args->blocking)) return bad("-z"); break;
+      case 'J': args->jsonPath = optarg; break;
+      case 'T': {
+        char* end = nullptr;
+        double s = std::strtod(optarg, &end);
+        if (end == optarg || *end != '\0' || !(s > 0.0) || s > 1e7) return bad("-T seconds");
+        args->timeoutSec = s;
+        break;
+      }
+      case 'h': args->help = true; break;
+      default: {
+        char opt[2] = {static_cast<char>(optopt), '\0'};
+        *error = optopt ? std::string("unknown flag or missing value: -") + opt
+                        : std::string("unknown flag: ") + argv[optind - 1];
+        return false;
+      }
+    }
+  }
+  if (optind < argc) {
+    *error = std::string("unexpected argument '") + argv[optind] + "'";
+    return false;
+  }
+  if (args->minBytes > args->maxBytes) {
+    *error = "-b (minbytes) is larger than -e (maxbytes)";
+    return false;
+  }
+  if (args->stepFactor <= 1 && args->stepBytes == 0 && args->minBytes < args->maxBytes) {
+    *error = "-i 0 with -f 1 never reaches -e; give -f above 1 or -i above 0";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace braid::perf

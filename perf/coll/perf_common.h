@@ -1,0 +1,64 @@
+// The harness of the nccl-tests-style perf tools (all_reduce_perf, ...).
+//
+// A tool describes its collective in a PerfCollective (sizes, bandwidth
+// factor, check data, the call) and hands it to perfMain, which owns the rest:
+// flags, the communicator (braidCommInitFromEnv), buffers, the size x type x op
+// loops, timing, combining times across ranks, the table on rank 0, JSON, the
+// exit status. Only the public C API (braid/braid.h) is used.
+//
+// Not thread-safe: one perfMain per process.
+#pragma once
+
+#include <cstddef>
+
+#include "braid/braid.h"
+
+namespace braid::perf {
+
+// Element counts of one row, for one rank. Offsets are in elements from the
+// start of recvbuff (in-place placement).
+struct PerfSizes {
+  size_t sendCount = 0;          // elements the rank's send buffer holds
+  size_t recvCount = 0;          // elements the rank's receive buffer holds
+  size_t paramCount = 0;         // the count argument of the call
+  size_t sendInplaceOffset = 0;  // in place: sendbuff = recvbuff + this
+  size_t recvInplaceOffset = 0;  // in place: recvbuff = recvbuff + this
+  size_t rowCount = 0;           // the table's "count" column
+  size_t rowBytes = 0;           // the table's "size" column and S of algbw
+};
+
+// One row's parameters, as the collective's callbacks see them.
+struct PerfCase {
+  braidDataType_t type;
+  braidRedOp_t op;  // braidSum for collectives without an op
+  int root;
+  int rank;
+  int nranks;
+  size_t elemSize;
+  PerfSizes sizes;
+};
+
+// What a tool supplies. Callbacks must not fail except `run`.
+struct PerfCollective {
+  const char* name;  // "all_reduce_perf": the prefix of every error message
+  bool hasOp;        // false: the op column prints "none" and -o is ignored
+  bool hasRoot;      // false: the root column prints -1 and -r is ignored
+  // busbw = algbw x busBwFactor(nranks).
+  double (*busBwFactor)(int nranks);
+  // Counts for a row of `bytes` (already a multiple of elemSize).
+  PerfSizes (*getSizes)(size_t bytes, size_t elemSize, int rank, int nranks);
+  // Writes this rank's sendCount input elements to `input`.
+  void (*fillInput)(const PerfCase& c, void* input);
+  // Writes the expected recvCount results to `expected`; returns how many of
+  // them, from the start of the receive region, are to be compared (0: none).
+  size_t (*fillExpected)(const PerfCase& c, void* expected);
+  // The call. sendbuff == recvbuff + sendInplaceOffset in place.
+  braidResult_t (*run)(const PerfCase& c, const void* sendbuff, void* recvbuff,
+                       braidComm_t comm);
+};
+
+// Runs the tool; returns the process exit status (0: every value right).
+// Exits 1 itself, after printing the error, when a Braid call fails.
+int perfMain(int argc, char** argv, const PerfCollective& coll);
+
+}  // namespace braid::perf

@@ -1,0 +1,71 @@
+#include "api/handle.h"
+
+#include <unordered_set>
+
+#include "core/logging.h"
+
+namespace braid {
+namespace {
+
+std::mutex gRegistryMu;
+std::unordered_set<const braidComm*>& comms() {
+  static auto* set = new std::unordered_set<const braidComm*>();
+  return *set;
+}
+std::unordered_set<const void*>& streams() {
+  static auto* set = new std::unordered_set<const void*>();
+  return *set;
+}
+
+}  // namespace
+
+thread_local std::string tLastError;
+
+void registerComm(braidComm* comm) {
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  comms().insert(comm);
+}
+
+void unregisterComm(braidComm* comm) {
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  comms().erase(comm);
+}
+
+bool isLiveComm(const braidComm* comm) {
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  return comms().count(comm) != 0;
+}
+
+bool isValidStream(braidStream_t stream) {
+  if (stream == nullptr) return true;
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  return streams().count(stream) != 0;
+}
+
+void registerStream(braidStream_t stream) {
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  streams().insert(stream);
+}
+
+void unregisterStream(braidStream_t stream) {
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  streams().erase(stream);
+}
+
+braidResult_t finish(braidComm* comm, const Status& status) {
+  if (status.isOk()) return braidSuccess;
+  tLastError = status.message();
+  if (comm != nullptr && isLiveComm(comm)) {
+    std::lock_guard<std::mutex> lock(comm->errorMu);
+    comm->lastError = status.message();
+  }
+  // Bad arguments are the caller's to report; failures of the job are logged.
+  if (status.code() == braidInvalidArgument || status.code() == braidInvalidUsage) {
+    BRAID_INFO("%s: %s", braidGetErrorString(status.code()), status.message().c_str());
+  } else {
+    BRAID_WARN("%s: %s", braidGetErrorString(status.code()), status.message().c_str());
+  }
+  return status.code();
+}
+
+}  // namespace braid

@@ -1,0 +1,50 @@
+// The object behind braidComm_t, and the guard every C entry point uses to
+// turn a Status into a braidResult_t while keeping its message for
+// braidGetLastError. Handles are registered while alive, so a destroyed or
+// made-up handle is an error, not a crash.
+#pragma once
+
+#include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "algorithms/schedule.h"
+#include "core/comm.h"
+#include "exec/host_executor.h"
+
+struct braidComm {
+  std::unique_ptr<braid::Comm> comm;
+  std::unique_ptr<braid::HostExecutor> exec;
+  std::mutex opMu;                 // one operation at a time (streams run on workers)
+  std::atomic<int> inflight{0};    // operations enqueued on streams, not yet finished
+  std::mutex errorMu;
+  std::string lastError;
+  // Recently used schedules, most recent first (building one is cheap, but not free).
+  struct CachedSchedule {
+    uint64_t count;
+    uint32_t elemSize;
+    bool inPlace;
+    braid::algo::Schedule schedule;
+  };
+  std::list<CachedSchedule> schedules;
+};
+
+namespace braid {
+
+// Registry of live handles.
+void registerComm(braidComm* comm);
+void unregisterComm(braidComm* comm);
+bool isLiveComm(const braidComm* comm);
+
+// Records `status` as the last error (of comm, when live, and of this thread)
+// and returns its code. Logs it at WARN level once.
+braidResult_t finish(braidComm* comm, const Status& status);
+
+// Whether `stream` is NULL or a live host stream.
+bool isValidStream(braidStream_t stream);
+void registerStream(braidStream_t stream);
+void unregisterStream(braidStream_t stream);
+
+}  // namespace braid

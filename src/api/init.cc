@@ -1,0 +1,208 @@
+// C entry points that create, query and destroy communicators.
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "api/handle.h"
+#include "core/env.h"
+#include "core/logging.h"
+#include "exec/reduce.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/socket/socket_transport.h"
+
+using namespace braid;
+
+namespace braid {
+extern thread_local std::string tLastError;
+Expected<CommConfig> configFrom(const braidConfig_t* config, std::string* transports);
+Expected<UniqueIdData> uniqueIdFromEnv(int rank, int nranks);
+Status launcherRankAndSize(int* rank, int* nranks);
+}  // namespace braid
+
+namespace {
+
+Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(const std::string& list) {
+  std::vector<std::unique_ptr<Transport>> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (name == "shm") {
+      out.push_back(transport::shm::makeShmTransport());
+    } else if (name == "socket") {
+      out.push_back(transport::socket::makeSocketTransport());
+    } else if (!name.empty()) {
+      return invalidArgument("BRAID_TRANSPORTS names unknown transport '" + name +
+                             "' (known: shm, socket)");
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.empty()) return invalidArgument("BRAID_TRANSPORTS names no transport");
+  return out;
+}
+
+Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int rank,
+                const braidConfig_t* config) {
+  if (out == nullptr) return invalidArgument("comm (the output pointer) is NULL");
+  if (nranks < 1) return invalidArgument("nranks is " + std::to_string(nranks) + "; it must be >= 1");
+  if (rank < 0 || rank >= nranks) {
+    return invalidArgument("rank " + std::to_string(rank) + " is outside 0.." +
+                           std::to_string(nranks - 1));
+  }
+  std::string transportList;
+  BRAID_ASSIGN_OR_RETURN(CommConfig cfg, configFrom(config, &transportList));
+  BRAID_ASSIGN_OR_RETURN(UniqueIdData id, unpackUniqueId(commId));
+  BRAID_ASSIGN_OR_RETURN(auto transports, makeTransports(transportList));
+  setLogRank(rank);
+  auto handle = std::make_unique<braidComm>();
+  BRAID_ASSIGN_OR_RETURN(handle->comm, Comm::create(id, nranks, rank, cfg, std::move(transports)));
+  handle->exec = std::make_unique<HostExecutor>(*handle->comm);
+  BRAID_INFO("rank %d of %d ready (reduction kernels: %s)", rank, nranks, reduceIsa());
+  braidComm* raw = handle.release();
+  registerComm(raw);
+  *out = raw;
+  return Status::ok();
+}
+
+Status checkComm(const braidComm* comm) {
+  if (comm == nullptr) return invalidArgument("comm is NULL");
+  if (!isLiveComm(comm)) {
+    return invalidArgument("comm is not a live communicator (destroyed, aborted, or never made)");
+  }
+  return Status::ok();
+}
+
+// Waits for operations queued on streams to finish.
+void drain(braidComm* comm) {
+  while (comm->inflight.load() > 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+}  // namespace
+
+extern "C" {
+
+braidResult_t braidGetVersion(int* version) {
+  if (version == nullptr) return finish(nullptr, invalidArgument("version is NULL"));
+  *version = BRAID_VERSION_CODE;
+  return braidSuccess;
+}
+
+const char* braidGetErrorString(braidResult_t result) {
+  switch (result) {
+    case braidSuccess: return "no error";
+    case braidUnhandledCudaError: return "unhandled cuda error";
+    case braidSystemError: return "system error";
+    case braidInternalError: return "internal error";
+    case braidInvalidArgument: return "invalid argument";
+    case braidInvalidUsage: return "invalid usage";
+    case braidRemoteError: return "remote process exited or there was a network error";
+    case braidInProgress: return "operation in progress";
+    case braidTimeout: return "timed out";
+    default: return "unknown result code";
+  }
+}
+
+const char* braidGetLastError(braidComm_t comm) {
+  if (comm != nullptr && isLiveComm(comm)) {
+    std::lock_guard<std::mutex> lock(comm->errorMu);
+    return comm->lastError.c_str();
+  }
+  return tLastError.c_str();
+}
+
+braidResult_t braidGetUniqueId(braidUniqueId* uniqueId) {
+  if (uniqueId == nullptr) return finish(nullptr, invalidArgument("uniqueId is NULL"));
+  Expected<SockAddr> addr = chooseInterfaceAddress(envString("BRAID_SOCKET_IFNAME"));
+  if (!addr.isOk()) return finish(nullptr, addr.status());
+  UniqueIdData id;
+  id.secret = randomSecret();
+  Expected<SockAddr> root = startRootService(addr.value(), id.secret,
+                                             envInt("BRAID_TIMEOUT_MS", 300000));
+  if (!root.isOk()) return finish(nullptr, root.status());
+  id.root = root.value();
+  packUniqueId(id, uniqueId);
+  return braidSuccess;
+}
+
+braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank) {
+  return finish(nullptr, initComm(comm, nranks, commId, rank, nullptr));
+}
+
+braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId,
+                                      int rank, braidConfig_t* config) {
+  return finish(nullptr, initComm(comm, nranks, commId, rank, config));
+}
+
+braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config) {
+  int rank = -1;
+  int nranks = -1;
+  Status st = launcherRankAndSize(&rank, &nranks);
+  if (!st.isOk()) return finish(nullptr, st);
+  Expected<UniqueIdData> id = uniqueIdFromEnv(rank, nranks);
+  if (!id.isOk()) return finish(nullptr, id.status());
+  braidUniqueId packed;
+  packUniqueId(id.value(), &packed);
+  return finish(nullptr, initComm(comm, nranks, packed, rank, config));
+}
+
+braidResult_t braidCommCount(const braidComm_t comm, int* count) {
+  Status st = checkComm(comm);
+  if (st.isOk() && count == nullptr) st = invalidArgument("count is NULL");
+  if (!st.isOk()) return finish(comm, st);
+  *count = comm->comm->nranks();
+  return braidSuccess;
+}
+
+braidResult_t braidCommUserRank(const braidComm_t comm, int* rank) {
+  Status st = checkComm(comm);
+  if (st.isOk() && rank == nullptr) st = invalidArgument("rank is NULL");
+  if (!st.isOk()) return finish(comm, st);
+  *rank = comm->comm->rank();
+  return braidSuccess;
+}
+
+braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError) {
+  Status st = checkComm(comm);
+  if (st.isOk() && asyncError == nullptr) st = invalidArgument("asyncError is NULL");
+  if (!st.isOk()) return finish(comm, st);
+  Status err = comm->comm->asyncError();
+  if (!err.isOk()) finish(comm, err);
+  *asyncError = err.code();
+  return braidSuccess;
+}
+
+braidResult_t braidCommFinalize(braidComm_t comm) {
+  Status st = checkComm(comm);
+  if (!st.isOk()) return finish(comm, st);
+  drain(comm);
+  comm->comm->finalize();
+  return braidSuccess;
+}
+
+braidResult_t braidCommDestroy(braidComm_t comm) {
+  Status st = checkComm(comm);
+  if (!st.isOk()) return finish(comm, st);
+  drain(comm);
+  unregisterComm(comm);
+  {
+    std::lock_guard<std::mutex> lock(comm->opMu);  // no operation runs past here
+  }
+  delete comm;
+  return braidSuccess;
+}
+
+braidResult_t braidCommAbort(braidComm_t comm) {
+  Status st = checkComm(comm);
+  if (!st.isOk()) return finish(comm, st);
+  comm->comm->requestAbort();
+  unregisterComm(comm);
+  // Waiting operations see the abort within one wait slice (10 ms) and leave.
+  { std::lock_guard<std::mutex> lock(comm->opMu); }
+  drain(comm);
+  delete comm;
+  return braidSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,60 @@
+// Bootstrap: the TCP rendezvous that turns a unique id into a table of peers.
+//
+// The unique id carries the root's address and a random secret. A root service
+// (a thread in the process that created the id) accepts one hello per rank,
+// drops any connection that does not present the secret (and logs it), and
+// when every rank has arrived sends each the table of all ranks' PeerInfo. If
+// the deadline passes first it tells the ranks that did arrive which ranks are
+// missing. The wire formats are fixed-size and checked field by field.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "braid/braid.h"
+#include "core/transport.h"
+
+namespace braid {
+
+using Secret = std::array<uint8_t, 16>;
+
+struct UniqueIdData {
+  SockAddr root;
+  Secret secret{};
+};
+
+void packUniqueId(const UniqueIdData& data, braidUniqueId* id);
+// Fails when the bytes were not made by packUniqueId.
+Expected<UniqueIdData> unpackUniqueId(const braidUniqueId& id);
+
+Secret randomSecret();
+std::string secretToHex(const Secret& secret);
+Expected<Secret> secretFromHex(const std::string& hex);
+// Constant-time comparison.
+bool secretEquals(const uint8_t* a, const uint8_t* b);
+
+// Starts the root service listening on `bindAddr` (port 0 picks one) in a
+// detached thread that ends once the job has joined or timed out. Returns the
+// address ranks must connect to.
+Expected<SockAddr> startRootService(const SockAddr& bindAddr, const Secret& secret,
+                                    int64_t timeoutMs);
+
+// Joins the rendezvous as `rank` of `nranks` and returns every rank's info,
+// indexed by rank.
+Expected<std::vector<PeerInfo>> bootstrapJoin(const UniqueIdData& id, int rank, int nranks,
+                                              const PeerInfo& self, int64_t timeoutMs);
+
+// Wire form of PeerInfo, shared by bootstrap and peer links.
+struct WirePeer {
+  int32_t rank;
+  int32_t pid;
+  char hostId[128];
+  char hostName[64];
+  uint32_t addrLen;
+  uint8_t addr[128];
+};
+WirePeer toWire(const PeerInfo& info);
+Expected<PeerInfo> fromWire(const WirePeer& wire);
+
+}  // namespace braid

@@ -1,0 +1,299 @@
+#include "core/comm.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "core/env.h"
+#include "core/logging.h"
+
+namespace braid {
+namespace {
+
+constexpr uint32_t kLinkMagic = 0x42524c4b;  // "BRLK"
+constexpr uint32_t kLinkControl = 1;
+constexpr uint32_t kLinkData = 2;
+constexpr uint32_t kMsgBye = 1;
+constexpr uint32_t kMsgDead = 2;
+
+struct LinkHello {
+  uint32_t magic;
+  uint32_t kind;
+  uint8_t secret[16];
+  int32_t from;
+  int32_t to;
+  char transport[16];
+  uint64_t sliceBytes;
+  int32_t slots;
+};
+
+struct ControlMsg {
+  uint32_t type;
+  int32_t rank;
+};
+
+std::string hostIdentity() {
+  std::string id = envString("BRAID_HOST_ID");
+  if (!id.empty()) return id;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return std::string(host) + "/" + boot;
+}
+
+std::string hostName() {
+  char host[64] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Comm>> Comm::create(const UniqueIdData& id, int nranks, int rank,
+                                             const CommConfig& config,
+                                             std::vector<std::unique_ptr<Transport>> transports) {
+  std::unique_ptr<Comm> comm(new Comm());
+  comm->config_ = config;
+  comm->transports_ = std::move(transports);
+  BRAID_TRY(comm->init(id, nranks, rank));
+  return comm;
+}
+
+Status Comm::init(const UniqueIdData& id, int nranks, int rank) {
+  rank_ = rank;
+  nranks_ = nranks;
+  secret_ = id.secret;
+  Deadline deadline(config_.timeoutMs);
+  // Listen where peers can reach us: the interface that routes to the root,
+  // or the one BRAID_SOCKET_IFNAME names.
+  std::string ifname = envString("BRAID_SOCKET_IFNAME");
+  Expected<SockAddr> local = ifname.empty() ? localAddressToward(id.root)
+                                            : chooseInterfaceAddress(ifname);
+  if (!local.isOk()) return local.status();
+  SockAddr bound;
+  BRAID_ASSIGN_OR_RETURN(listenFd_, listenOn(local.value(), &bound));
+  PeerInfo self;
+  self.rank = rank;
+  self.pid = getpid();
+  self.hostId = hostIdentity();
+  self.hostName = hostName();
+  self.listenAddr = bound;
+  BRAID_ASSIGN_OR_RETURN(peers_, bootstrapJoin(id, rank, nranks, self, config_.timeoutMs));
+  localRanks_ = 0;
+  for (const PeerInfo& p : peers_) localRanks_ += p.hostId == self.hostId ? 1 : 0;
+  endpoints_.resize(nranks);
+  endpointTransport_.assign(nranks, "none");
+  BRAID_TRY(connectControl(deadline));
+  wakeFd_ = eventfd(0, EFD_CLOEXEC);
+  if (wakeFd_ < 0) return systemError("eventfd (liveness watch)");
+  watcher_ = std::thread([this] { watchLoop(); });
+  return Status::ok();
+}
+
+std::string Comm::describePeer(int r) const {
+  if (r < 0 || r >= static_cast<int>(peers_.size())) return "rank " + std::to_string(r);
+  return "rank " + std::to_string(r) + " (pid " + std::to_string(peers_[r].pid) + " on " +
+         peers_[r].hostName + ")";
+}
+
+Expected<int> Comm::openLink(int peer, uint32_t kind, const Deadline& deadline) {
+  BRAID_ASSIGN_OR_RETURN(int fd, connectTo(peers_[peer].listenAddr, deadline, &aborted_));
+  LinkHello h{};
+  h.magic = kLinkMagic;
+  h.kind = kind;
+  std::memcpy(h.secret, secret_.data(), 16);
+  h.from = rank_;
+  h.to = peer;
+  h.sliceBytes = config_.sliceBytes;
+  h.slots = config_.slots;
+  Status st = sendAll(fd, &h, sizeof(h), deadline, "link hello");
+  if (!st.isOk()) {
+    close(fd);
+    return st.withContext("connecting to " + describePeer(peer) + ": ");
+  }
+  return fd;
+}
+
+Expected<int> Comm::acceptLink(int peer, uint32_t kind, const Deadline& deadline) {
+  for (;;) {
+    auto it = stashedLinks_.find({kind, peer});
+    if (it != stashedLinks_.end()) {
+      int fd = it->second;
+      stashedLinks_.erase(it);
+      return fd;
+    }
+    Expected<int> fd = acceptBefore(listenFd_, deadline, &aborted_);
+    if (!fd.isOk()) {
+      return fd.status().withContext("waiting for " + describePeer(peer) + " to connect: ");
+    }
+    LinkHello h{};
+    // A stranger gets a short deadline so it cannot hold the job up for long.
+    Deadline helloDeadline(std::min<int64_t>(deadline.remainingMs(), 2000));
+    Status st = recvAll(fd.value(), &h, sizeof(h), helloDeadline, "link hello");
+    if (!st.isOk() || h.magic != kLinkMagic || !secretEquals(h.secret, secret_.data()) ||
+        h.to != rank_ || h.from < 0 || h.from >= nranks_) {
+      BRAID_WARN("rank %d: dropped a connection that did not present this job's secret", rank_);
+      close(fd.value());
+      continue;
+    }
+    if (h.sliceBytes != config_.sliceBytes || h.slots != config_.slots) {
+      close(fd.value());
+      return invalidUsage(describePeer(h.from) + " uses slice size " +
+                          std::to_string(h.sliceBytes) + " x " + std::to_string(h.slots) +
+                          " slots, this rank " + std::to_string(config_.sliceBytes) + " x " +
+                          std::to_string(config_.slots) +
+                          ": set BRAID_SHM_SLOT_BYTES / BRAID_SHM_SLOTS alike on every rank");
+    }
+    stashedLinks_[{h.kind, h.from}] = fd.value();
+  }
+}
+
+Status Comm::connectControl(const Deadline& deadline) {
+  if (rank_ == 0) {
+    controlFds_.assign(nranks_, -1);
+    for (int r = 1; r < nranks_; ++r) {
+      BRAID_ASSIGN_OR_RETURN(controlFds_[r], acceptLink(r, kLinkControl, deadline));
+    }
+  } else {
+    controlFds_.assign(1, -1);
+    BRAID_ASSIGN_OR_RETURN(controlFds_[0], openLink(0, kLinkControl, deadline));
+  }
+  saidBye_.assign(controlFds_.size(), false);
+  return Status::ok();
+}
+
+Status Comm::connectOne(int peer, const Deadline& deadline) {
+  Transport* chosen = nullptr;
+  for (auto& t : transports_) {
+    if (t->canConnect(peers_[rank_], peers_[peer])) {
+      chosen = t.get();
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    return invalidUsage("no transport in BRAID_TRANSPORTS can reach " + describePeer(peer) +
+                        " (add 'socket' to reach other hosts)");
+  }
+  Expected<int> link = peer < rank_ ? acceptLink(peer, kLinkData, deadline)
+                                    : openLink(peer, kLinkData, deadline);
+  if (!link.isOk()) return link.status();
+  ConnectOptions opts{config_.sliceBytes, config_.slots};
+  Expected<std::unique_ptr<Endpoint>> ep =
+      chosen->connect(link.value(), peers_[rank_], peers_[peer], opts, deadline);
+  if (!ep.isOk()) {
+    return ep.status().withContext(std::string(chosen->name()) + " connection to " +
+                                   describePeer(peer) + ": ");
+  }
+  endpoints_[peer] = std::move(ep).value();
+  endpointTransport_[peer] = chosen->name();
+  BRAID_INFO("rank %d: connected to %s over %s", rank_, describePeer(peer).c_str(),
+             chosen->name());
+  return Status::ok();
+}
+
+Status Comm::connectPeers(const std::vector<int>& peers, const Deadline& deadline) {
+  std::vector<int> todo;
+  for (int p : peers) {
+    if (p != rank_ && p >= 0 && p < nranks_ && !endpoints_[p]) todo.push_back(p);
+  }
+  if (todo.empty()) return Status::ok();
+  // Global order on pairs (min rank, max rank): lower peers first, then higher.
+  std::sort(todo.begin(), todo.end());
+  todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+  for (int p : todo) BRAID_TRY(connectOne(p, deadline));
+  return Status::ok();
+}
+
+Status Comm::asyncError() const {
+  if (!failed()) return Status::ok();
+  std::lock_guard<std::mutex> lock(errorMu_);
+  return asyncError_;
+}
+
+void Comm::raiseAsyncError(const Status& status) {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  if (failed_.load()) return;  // the first cause is the one worth reporting
+  asyncError_ = status;
+  failed_.store(true);
+}
+
+void Comm::requestAbort() {
+  aborted_.store(true);
+  raiseAsyncError(invalidUsage("the communicator was aborted (braidCommAbort)"));
+}
+
+void Comm::onControlLost(int peer) {
+  raiseAsyncError(remoteError(describePeer(peer) +
+                              " is gone: its connection closed without a goodbye (it exited, "
+                              "crashed or was killed)"));
+  if (rank_ != 0) return;
+  ControlMsg msg{kMsgDead, peer};
+  for (int r = 1; r < nranks_; ++r) {
+    if (r == peer || controlFds_[r] < 0) continue;
+    Status st = sendAll(controlFds_[r], &msg, sizeof(msg), Deadline(1000), "liveness relay");
+    (void)st;  // a rank we cannot tell will learn from its own connection
+  }
+}
+
+void Comm::watchLoop() {
+  for (;;) {
+    std::vector<pollfd> pfds{{wakeFd_, POLLIN, 0}};
+    std::vector<int> who;
+    for (size_t i = 0; i < controlFds_.size(); ++i) {
+      if (controlFds_[i] < 0) continue;
+      pfds.push_back({controlFds_[i], POLLIN, 0});
+      who.push_back(static_cast<int>(i));
+    }
+    if (poll(pfds.data(), pfds.size(), -1) < 0 && errno != EINTR) return;
+    if (pfds[0].revents) return;
+    for (size_t k = 1; k < pfds.size(); ++k) {
+      if (!pfds[k].revents) continue;
+      int slot = who[k - 1];
+      ControlMsg msg{};
+      ssize_t n = recv(controlFds_[slot], &msg, sizeof(msg), MSG_WAITALL);
+      if (n == sizeof(msg) && msg.type == kMsgBye) {
+        saidBye_[slot] = true;
+      } else if (n == sizeof(msg) && msg.type == kMsgDead && rank_ != 0 && msg.rank >= 0 &&
+                 msg.rank < nranks_) {
+        onControlLost(msg.rank);
+      } else {
+        if (!saidBye_[slot]) onControlLost(rank_ == 0 ? slot : 0);
+        close(controlFds_[slot]);
+        controlFds_[slot] = -1;
+      }
+    }
+  }
+}
+
+void Comm::finalize() {
+  if (finalized_) return;
+  finalized_ = true;
+  // An aborted rank leaves without a goodbye, so its peers report it.
+  ControlMsg bye{kMsgBye, rank_};
+  for (int fd : aborted() ? std::vector<int>() : controlFds_) {
+    if (fd >= 0) (void)sendAll(fd, &bye, sizeof(bye), Deadline(1000), "goodbye");
+  }
+  if (watcher_.joinable()) {
+    uint64_t one = 1;
+    (void)!write(wakeFd_, &one, sizeof(one));
+    watcher_.join();
+  }
+}
+
+Comm::~Comm() {
+  finalize();
+  endpoints_.clear();
+  for (int fd : controlFds_) {
+    if (fd >= 0) close(fd);
+  }
+  for (auto& [key, fd] : stashedLinks_) close(fd);
+  if (listenFd_ >= 0) close(listenFd_);
+  if (wakeFd_ >= 0) close(wakeFd_);
+}
+
+}  // namespace braid

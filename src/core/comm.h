@@ -1,0 +1,108 @@
+// Comm: one rank's view of a communicator, below the C API.
+//
+// Owns the peer table from bootstrap, this rank's listener for peer links, the
+// endpoints (made lazily, the first time a schedule needs a peer), and the
+// liveness watch: every rank keeps a control connection to rank 0, which
+// relays "rank r is gone" to everyone when a connection drops without a
+// goodbye. Errors raised that way are sticky (asyncError) and make every wait
+// on this communicator fail.
+//
+// Thread-safety: operations run on one thread at a time; asyncError(),
+// raiseAsyncError() and requestAbort() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/transport.h"
+
+namespace braid {
+
+struct CommConfig {
+  int64_t timeoutMs = 300000;
+  size_t sliceBytes = 128 << 10;
+  int slots = 8;
+  int spinUs = 20;
+  int yieldUs = 2000;
+};
+
+class Comm {
+ public:
+  // Bootstraps rank `rank` of `nranks`; `transports` in order of preference.
+  static Expected<std::unique_ptr<Comm>> create(const UniqueIdData& id, int nranks, int rank,
+                                                const CommConfig& config,
+                                                std::vector<std::unique_ptr<Transport>> transports);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int localRanks() const { return localRanks_; }
+  const PeerInfo& peer(int rank) const { return peers_[rank]; }
+  const CommConfig& config() const { return config_; }
+  // "rank 3 (pid 123 on host1)"
+  std::string describePeer(int rank) const;
+
+  // Makes sure endpoints to every rank in `peers` exist (each side of a pair
+  // must ask for the other within the deadline; ranks ask in a global order,
+  // so this cannot deadlock).
+  Status connectPeers(const std::vector<int>& peers, const Deadline& deadline);
+  Endpoint* endpoint(int peer) const { return endpoints_[peer].get(); }
+  const char* transportName(int peer) const { return endpointTransport_[peer]; }
+
+  // Sticky error from a peer's death or an abort; ok otherwise. Cheap.
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  Status asyncError() const;
+  void raiseAsyncError(const Status& status);
+  void requestAbort();
+  const std::atomic<bool>& abortFlag() const { return aborted_; }
+  bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
+
+  uint64_t nextSeq() { return ++seq_; }
+
+  // Says goodbye to the liveness watch so leaving is not taken for a death.
+  void finalize();
+
+ private:
+  Comm() = default;
+  Status init(const UniqueIdData& id, int nranks, int rank);
+  Status connectControl(const Deadline& deadline);
+  Expected<int> openLink(int peer, uint32_t kind, const Deadline& deadline);
+  Expected<int> acceptLink(int peer, uint32_t kind, const Deadline& deadline);
+  Status connectOne(int peer, const Deadline& deadline);
+  void watchLoop();
+  void onControlLost(int peer);
+
+  int rank_ = 0;
+  int nranks_ = 0;
+  int localRanks_ = 1;
+  CommConfig config_;
+  Secret secret_{};
+  std::vector<PeerInfo> peers_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  std::vector<const char*> endpointTransport_;
+  int listenFd_ = -1;
+  std::map<std::pair<uint32_t, int>, int> stashedLinks_;  // (kind, rank) -> fd
+
+  std::vector<int> controlFds_;  // rank 0: by rank; others: [0] is rank 0
+  std::vector<bool> saidBye_;
+  int wakeFd_ = -1;              // eventfd that stops the watch thread
+  std::thread watcher_;
+  bool finalized_ = false;
+
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex errorMu_;
+  Status asyncError_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace braid

@@ -1,0 +1,93 @@
+#include "core/env.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace braid {
+
+const std::vector<EnvVar>& envTable() {
+  static const std::vector<EnvVar> table = {
+      {"BRAID_DEBUG", "NCCL_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE"},
+      {"BRAID_DEBUG_FILE", "NCCL_DEBUG_FILE", nullptr,
+       "write the log to this file instead of stderr; %h = host, %p = pid"},
+      {"BRAID_TIMEOUT_MS", nullptr, "300000",
+       "deadline of every wait (bootstrap, connection, collective) in milliseconds"},
+      {"BRAID_TRANSPORTS", nullptr, "shm,socket",
+       "transports allowed, in order of preference; 'socket' forces TCP on one node"},
+      {"BRAID_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", nullptr,
+       "interfaces for bootstrap and socket transport: prefix list, ^ excludes, = exact"},
+      {"BRAID_HOST_ID", "NCCL_HOSTID", nullptr,
+       "identity of this node (default: host name + boot id); ranks with equal ids use shm"},
+      {"BRAID_RANK", nullptr, nullptr, "this process's rank (braidCommInitFromEnv)"},
+      {"BRAID_WORLD_SIZE", nullptr, nullptr, "number of ranks (braidCommInitFromEnv)"},
+      {"BRAID_LOCAL_RANK", nullptr, nullptr, "rank among the ranks of this node (set by braidrun)"},
+      {"BRAID_ROOT", nullptr, nullptr, "host:port of the rendezvous served by rank 0"},
+      {"BRAID_SECRET", nullptr, nullptr,
+       "hex secret every bootstrap connection presents (set by braidrun)"},
+      {"BRAID_SHM_SLOT_BYTES", nullptr, "131072", "bytes per slot of a shared-memory FIFO"},
+      {"BRAID_SHM_SLOTS", nullptr, "8", "slots per shared-memory FIFO (one per peer direction)"},
+      {"BRAID_SOCKET_SLOT_BYTES", nullptr, "262144", "bytes per slot of a socket FIFO"},
+      {"BRAID_SOCKET_SLOTS", nullptr, "8", "slots per socket FIFO"},
+      {"BRAID_SPIN_US", nullptr, "20",
+       "microseconds a wait spins before it yields the core"},
+      {"BRAID_YIELD_US", nullptr, "2000",
+       "microseconds a wait yields (sched_yield) before it blocks in the kernel"},
+      {"BRAID_ALGO", "NCCL_ALGO", nullptr, "force an algorithm (only 'ring' exists today)"},
+  };
+  return table;
+}
+
+namespace {
+
+const EnvVar* findVar(const char* name) {
+  for (const EnvVar& v : envTable()) {
+    if (std::strcmp(v.name, name) == 0) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string envString(const char* name) {
+  if (const char* v = std::getenv(name); v != nullptr) return v;
+  const EnvVar* var = findVar(name);
+  if (var == nullptr) return "";
+  if (var->fallback != nullptr) {
+    if (const char* v = std::getenv(var->fallback); v != nullptr) return v;
+  }
+  return var->defaultValue ? var->defaultValue : "";
+}
+
+int64_t parseSize(const std::string& text) {
+  if (text.empty()) return -1;
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || v < 0) return -1;
+  int64_t mult = 1;
+  if (*end != '\0') {
+    switch (std::toupper(static_cast<unsigned char>(*end))) {
+      case 'K': mult = int64_t{1} << 10; break;
+      case 'M': mult = int64_t{1} << 20; break;
+      case 'G': mult = int64_t{1} << 30; break;
+      default: return -1;
+    }
+    ++end;
+    if (*end == 'B' || *end == 'b') ++end;
+    if (*end != '\0') return -1;
+  }
+  if (v > INT64_MAX / mult) return -1;
+  return static_cast<int64_t>(v) * mult;
+}
+
+int64_t envInt(const char* name, int64_t fallback) {
+  std::string s = envString(name);
+  if (s.empty()) return fallback;
+  int64_t v = parseSize(s);
+  return v < 0 ? fallback : v;
+}
+
+}  // namespace braid

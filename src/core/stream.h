@@ -1,0 +1,40 @@
+// HostStream: an ordered queue of operations run by one worker thread, the
+// host counterpart of a CUDA stream (braidStream_t points to one). Tasks run
+// in enqueue order; synchronize() returns once every task enqueued before it
+// has finished. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace braid {
+
+class HostStream {
+ public:
+  HostStream();
+  ~HostStream();  // finishes queued tasks, then stops the worker
+  HostStream(const HostStream&) = delete;
+  HostStream& operator=(const HostStream&) = delete;
+
+  void enqueue(std::function<void()> task);
+  void synchronize();
+
+ private:
+  void run();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace braid
+
+struct braidStream {
+  braid::HostStream impl;
+};

@@ -1,0 +1,76 @@
+// The transport interface: what the communicator and executors need from a
+// way of moving bytes between two ranks. Implementations live in transports/
+// (shm, socket); they depend on core, never the other way round.
+//
+// An Endpoint is one connection to one peer, both directions, shaped as two
+// FIFOs of fixed-size slots (Comm::sliceBytes each). The sender fills a slot
+// and posts it; the receiver reads slots in order and releases them. Sizes are
+// carried with each slot so a receiver can check that it got what its schedule
+// expects. Endpoint calls never block except wait(); an Endpoint is used by one
+// thread at a time (the one running the communicator's operation).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "core/clock.h"
+#include "core/net.h"
+#include "core/status.h"
+
+namespace braid {
+
+// What a rank tells every other rank at bootstrap.
+struct PeerInfo {
+  int rank = -1;
+  int pid = 0;
+  std::string hostId;    // ranks with equal ids share a node (and /dev/shm)
+  std::string hostName;  // for messages
+  SockAddr listenAddr;   // where this rank accepts peer connections
+};
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+
+  // Send side: a free slot of sliceBytes to fill, or nullptr when the FIFO is
+  // full. sendPost publishes the slot with `bytes` of payload.
+  virtual void* sendSlot() = 0;
+  virtual Status sendPost(size_t bytes) = 0;
+  // Receive side: the next filled slot and its size, or nullptr when none has
+  // arrived. recvRelease hands the slot back to the sender.
+  virtual const void* recvSlot(size_t* bytes) = 0;
+  virtual void recvRelease() = 0;
+
+  // Moves bytes that are in flight (socket: to and from the kernel). An error
+  // means the connection is broken.
+  virtual Status progress() = 0;
+  // True while posted sends still sit in local buffers.
+  virtual bool sendPending() const = 0;
+  // A descriptor the executor may poll() on, or -1 (memory-based transports).
+  virtual int pollFd() const = 0;
+  // Blocks until the receive side may have data (wantRecv) or the send side
+  // room (wantSend), or timeoutUs passes. Spurious returns are allowed.
+  virtual void wait(bool wantRecv, bool wantSend, int timeoutUs) = 0;
+};
+
+// Settings a transport needs to build endpoints; equal on both sides.
+struct ConnectOptions {
+  size_t sliceBytes = 0;
+  int slots = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  // Builds an endpoint over `linkFd`, an authenticated TCP connection to the
+  // peer held by both sides (blocking). The transport takes ownership of the fd.
+  virtual Expected<std::unique_ptr<Endpoint>> connect(int linkFd, const PeerInfo& self,
+                                                      const PeerInfo& peer,
+                                                      const ConnectOptions& options,
+                                                      const Deadline& deadline) = 0;
+};
+
+}  // namespace braid

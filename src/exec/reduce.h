@@ -1,0 +1,42 @@
+// Host reduction kernels for every datatype x op.
+//
+// Kernels are plain functions over contiguous arrays, vectorised (an AVX2 +
+// F16C build is chosen at run time when the CPU has it, else a portable one).
+// float16 and bfloat16 are widened to float32 for each operation and rounded
+// back to nearest-even. avg reduces as sum; its division by nranks happens once,
+// in the final step (reduceFinal), so every rank copies one final value.
+// Stateless; thread-safe.
+#pragma once
+
+#include <cstddef>
+
+#include "braid/braid.h"
+
+namespace braid {
+
+// dst[i] = a[i] op b[i]. dst may alias a or b exactly (not partially).
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
+// v = a[i] op b[i], divided by `divisor` when the op is avg (ignored otherwise);
+// dst0[i] = v and, when dst1 is not null, dst1[i] = v. dst0 may alias a or b.
+using ReduceFinalFn = void (*)(void* dst0, void* dst1, const void* a, const void* b,
+                               size_t count, int divisor);
+// dst[i] = src[i] / divisor (avg over one rank, or a copy for other ops).
+using FinalizeFn = void (*)(void* dst, const void* src, size_t count, int divisor);
+
+struct ReduceKernels {
+  ReduceFn reduce;
+  ReduceFinalFn reduceFinal;
+  FinalizeFn finalize;
+};
+
+// Kernels for a valid (datatype, op); callers validate first.
+const ReduceKernels& reduceKernels(braidDataType_t datatype, braidRedOp_t op);
+
+// Bytes per element; 0 for an invalid datatype.
+size_t datatypeSize(braidDataType_t datatype);
+const char* datatypeName(braidDataType_t datatype);  // "float32", ...; "invalid"
+const char* redOpName(braidRedOp_t op);              // "sum", ...; "invalid"
+// Which kernel build is in use: "avx2" or "generic".
+const char* reduceIsa();
+
+}  // namespace braid

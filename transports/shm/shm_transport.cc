@@ -1,0 +1,236 @@
+#include "transports/shm/shm_transport.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "core/bootstrap.h"
+#include "core/futex.h"
+#include "core/logging.h"
+
+namespace braid::transport::shm {
+namespace {
+
+constexpr uint32_t kFifoMagic = 0x42534846;  // "BSHF"
+
+struct alignas(64) SlotSize {
+  uint64_t bytes;
+};
+
+struct FifoHeader {
+  uint32_t magic;
+  uint32_t slots;
+  uint64_t sliceBytes;
+  alignas(64) std::atomic<uint64_t> head;  // slots posted by the sender
+  WakeSignal dataSignal;                   // the receiver sleeps here
+  alignas(64) std::atomic<uint64_t> tail;  // slots released by the receiver
+  WakeSignal spaceSignal;                  // the sender sleeps here
+};
+
+size_t dataOffset(int slots) {
+  size_t raw = sizeof(FifoHeader) + sizeof(SlotSize) * static_cast<size_t>(slots);
+  return (raw + 4095) & ~size_t{4095};
+}
+
+size_t segmentBytes(const ConnectOptions& o) {
+  return dataOffset(o.slots) + o.sliceBytes * static_cast<size_t>(o.slots);
+}
+
+// A mapped FIFO segment; unmaps when destroyed.
+struct Mapping {
+  void* base = MAP_FAILED;
+  size_t bytes = 0;
+  FifoHeader* header() const { return static_cast<FifoHeader*>(base); }
+  SlotSize* sizes() const { return reinterpret_cast<SlotSize*>(header() + 1); }
+  char* data(int slots) const { return static_cast<char*>(base) + dataOffset(slots); }
+  ~Mapping() {
+    if (base != MAP_FAILED) munmap(base, bytes);
+  }
+};
+
+std::string randomName() { return "/braid-" + secretToHex(randomSecret()); }
+
+Status createFifo(const std::string& name, const ConnectOptions& o, Mapping* m) {
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return systemError("shm_open(" + name + ") in /dev/shm");
+  size_t bytes = segmentBytes(o);
+  // Reserve the pages now: a full /dev/shm must be an error here, not a
+  // SIGBUS in the middle of a collective.
+  int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err != 0) {
+    close(fd);
+    shm_unlink(name.c_str());
+    if (err == ENOSPC) {
+      return Status(braidSystemError,
+                    "/dev/shm is full: a shared-memory FIFO of " + std::to_string(bytes) +
+                        " bytes does not fit (Docker's default is 64 MiB: run the container with "
+                        "--shm-size=1g, or lower BRAID_SHM_SLOTS / BRAID_SHM_SLOT_BYTES)");
+    }
+    return systemError("posix_fallocate of " + std::to_string(bytes) + " bytes in /dev/shm", err);
+  }
+  m->base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m->base == MAP_FAILED) {
+    shm_unlink(name.c_str());
+    return systemError("mmap of the shared-memory FIFO");
+  }
+  m->bytes = bytes;
+  FifoHeader* h = new (m->base) FifoHeader();
+  h->magic = kFifoMagic;
+  h->slots = static_cast<uint32_t>(o.slots);
+  h->sliceBytes = o.sliceBytes;
+  return Status::ok();
+}
+
+Status openFifo(const std::string& name, const ConnectOptions& o, Mapping* m) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return systemError("shm_open(" + name + ") of the peer's FIFO (is /dev/shm shared "
+                       "between the two processes? set BRAID_HOST_ID to tell nodes apart)");
+  }
+  shm_unlink(name.c_str());  // both sides have it mapped once this returns
+  size_t bytes = segmentBytes(o);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+    close(fd);
+    return remoteError("the peer's shared-memory FIFO has an unexpected size");
+  }
+  m->base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m->base == MAP_FAILED) return systemError("mmap of the peer's FIFO");
+  m->bytes = bytes;
+  if (m->header()->magic != kFifoMagic || m->header()->slots != static_cast<uint32_t>(o.slots) ||
+      m->header()->sliceBytes != o.sliceBytes) {
+    return remoteError("the peer's shared-memory FIFO has a different layout");
+  }
+  return Status::ok();
+}
+
+class ShmEndpoint : public Endpoint {
+ public:
+  ShmEndpoint(const ConnectOptions& o, std::unique_ptr<Mapping> in, std::unique_ptr<Mapping> out)
+      : slots_(o.slots), slice_(o.sliceBytes), in_(std::move(in)), out_(std::move(out)) {}
+
+  void* sendSlot() override {
+    FifoHeader* h = out_->header();
+    if (sendHead_ - cachedTail_ >= static_cast<uint64_t>(slots_)) {
+      cachedTail_ = h->tail.load(std::memory_order_acquire);
+      if (sendHead_ - cachedTail_ >= static_cast<uint64_t>(slots_)) return nullptr;
+    }
+    return out_->data(slots_) + (sendHead_ % slots_) * slice_;
+  }
+
+  Status sendPost(size_t bytes) override {
+    FifoHeader* h = out_->header();
+    out_->sizes()[sendHead_ % slots_].bytes = bytes;
+    ++sendHead_;
+    h->head.store(sendHead_, std::memory_order_release);
+    h->dataSignal.notify();
+    return Status::ok();
+  }
+
+  const void* recvSlot(size_t* bytes) override {
+    FifoHeader* h = in_->header();
+    if (recvTail_ == cachedHead_) {
+      cachedHead_ = h->head.load(std::memory_order_acquire);
+      if (recvTail_ == cachedHead_) return nullptr;
+    }
+    *bytes = in_->sizes()[recvTail_ % slots_].bytes;
+    return in_->data(slots_) + (recvTail_ % slots_) * slice_;
+  }
+
+  void recvRelease() override {
+    FifoHeader* h = in_->header();
+    ++recvTail_;
+    h->tail.store(recvTail_, std::memory_order_release);
+    h->spaceSignal.notify();
+  }
+
+  Status progress() override { return Status::ok(); }
+  bool sendPending() const override { return false; }
+  int pollFd() const override { return -1; }
+
+  void wait(bool wantRecv, bool wantSend, int timeoutUs) override {
+    if (wantRecv) {
+      FifoHeader* h = in_->header();
+      h->dataSignal.wait([&] { return h->head.load(std::memory_order_acquire) != recvTail_; },
+                         timeoutUs);
+    } else if (wantSend) {
+      FifoHeader* h = out_->header();
+      h->spaceSignal.wait(
+          [&] {
+            return sendHead_ - h->tail.load(std::memory_order_acquire) <
+                   static_cast<uint64_t>(slots_);
+          },
+          timeoutUs);
+    }
+  }
+
+ private:
+  const int slots_;
+  const size_t slice_;
+  std::unique_ptr<Mapping> in_;   // the FIFO this rank reads (it created it)
+  std::unique_ptr<Mapping> out_;  // the FIFO the peer reads
+  uint64_t sendHead_ = 0;
+  uint64_t cachedTail_ = 0;
+  uint64_t recvTail_ = 0;
+  uint64_t cachedHead_ = 0;
+};
+
+struct NameMsg {
+  char name[64];
+};
+
+class ShmTransport : public Transport {
+ public:
+  const char* name() const override { return "shm"; }
+  bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override {
+    return self.hostId == peer.hostId;
+  }
+  Expected<std::unique_ptr<Endpoint>> connect(int linkFd, const PeerInfo& self,
+                                              const PeerInfo& peer, const ConnectOptions& o,
+                                              const Deadline& deadline) override;
+};
+
+Expected<std::unique_ptr<Endpoint>> ShmTransport::connect(int linkFd, const PeerInfo& self,
+                                                          const PeerInfo& peer,
+                                                          const ConnectOptions& o,
+                                                          const Deadline& deadline) {
+  auto in = std::make_unique<Mapping>();
+  auto out = std::make_unique<Mapping>();
+  std::string mine = randomName();
+  Status st = createFifo(mine, o, in.get());
+  NameMsg msg{};
+  NameMsg theirs{};
+  std::memcpy(msg.name, mine.c_str(), mine.size());
+  if (st.isOk()) st = sendAll(linkFd, &msg, sizeof(msg), deadline, "shm name exchange");
+  if (st.isOk()) st = recvAll(linkFd, &theirs, sizeof(theirs), deadline, "shm name exchange");
+  if (st.isOk()) {
+    theirs.name[sizeof(theirs.name) - 1] = '\0';
+    if (std::strncmp(theirs.name, "/braid-", 7) != 0) {
+      st = remoteError("the peer sent a malformed shared-memory name");
+    } else {
+      st = openFifo(theirs.name, o, out.get());
+    }
+  }
+  char ack = st.isOk() ? 1 : 0;
+  char peerAck = 0;
+  if (st.isOk()) st = sendAll(linkFd, &ack, 1, deadline, "shm mapping ack");
+  if (st.isOk()) st = recvAll(linkFd, &peerAck, 1, deadline, "shm mapping ack");
+  if (st.isOk() && peerAck != 1) st = remoteError("the peer could not map this rank's FIFO");
+  shm_unlink(mine.c_str());  // normally the peer has unlinked it already
+  close(linkFd);
+  if (!st.isOk()) return st;
+  return std::unique_ptr<Endpoint>(new ShmEndpoint(o, std::move(in), std::move(out)));
+}
+
+}  // namespace
+
+std::unique_ptr<Transport> makeShmTransport() { return std::make_unique<ShmTransport>(); }
+
+}  // namespace braid::transport::shm
