@@ -17,18 +17,18 @@ namespace braid::perf {
 struct PerfArgs {
   size_t minBytes = 32u << 20;
   size_t maxBytes = 32u << 20;
-  size_t stepFactor = 1;        // > 1: multiply; else add stepBytes
+  size_t stepFactor = 1;  // > 1: multiply; else add stepBytes
   size_t stepBytes = 1u << 20;
   int iters = 20;
   int warmupIters = 1;
-  int check = 1;                // check iterations per placement; 0: off
+  int check = 1;  // check iterations per placement; 0: off
   std::vector<braidDataType_t> types{braidFloat32};
   std::vector<braidRedOp_t> ops{braidSum};
   int root = 0;
   AverageMode average = AverageMode::kMean;
-  int blocking = 0;             // accepted; host calls on a NULL stream always block
-  std::string jsonPath;         // -J: "" for none
-  double timeoutSec = 0.0;      // -T: 0 for the library's default
+  int blocking = 0;         // accepted; host calls on a NULL stream always block
+  std::string jsonPath;     // -J: "" for none
+  double timeoutSec = 0.0;  // -T: 0 for the library's default
   bool help = false;
 };
 
@@ -41,11 +41,14 @@ inline const char* perfUsage() {
          "  -w, --warmup_iters <n>   warm-up iterations (default 1)\n"
          "  -c, --check <n>          check the results n times per placement; 0: off (default 1)\n"
          "  -d, --datatype <t>       int8 uint8 int32 uint32 int64 uint64 half|float16\n"
-         "                           float|float32 double|float64 bfloat16, or all (default float)\n"
+         "                           float|float32 double|float64 bfloat16, or all (default "
+         "float)\n"
          "  -o, --op <op>            sum prod max min avg, or all (default sum)\n"
          "  -r, --root <r>           root rank of rooted collectives (default 0)\n"
-         "  -a, --average <0-3>      time across ranks: 0 rank 0's, 1 mean, 2 min, 3 max (default 1)\n"
-         "  -z, --blocking <0/1>     accepted for nccl-tests compatibility; host calls always block\n"
+         "  -a, --average <0-3>      time across ranks: 0 rank 0's, 1 mean, 2 min, 3 max (default "
+         "1)\n"
+         "  -z, --blocking <0/1>     accepted for nccl-tests compatibility; host calls always "
+         "block\n"
          "  -J, --output_file <f>    also write the results to f as JSON (rank 0)\n"
          "  -T, --timeout <s>        seconds any wait may take (sets BRAID_TIMEOUT_MS)\n"
          "  -h, --help               this text\n";
@@ -61,6 +64,45 @@ inline bool parseInt(const char* text, long lo, long hi, int* out) {
   return true;
 }
 }  // namespace detail
+
+// Applies flag `flag` with value `arg` (getopt's optarg) to *args; false with
+// *error set when the value is bad.
+inline bool applyPerfFlag(int flag, const char* arg, PerfArgs* args, std::string* error) {
+  auto bad = [&](const char* what) {
+    *error = std::string("invalid ") + what + " '" + (arg ? arg : "") + "'";
+    return false;
+  };
+  int v = 0;
+  switch (flag) {
+    case 'b': return parseSize(arg, &args->minBytes) || bad("-b size");
+    case 'e': return parseSize(arg, &args->maxBytes) || bad("-e size");
+    case 'i': return parseSize(arg, &args->stepBytes) || bad("-i size");
+    case 'f': return parseSize(arg, &args->stepFactor) || bad("-f factor");
+    case 'n': return detail::parseInt(arg, 1, 1 << 30, &args->iters) || bad("-n");
+    case 'w': return detail::parseInt(arg, 0, 1 << 30, &args->warmupIters) || bad("-w");
+    case 'c': return detail::parseInt(arg, 0, 1 << 20, &args->check) || bad("-c");
+    case 'd': return parseTypes(arg, &args->types) || bad("datatype");
+    case 'o': return parseOps(arg, &args->ops) || bad("op");
+    case 'r': return detail::parseInt(arg, 0, 1 << 30, &args->root) || bad("root");
+    case 'z': return detail::parseInt(arg, 0, 1, &args->blocking) || bad("-z");
+    case 'a':
+      if (!detail::parseInt(arg, 0, 3, &v)) return bad("-a (0-3)");
+      args->average = static_cast<AverageMode>(v);
+      return true;
+    case 'J': args->jsonPath = arg; return true;
+    case 'T': {
+      char* end = nullptr;
+      double sec = std::strtod(arg, &end);
+      if (end == arg || *end != '\0' || !(sec > 0.0) || sec > 1e7) return bad("-T seconds");
+      args->timeoutSec = sec;
+      return true;
+    }
+    case 'h': args->help = true; return true;
+    default:
+      *error = std::string("unhandled flag -") + static_cast<char>(flag);
+      return false;
+  }
+}
 
 // Parses argv into *args. On a bad flag or value returns false with *error
 // saying which; *args then holds what was parsed so far.
@@ -86,48 +128,14 @@ inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* er
   optind = 0;  // glibc: full reset, so a second parse (tests) starts afresh
   opterr = 0;
   int c;
-  auto bad = [&](const char* what) {
-    *error = std::string("invalid ") + what + " '" + (optarg ? optarg : "") + "'";
-    return false;
-  };
   while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:h", kLong, nullptr)) != -1) {
-    int v = 0;
-    switch (c) {
-      case 'b': if (!parseSize(optarg, &args->minBytes)) return bad("-b size"); break;
-      case 'e': if (!parseSize(optarg, &args->maxBytes)) return bad("-e size"); break;
-      case 'i': if (!parseSize(optarg, &args->stepBytes)) return bad("-i size"); break;
-      case 'f':
-        if (!parseSize(optarg, &args->stepFactor)) return bad("-f factor");
-        break;
-      case 'n': if (!detail::parseInt(optarg, 1, 1 << 30, &args->iters)) return bad("-n"); break;
-      case 'w':
-        if (!detail::parseInt(optarg, 0, 1 << 30, &args->warmupIters)) return bad("-w");
-        break;
-      case 'c': if (!detail::parseInt(optarg, 0, 1 << 20, &args->check)) return bad("-c"); break;
-      case 'd': if (!parseTypes(optarg, &args->types)) return bad("datatype"); break;
-      case 'o': if (!parseOps(optarg, &args->ops)) return bad("op"); break;
-      case 'r': if (!detail::parseInt(optarg, 0, 1 << 30, &args->root)) return bad("root"); break;
-      case 'a':
-        if (!detail::parseInt(optarg, 0, 3, &v)) return bad("-a (0-3)");
-        args->average = static_cast<AverageMode>(v);
-        break;
-      case 'z': if (!detail::parseInt(optarg, 0, 1, &args->blocking)) return bad("-z"); break;
-      case 'J': args->jsonPath = optarg; break;
-      case 'T': {
-        char* end = nullptr;
-        double s = std::strtod(optarg, &end);
-        if (end == optarg || *end != '\0' || !(s > 0.0) || s > 1e7) return bad("-T seconds");
-        args->timeoutSec = s;
-        break;
-      }
-      case 'h': args->help = true; break;
-      default: {
-        char opt[2] = {static_cast<char>(optopt), '\0'};
-        *error = optopt ? std::string("unknown flag or missing value: -") + opt
-                        : std::string("unknown flag: ") + argv[optind - 1];
-        return false;
-      }
+    if (c == '?' || c == ':') {
+      char opt[2] = {static_cast<char>(optopt), '\0'};
+      *error = optopt ? std::string("unknown flag or missing value: -") + opt
+                      : std::string("unknown flag: ") + argv[optind - 1];
+      return false;
     }
+    if (!applyPerfFlag(c, optarg, args, error)) return false;
   }
   if (optind < argc) {
     *error = std::string("unexpected argument '") + argv[optind] + "'";

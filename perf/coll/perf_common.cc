@@ -27,8 +27,8 @@ constexpr size_t kHostSlot = 64;  // bytes per host name when gathering them
 // This process's rank as the launcher announced it, for messages printed
 // before the communicator exists; -1 when no launcher variable is set.
 int launcherRank() {
-  for (const char* var : {"BRAID_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                          "SLURM_PROCID"}) {
+  for (const char* var :
+       {"BRAID_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     if (const char* v = std::getenv(var)) return std::atoi(v);
   }
   return -1;
@@ -94,9 +94,7 @@ class Harness {
   void printRow(const Row& row) const;
   void printFooter() const;
   bool writeJson() const;
-  size_t rowBytes(size_t bytes, size_t elemSize) const {
-    return bytes / elemSize * elemSize;
-  }
+  size_t rowBytes(size_t bytes, size_t elemSize) const { return bytes / elemSize * elemSize; }
 
   const PerfCollective& coll_;
   const PerfArgs& args_;
@@ -141,8 +139,8 @@ void Harness::allocate() {
     for (size_t bytes : steps_) {
       PerfSizes s = coll_.getSizes(rowBytes(bytes, es), es, rank_, nranks_);
       sendBytes = std::max(sendBytes, s.sendCount * es);
-      size_t recvElems = std::max({s.recvCount, s.sendInplaceOffset + s.sendCount,
-                                   s.recvInplaceOffset + s.recvCount});
+      size_t recvElems = std::max(
+          {s.recvCount, s.sendInplaceOffset + s.sendCount, s.recvInplaceOffset + s.recvCount});
       recvBytes = std::max(recvBytes, recvElems * es);
       expectedBytes = std::max(expectedBytes, s.recvCount * es);
     }
@@ -174,8 +172,8 @@ void Harness::printHeader() {
 void Harness::printDevices() {
   std::vector<int32_t> pids(static_cast<size_t>(nranks_), 0);
   pids[static_cast<size_t>(rank_)] = static_cast<int32_t>(getpid());
-  check(braidAllReduce(pids.data(), pids.data(), pids.size(), braidInt32, braidSum, comm_,
-                       nullptr));
+  check(
+      braidAllReduce(pids.data(), pids.data(), pids.size(), braidInt32, braidSum, comm_, nullptr));
   std::vector<uint8_t> hosts(static_cast<size_t>(nranks_) * kHostSlot, 0);
   char name[kHostSlot] = {};
   gethostname(name, kHostSlot - 1);
@@ -193,7 +191,8 @@ void Harness::printDevices() {
   std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place\n",
               "", "", "", "", "");
   std::printf("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
-  for (int p = 0; p < 2; ++p) std::printf("  %7s  %6s  %6s %6s", "time", "algbw", "busbw", "#wrong");
+  for (int p = 0; p < 2; ++p)
+    std::printf("  %7s  %6s  %6s %6s", "time", "algbw", "busbw", "#wrong");
   std::printf("\n# %10s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
   for (int p = 0; p < 2; ++p) std::printf("  %7s  %6s  %6s %6s", "(us)", "(GB/s)", "(GB/s)", "");
   std::printf("\n");
@@ -216,10 +215,17 @@ double Harness::combineTime(double seconds) {
   double t = seconds;
   braidRedOp_t op = braidSum;
   switch (args_.average) {
-    case AverageMode::kRankZero: t = rank_ == 0 ? seconds : 0.0; break;
-    case AverageMode::kMean: break;
-    case AverageMode::kMin: op = braidMin; break;
-    case AverageMode::kMax: op = braidMax; break;
+    case AverageMode::kRankZero:
+      t = rank_ == 0 ? seconds : 0.0;
+      break;
+    case AverageMode::kMean:
+      break;
+    case AverageMode::kMin:
+      op = braidMin;
+      break;
+    case AverageMode::kMax:
+      op = braidMax;
+      break;
   }
   check(braidAllReduce(&t, &t, 1, braidFloat64, op, comm_, nullptr));
   if (args_.average == AverageMode::kMean) t /= nranks_;
@@ -262,7 +268,12 @@ void Harness::runType(braidDataType_t type, braidRedOp_t op) {
   size_t es = typeInfo(type).size;
   for (size_t bytes : steps_) {
     Row row;
-    row.c = PerfCase{type, op, args_.root, rank_, nranks_, es,
+    row.c = PerfCase{type,
+                     op,
+                     args_.root,
+                     rank_,
+                     nranks_,
+                     es,
                      coll_.getSizes(rowBytes(bytes, es), es, rank_, nranks_)};
     row.out = runPlacement(row.c, false);
     row.in = runPlacement(row.c, true);
@@ -295,8 +306,7 @@ void Harness::printFooter() const {
   if (rank_ != 0) return;
   std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrongTotal_),
               wrongTotal_ == 0 ? "OK" : "FAILED");
-  std::printf("# Avg bus bandwidth    : %g \n#\n",
-              busBwCount_ > 0 ? busBwSum_ / busBwCount_ : 0.0);
+  std::printf("# Avg bus bandwidth    : %g \n#\n", busBwCount_ > 0 ? busBwSum_ / busBwCount_ : 0.0);
   std::fflush(stdout);
 }
 
@@ -304,20 +314,22 @@ bool Harness::writeJson() const {
   if (rank_ != 0 || args_.jsonPath.empty()) return true;
   FILE* f = std::fopen(args_.jsonPath.c_str(), "w");
   if (f == nullptr) {
-    std::fprintf(stderr, "%s: rank 0: cannot write -J %s: %s\n", coll_.name,
-                 args_.jsonPath.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "%s: rank 0: cannot write -J %s: %s\n", coll_.name, args_.jsonPath.c_str(),
+                 std::strerror(errno));
     return false;
   }
   std::fprintf(f, "{\"tool\": \"%s\", \"nranks\": %d, \"results\": [", coll_.name, nranks_);
   for (size_t i = 0; i < rows_.size(); ++i) {
     const Row& r = rows_[i];
-    std::fprintf(f, "%s\n  {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
+    std::fprintf(f,
+                 "%s\n  {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
                  "\"root\": %d",
                  i ? "," : "", r.c.sizes.rowBytes, r.c.sizes.rowCount, typeInfo(r.c.type).name,
                  coll_.hasOp ? opName(r.c.op) : "none", coll_.hasRoot ? r.c.root : -1);
     for (const auto& [key, p] : {std::pair{"out_of_place", &r.out}, std::pair{"in_place", &r.in}}) {
       std::string wrong = p->wrong < 0 ? "null" : std::to_string(p->wrong);
-      std::fprintf(f, ", \"%s\": {\"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
+      std::fprintf(f,
+                   ", \"%s\": {\"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
                    "\"wrong\": %s}",
                    key, p->timeUs, p->algBw, p->busBw, wrong.c_str());
     }
@@ -328,8 +340,8 @@ bool Harness::writeJson() const {
                busBwCount_ > 0 ? busBwSum_ / busBwCount_ : 0.0);
   bool ok = std::ferror(f) == 0;
   ok = std::fclose(f) == 0 && ok;
-  if (!ok) std::fprintf(stderr, "%s: rank 0: error writing -J %s\n", coll_.name,
-                        args_.jsonPath.c_str());
+  if (!ok)
+    std::fprintf(stderr, "%s: rank 0: error writing -J %s\n", coll_.name, args_.jsonPath.c_str());
   return ok;
 }
 
@@ -337,8 +349,8 @@ int Harness::run() {
   init();
   if (coll_.hasRoot && args_.root >= nranks_) {
     if (rank_ == 0) {
-      std::fprintf(stderr, "%s: -r %d: root must be below the number of ranks (%d)\n",
-                   coll_.name, args_.root, nranks_);
+      std::fprintf(stderr, "%s: -r %d: root must be below the number of ranks (%d)\n", coll_.name,
+                   args_.root, nranks_);
     }
     return 1;
   }

@@ -53,8 +53,7 @@ struct PerfCollective {
   // them, from the start of the receive region, are to be compared (0: none).
   size_t (*fillExpected)(const PerfCase& c, void* expected);
   // The call. sendbuff == recvbuff + sendInplaceOffset in place.
-  braidResult_t (*run)(const PerfCase& c, const void* sendbuff, void* recvbuff,
-                       braidComm_t comm);
+  braidResult_t (*run)(const PerfCase& c, const void* sendbuff, void* recvbuff, braidComm_t comm);
 };
 
 // Runs the tool; returns the process exit status (0: every value right).

@@ -26,21 +26,38 @@ namespace braid::perf {
 // Stores the integer v (already in range) as element i of a `type` array.
 inline void storeElement(braidDataType_t type, void* buf, size_t i, int64_t v) {
   switch (type) {
-    case braidInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case braidUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case braidInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case braidUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    case braidInt64: static_cast<int64_t*>(buf)[i] = v; break;
-    case braidUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
+    case braidInt8:
+      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
+      break;
+    case braidUint8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
+      break;
+    case braidInt32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case braidUint32:
+      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
+      break;
+    case braidInt64:
+      static_cast<int64_t*>(buf)[i] = v;
+      break;
+    case braidUint64:
+      static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
+      break;
     case braidFloat16:
       static_cast<uint16_t*>(buf)[i] = halfFromFloat(static_cast<float>(v));
       break;
-    case braidFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case braidFloat64: static_cast<double*>(buf)[i] = static_cast<double>(v); break;
+    case braidFloat32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case braidFloat64:
+      static_cast<double*>(buf)[i] = static_cast<double>(v);
+      break;
     case braidBfloat16:
       static_cast<uint16_t*>(buf)[i] = bf16FromFloat(static_cast<float>(v));
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -48,17 +65,28 @@ inline void storeElement(braidDataType_t type, void* buf, size_t i, int64_t v) {
 // NaN stays NaN so it never compares equal).
 inline double loadElement(braidDataType_t type, const void* buf, size_t i) {
   switch (type) {
-    case braidInt8: return static_cast<const int8_t*>(buf)[i];
-    case braidUint8: return static_cast<const uint8_t*>(buf)[i];
-    case braidInt32: return static_cast<const int32_t*>(buf)[i];
-    case braidUint32: return static_cast<const uint32_t*>(buf)[i];
-    case braidInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case braidUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
-    case braidFloat16: return floatFromHalf(static_cast<const uint16_t*>(buf)[i]);
-    case braidFloat32: return static_cast<const float*>(buf)[i];
-    case braidFloat64: return static_cast<const double*>(buf)[i];
-    case braidBfloat16: return floatFromBf16(static_cast<const uint16_t*>(buf)[i]);
-    default: return 0.0;
+    case braidInt8:
+      return static_cast<const int8_t*>(buf)[i];
+    case braidUint8:
+      return static_cast<const uint8_t*>(buf)[i];
+    case braidInt32:
+      return static_cast<const int32_t*>(buf)[i];
+    case braidUint32:
+      return static_cast<const uint32_t*>(buf)[i];
+    case braidInt64:
+      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case braidUint64:
+      return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
+    case braidFloat16:
+      return floatFromHalf(static_cast<const uint16_t*>(buf)[i]);
+    case braidFloat32:
+      return static_cast<const float*>(buf)[i];
+    case braidFloat64:
+      return static_cast<const double*>(buf)[i];
+    case braidBfloat16:
+      return floatFromBf16(static_cast<const uint16_t*>(buf)[i]);
+    default:
+      return 0.0;
   }
 }
 
@@ -69,8 +97,7 @@ inline int64_t checkMagnitude(braidDataType_t type, int nranks) {
 }
 
 // Rank `rank`'s input at element i (an integer exactly representable in type).
-inline int64_t checkInput(braidDataType_t type, braidRedOp_t op, int rank, int nranks,
-                          size_t i) {
+inline int64_t checkInput(braidDataType_t type, braidRedOp_t op, int rank, int nranks, size_t i) {
   const TypeInfo& t = typeInfo(type);
   uint64_t idx = static_cast<uint64_t>(i);
   if (op == braidProd) {
@@ -102,11 +129,20 @@ inline int64_t checkReduced(braidDataType_t type, braidRedOp_t op, int nranks, s
     int64_t v = checkInput(type, op, r, nranks, i);
     switch (op) {
       case braidSum:
-      case braidAvg: acc += v; break;
-      case braidProd: acc *= v; break;
-      case braidMax: acc = std::max(acc, v); break;
-      case braidMin: acc = std::min(acc, v); break;
-      default: break;
+      case braidAvg:
+        acc += v;
+        break;
+      case braidProd:
+        acc *= v;
+        break;
+      case braidMax:
+        acc = std::max(acc, v);
+        break;
+      case braidMin:
+        acc = std::min(acc, v);
+        break;
+      default:
+        break;
     }
   }
   if (op == braidAvg) acc /= nranks;
@@ -114,8 +150,8 @@ inline int64_t checkReduced(braidDataType_t type, braidRedOp_t op, int nranks, s
 }
 
 // buf[j] = checkInput(..., first + j) for j < count.
-inline void fillCheckInput(braidDataType_t type, braidRedOp_t op, int rank, int nranks,
-                           void* buf, size_t count, size_t first = 0) {
+inline void fillCheckInput(braidDataType_t type, braidRedOp_t op, int rank, int nranks, void* buf,
+                           size_t count, size_t first = 0) {
   for (size_t j = 0; j < count; ++j) {
     storeElement(type, buf, j, checkInput(type, op, rank, nranks, first + j));
   }

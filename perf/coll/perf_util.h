@@ -21,7 +21,7 @@ namespace braid::perf {
 
 struct TypeInfo {
   braidDataType_t type;
-  const char* name;  // as nccl-tests prints it
+  const char* name;   // as nccl-tests prints it
   const char* alias;  // the other accepted spelling ("" when none)
   size_t size;
   bool isSigned;
@@ -101,11 +101,25 @@ inline bool parseSize(const char* text, size_t* out) {
   if (end == text || errno == ERANGE) return false;
   unsigned long long mult = 1;
   switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': mult = 1ULL << 10; ++end; break;
-    case 'm': case 'M': mult = 1ULL << 20; ++end; break;
-    case 'g': case 'G': mult = 1ULL << 30; ++end; break;
-    default: return false;
+    case '\0':
+      break;
+    case 'k':
+    case 'K':
+      mult = 1ULL << 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      mult = 1ULL << 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      mult = 1ULL << 30;
+      ++end;
+      break;
+    default:
+      return false;
   }
   if (*end != '\0') return false;
   if (value > SIZE_MAX / mult) return false;
@@ -180,10 +194,10 @@ inline uint16_t halfFromFloat(float f) {
   }
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: inf
   int exp = static_cast<int>(absx >> 23) - 127;
-  if (exp < -14) {  // subnormal half (or zero): value = mant * 2^-24
+  if (exp < -14) {               // subnormal half (or zero): value = mant * 2^-24
     if (exp < -25) return sign;  // below half the smallest subnormal (2^-25)
     uint32_t mant = (absx & 0x7fffffu) | 0x800000u;  // 24 bits, value mant*2^(exp-23)
-    int shift = -exp - 1;  // to units of 2^-24: (exp-23)+24 = exp+1
+    int shift = -exp - 1;                            // to units of 2^-24: (exp-23)+24 = exp+1
     uint32_t q = mant >> shift;
     uint32_t rem = mant & ((1u << shift) - 1);
     uint32_t half = 1u << (shift - 1);

@@ -91,28 +91,45 @@ size_t datatypeSize(braidDataType_t datatype) {
 
 const char* datatypeName(braidDataType_t datatype) {
   switch (datatype) {
-    case braidInt8: return "int8";
-    case braidUint8: return "uint8";
-    case braidInt32: return "int32";
-    case braidUint32: return "uint32";
-    case braidInt64: return "int64";
-    case braidUint64: return "uint64";
-    case braidFloat16: return "float16";
-    case braidFloat32: return "float32";
-    case braidFloat64: return "float64";
-    case braidBfloat16: return "bfloat16";
-    default: return "invalid";
+    case braidInt8:
+      return "int8";
+    case braidUint8:
+      return "uint8";
+    case braidInt32:
+      return "int32";
+    case braidUint32:
+      return "uint32";
+    case braidInt64:
+      return "int64";
+    case braidUint64:
+      return "uint64";
+    case braidFloat16:
+      return "float16";
+    case braidFloat32:
+      return "float32";
+    case braidFloat64:
+      return "float64";
+    case braidBfloat16:
+      return "bfloat16";
+    default:
+      return "invalid";
   }
 }
 
 const char* redOpName(braidRedOp_t op) {
   switch (op) {
-    case braidSum: return "sum";
-    case braidProd: return "prod";
-    case braidMax: return "max";
-    case braidMin: return "min";
-    case braidAvg: return "avg";
-    default: return "invalid";
+    case braidSum:
+      return "sum";
+    case braidProd:
+      return "prod";
+    case braidMax:
+      return "max";
+    case braidMin:
+      return "min";
+    case braidAvg:
+      return "avg";
+    default:
+      return "invalid";
   }
 }
 

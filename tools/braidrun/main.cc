@@ -1,8 +1,10 @@
 // braidrun: starts N ranks of a Braid program on this machine. See helpText() in options.cc
 // for what it does; supervisor.h for how.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "tools/braidrun/options.h"
@@ -19,6 +21,17 @@ void ensureStandardFdsOpen() {
   for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
     if (fcntl(fd, F_GETFD) < 0) open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
   }
+}
+
+// braidrun holds two pipes per rank; 1024 ranks need more than the common soft limit of 1024
+// open files. Raises the soft limit (never past the hard one) when it is too low.
+void raiseOpenFileLimit(int num_ranks) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;  // then pipe2() will say what is wrong
+  rlim_t needed = 2 * static_cast<rlim_t>(num_ranks) + 64;
+  if (limit.rlim_cur >= needed) return;
+  limit.rlim_cur = std::min(needed, limit.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 Expected<JobEnvironment> makeJobEnvironment(const Options& options) {
@@ -40,6 +53,7 @@ Expected<JobEnvironment> makeJobEnvironment(const Options& options) {
 
 int launchAndSupervise(const Options& options) {
   ensureStandardFdsOpen();
+  raiseOpenFileLimit(options.num_ranks);
   Expected<JobEnvironment> job = makeJobEnvironment(options);
   if (!job.isOk()) {
     std::fprintf(stderr, "braidrun: %s\n", job.status().message().c_str());

@@ -61,7 +61,7 @@ Status Supervisor::launch(const JobEnvironment& job) {
 
 void Supervisor::stopAfterLaunchFailure() {
   exit_code_ = kExitLaunchFailed;
-  if (running_ > 0) stopRunning(SIGTERM, "braidrun could not start every rank");
+  if (running_ > 0) stopRunning(SIGTERM, "could not start every rank");
 }
 
 int Supervisor::run() {

@@ -37,8 +37,8 @@ TEST(PerfSize, ParsesSuffixes) {
 
 TEST(PerfSize, RejectsGarbageAndOverflow) {
   size_t v = 77;
-  for (const char* bad : {"", "abc", "1X", "1KK", "-1", "+1", "K", "1.5M", "99999999999999999999",
-                          "17179869184G"}) {
+  for (const char* bad :
+       {"", "abc", "1X", "1KK", "-1", "+1", "K", "1.5M", "99999999999999999999", "17179869184G"}) {
     EXPECT_FALSE(parseSize(bad, &v)) << bad;
   }
   EXPECT_EQ(v, 77u);  // untouched on failure
@@ -90,13 +90,13 @@ TEST(PerfHalf, KnownValues) {
   EXPECT_EQ(halfFromFloat(1e30f), 0x7c00);
   EXPECT_EQ(halfFromFloat(-INFINITY), 0xfc00);
   EXPECT_EQ(halfFromFloat(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(halfFromFloat(std::ldexp(1.0f, -25)), 0x0000);         // tie to even (0)
+  EXPECT_EQ(halfFromFloat(std::ldexp(1.0f, -25)), 0x0000);  // tie to even (0)
   EXPECT_EQ(halfFromFloat(std::ldexp(1.5f, -25)), 0x0001);
-  EXPECT_EQ(halfFromFloat(std::ldexp(3.0f, -25)), 0x0002);         // 1.5 ulp: tie to even (2)
-  EXPECT_EQ(halfFromFloat(std::ldexp(1.0f, -14)), 0x0400);         // smallest normal
-  EXPECT_EQ(halfFromFloat(std::ldexp(1023.5f, -24)), 0x0400);      // rounds up into normals
-  EXPECT_EQ(halfFromFloat(2049.0f), 0x6800);                       // tie to even: 2048
-  EXPECT_EQ(halfFromFloat(2051.0f), 0x6802);                       // tie to even: 2052
+  EXPECT_EQ(halfFromFloat(std::ldexp(3.0f, -25)), 0x0002);     // 1.5 ulp: tie to even (2)
+  EXPECT_EQ(halfFromFloat(std::ldexp(1.0f, -14)), 0x0400);     // smallest normal
+  EXPECT_EQ(halfFromFloat(std::ldexp(1023.5f, -24)), 0x0400);  // rounds up into normals
+  EXPECT_EQ(halfFromFloat(2049.0f), 0x6800);                   // tie to even: 2048
+  EXPECT_EQ(halfFromFloat(2051.0f), 0x6802);                   // tie to even: 2052
   uint16_t nan = halfFromFloat(std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(nan & 0x7c00, 0x7c00);
   EXPECT_NE(nan & 0x03ff, 0);
@@ -172,21 +172,38 @@ double applyInType(braidDataType_t type, braidRedOp_t op, double a, double b) {
   double r = 0;
   switch (op) {
     case braidSum:
-    case braidAvg: r = a + b; break;
-    case braidProd: r = a * b; break;
-    case braidMax: r = std::max(a, b); break;
-    case braidMin: r = std::min(a, b); break;
-    default: break;
+    case braidAvg:
+      r = a + b;
+      break;
+    case braidProd:
+      r = a * b;
+      break;
+    case braidMax:
+      r = std::max(a, b);
+      break;
+    case braidMin:
+      r = std::min(a, b);
+      break;
+    default:
+      break;
   }
   switch (type) {
-    case braidInt8: return static_cast<int8_t>(static_cast<int64_t>(r));
-    case braidUint8: return static_cast<uint8_t>(static_cast<int64_t>(r));
-    case braidInt32: return static_cast<int32_t>(static_cast<int64_t>(r));
-    case braidUint32: return static_cast<uint32_t>(static_cast<int64_t>(r));
-    case braidFloat16: return floatFromHalf(halfFromFloat(static_cast<float>(r)));
-    case braidBfloat16: return floatFromBf16(bf16FromFloat(static_cast<float>(r)));
-    case braidFloat32: return static_cast<float>(r);
-    default: return r;  // 64-bit types: every value here is far below 2^53
+    case braidInt8:
+      return static_cast<int8_t>(static_cast<int64_t>(r));
+    case braidUint8:
+      return static_cast<uint8_t>(static_cast<int64_t>(r));
+    case braidInt32:
+      return static_cast<int32_t>(static_cast<int64_t>(r));
+    case braidUint32:
+      return static_cast<uint32_t>(static_cast<int64_t>(r));
+    case braidFloat16:
+      return floatFromHalf(halfFromFloat(static_cast<float>(r)));
+    case braidBfloat16:
+      return floatFromBf16(bf16FromFloat(static_cast<float>(r)));
+    case braidFloat32:
+      return static_cast<float>(r);
+    default:
+      return r;  // 64-bit types: every value here is far below 2^53
   }
 }
 
@@ -263,9 +280,9 @@ TEST_P(PerfCheckData, InputsExactAndExpectedMatchesAnyOrder) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllTypesOpsRanks, PerfCheckData,
-    ::testing::Combine(::testing::Values(braidInt8, braidUint8, braidInt32, braidUint32,
-                                         braidInt64, braidUint64, braidFloat16, braidFloat32,
-                                         braidFloat64, braidBfloat16),
+    ::testing::Combine(::testing::Values(braidInt8, braidUint8, braidInt32, braidUint32, braidInt64,
+                                         braidUint64, braidFloat16, braidFloat32, braidFloat64,
+                                         braidBfloat16),
                        ::testing::Values(braidSum, braidProd, braidMax, braidMin, braidAvg),
                        ::testing::Values(1, 2, 3, 4, 7, 16, 17, 64)),
     [](const auto& info) {
@@ -321,9 +338,9 @@ TEST(PerfArgsTest, DefaultsAreNcclTests) {
 TEST(PerfArgsTest, ParsesEveryFlag) {
   PerfArgs a;
   std::string error;
-  ASSERT_TRUE(parse({"-b", "8", "-e", "1M", "-f", "4", "-i", "2K", "-n", "5", "-w", "0", "-c",
-                     "0", "-d", "all", "-o", "all", "-r", "2", "-a", "3", "-z", "1", "-J",
-                     "/tmp/x.json", "-T", "2.5"},
+  ASSERT_TRUE(parse({"-b", "8", "-e", "1M", "-f", "4",           "-i", "2K",  "-n", "5",
+                     "-w", "0", "-c", "0",  "-d", "all",         "-o", "all", "-r", "2",
+                     "-a", "3", "-z", "1",  "-J", "/tmp/x.json", "-T", "2.5"},
                     &a, &error))
       << error;
   EXPECT_EQ(a.minBytes, 8u);
@@ -347,10 +364,10 @@ TEST(PerfArgsTest, ParsesEveryFlag) {
   EXPECT_EQ(b.ops, std::vector<braidRedOp_t>{braidAvg});
   EXPECT_EQ(b.minBytes, 1024u);
   const std::pair<const char*, braidDataType_t> kNames[] = {
-      {"int8", braidInt8},       {"uint8", braidUint8},      {"int32", braidInt32},
-      {"uint32", braidUint32},   {"int64", braidInt64},      {"uint64", braidUint64},
-      {"half", braidFloat16},    {"float16", braidFloat16},  {"float", braidFloat32},
-      {"float32", braidFloat32}, {"double", braidFloat64},   {"float64", braidFloat64},
+      {"int8", braidInt8},        {"uint8", braidUint8},     {"int32", braidInt32},
+      {"uint32", braidUint32},    {"int64", braidInt64},     {"uint64", braidUint64},
+      {"half", braidFloat16},     {"float16", braidFloat16}, {"float", braidFloat32},
+      {"float32", braidFloat32},  {"double", braidFloat64},  {"float64", braidFloat64},
       {"bfloat16", braidBfloat16}};
   for (const auto& [name, type] : kNames) {
     PerfArgs c;

@@ -1,0 +1,290 @@
+#include "exec/simulator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <string>
+
+#include "exec/reduce.h"
+
+namespace braid {
+namespace {
+
+using algo::BufRef;
+using algo::OpKind;
+using algo::Step;
+
+struct Message {
+  uint64_t count;
+  size_t step;  // the sender's step index, for messages
+  std::vector<uint8_t> data;
+};
+
+// Where a BufRef of one rank lives. `storage` tells aliases apart: in place,
+// input and output are the same storage.
+struct Buffer {
+  uint8_t* data = nullptr;
+  uint64_t elems = 0;
+  int storage = -1;
+};
+
+bool needsRecv(OpKind op) { return op != OpKind::kSend && op != OpKind::kCopy; }
+bool needsSend(OpKind op) {
+  return op == OpKind::kSend || op == OpKind::kRecvReduceSend ||
+         op == OpKind::kRecvReduceCopySend || op == OpKind::kRecvCopySend;
+}
+bool needsSrc(OpKind op) {
+  return op != OpKind::kRecv && op != OpKind::kRecvCopySend;
+}
+bool needsDst(OpKind op) { return op != OpKind::kSend && op != OpKind::kRecvReduceSend; }
+
+const char* bufName(BufRef b) {
+  switch (b) {
+    case BufRef::kInput: return "input";
+    case BufRef::kOutput: return "output";
+    case BufRef::kScratch: return "scratch";
+    case BufRef::kNone: break;
+  }
+  return "none";
+}
+
+class Simulator {
+ public:
+  Simulator(const std::vector<algo::Schedule>& s, braidDataType_t dt, braidRedOp_t op,
+            std::vector<SimRank>& ranks, const SimOptions& o)
+      : sched_(s), ranks_(ranks), opts_(o), n_(static_cast<int>(s.size())), dtype_(dt),
+        op_(op), es_(datatypeSize(dt)) {}
+
+  Status run();
+
+ private:
+  Status checkArgs();
+  Status checkStep(int r, size_t i);
+  Status checkRange(int r, size_t i, BufRef ref, uint64_t off, uint64_t count, bool write);
+  Buffer buffer(int r, BufRef ref);
+  std::string where(int r, size_t i) const;
+  std::deque<Message>& fifo(int src, int dst) { return fifos_[size_t(src) * n_ + dst]; }
+  bool ready(int r, const Step& st);
+  Status execute(int r, size_t i);
+  Status deadlock();
+  Status leftovers();
+
+  const std::vector<algo::Schedule>& sched_;
+  std::vector<SimRank>& ranks_;
+  SimOptions opts_;
+  int n_;
+  braidDataType_t dtype_;
+  braidRedOp_t op_;
+  size_t es_;
+  std::vector<std::vector<uint8_t>> scratch_;
+  std::vector<std::deque<Message>> fifos_;
+  std::vector<size_t> pc_;  // each rank's next step
+};
+
+std::string Simulator::where(int r, size_t i) const {
+  const Step& st = sched_[r].steps[i];
+  return "rank " + std::to_string(r) + " step " + std::to_string(i) + " of " +
+         std::to_string(sched_[r].steps.size()) + " (" + algo::opKindName(st.op) + ", " +
+         std::to_string(st.count) + " elements)";
+}
+
+Buffer Simulator::buffer(int r, BufRef ref) {
+  SimRank& rk = ranks_[r];
+  auto make = [&](std::vector<uint8_t>& v, int storage) {
+    return Buffer{v.data(), v.size() / es_, storage};
+  };
+  switch (ref) {
+    case BufRef::kInput: return rk.inPlace ? make(rk.output, 1) : make(rk.input, 0);
+    case BufRef::kOutput: return make(rk.output, 1);
+    case BufRef::kScratch: return make(scratch_[r], 2);
+    case BufRef::kNone: break;
+  }
+  return Buffer{};
+}
+
+Status Simulator::checkArgs() {
+  if (es_ == 0 || static_cast<int>(op_) < 0 || op_ >= braidNumOps) {
+    return invalidArgument("simulate: invalid datatype or op");
+  }
+  if (n_ < 1 || ranks_.size() != sched_.size()) {
+    return invalidArgument("simulate: " + std::to_string(sched_.size()) + " schedules for " +
+                           std::to_string(ranks_.size()) + " ranks");
+  }
+  if (opts_.fifoMessages < 1) return invalidArgument("simulate: fifoMessages must be >= 1");
+  for (int r = 0; r < n_; ++r) {
+    if (sched_[r].rank != r || sched_[r].nranks != n_) {
+      return invalidArgument("malformed schedule: schedules[" + std::to_string(r) + "] says rank " +
+                             std::to_string(sched_[r].rank) + " of " +
+                             std::to_string(sched_[r].nranks) + ", expected rank " +
+                             std::to_string(r) + " of " + std::to_string(n_));
+    }
+    scratch_.emplace_back(sched_[r].scratchElems * es_);
+    for (size_t i = 0; i < sched_[r].steps.size(); ++i) BRAID_TRY(checkStep(r, i));
+  }
+  fifos_.resize(size_t(n_) * n_);
+  pc_.assign(n_, 0);
+  return Status::ok();
+}
+
+Status Simulator::checkRange(int r, size_t i, BufRef ref, uint64_t off, uint64_t count,
+                             bool write) {
+  Buffer b = buffer(r, ref);
+  if (off <= b.elems && count <= b.elems - off) return Status::ok();
+  return invalidUsage("out of bounds: " + where(r, i) + (write ? " writes " : " reads ") +
+                      bufName(ref) + " elements [" + std::to_string(off) + ", " +
+                      std::to_string(off + count) + ") but the " + bufName(ref) + " holds " +
+                      std::to_string(b.elems) + " elements");
+}
+
+Status Simulator::checkStep(int r, size_t i) {
+  const Step& st = sched_[r].steps[i];
+  if (st.count == 0) return Status::ok();  // executors skip it without looking
+  auto bad = [&](const std::string& why) {
+    return invalidUsage("malformed step: " + where(r, i) + ": " + why);
+  };
+  for (int32_t peer : {st.sendPeer, st.recvPeer}) {
+    if (peer >= n_ || peer < -1 || peer == r) {
+      return bad("peer " + std::to_string(peer) + " is not another rank of " +
+                 std::to_string(n_));
+    }
+  }
+  if (needsSend(st.op) != (st.sendPeer >= 0)) {
+    return bad(needsSend(st.op) ? "has no sendPeer" : "sets a sendPeer it has no data for");
+  }
+  if (needsRecv(st.op) != (st.recvPeer >= 0)) {
+    return bad(needsRecv(st.op) ? "has no recvPeer" : "sets a recvPeer it would not use");
+  }
+  if (needsSrc(st.op) && st.src == BufRef::kNone) return bad("has no src buffer");
+  if (needsDst(st.op) && st.dst == BufRef::kNone) return bad("has no dst buffer");
+  if (needsDst(st.op) && st.dst == BufRef::kInput) return bad("writes the (const) input");
+  if (needsSrc(st.op)) BRAID_TRY(checkRange(r, i, st.src, st.srcOffset, st.count, false));
+  if (needsDst(st.op)) BRAID_TRY(checkRange(r, i, st.dst, st.dstOffset, st.count, true));
+  if (needsSrc(st.op) && needsDst(st.op) &&
+      buffer(r, st.src).storage == buffer(r, st.dst).storage && st.srcOffset != st.dstOffset) {
+    uint64_t lo = std::max(st.srcOffset, st.dstOffset);
+    uint64_t hi = std::min(st.srcOffset, st.dstOffset) + st.count;
+    if (lo < hi) return bad("src and dst overlap without being equal");
+  }
+  return Status::ok();
+}
+
+bool Simulator::ready(int r, const Step& st) {
+  if (st.recvPeer >= 0 && fifo(st.recvPeer, r).empty()) return false;
+  return st.sendPeer < 0 || fifo(r, st.sendPeer).size() < opts_.fifoMessages;
+}
+
+Status Simulator::execute(int r, size_t i) {
+  const Step& st = sched_[r].steps[i];
+  const ReduceKernels& k = reduceKernels(dtype_, op_);
+  const int divisor = st.final ? n_ : 1;
+  const size_t bytes = st.count * es_;
+  uint8_t* s = needsSrc(st.op) ? buffer(r, st.src).data + st.srcOffset * es_ : nullptr;
+  uint8_t* d = needsDst(st.op) ? buffer(r, st.dst).data + st.dstOffset * es_ : nullptr;
+  if (st.op == OpKind::kCopy) {
+    if (st.final || s != d) k.finalize(d, s, st.count, divisor);
+    return Status::ok();
+  }
+  Message in;
+  if (st.recvPeer >= 0) {
+    std::deque<Message>& q = fifo(st.recvPeer, r);
+    in = std::move(q.front());
+    q.pop_front();
+    if (in.count != st.count) {
+      return invalidUsage("size mismatch: " + where(r, i) + " expects " +
+                          std::to_string(st.count) + " elements from rank " +
+                          std::to_string(st.recvPeer) + ", whose step " +
+                          std::to_string(in.step) + " sent " + std::to_string(in.count));
+    }
+  }
+  Message out{st.count, i, std::vector<uint8_t>(st.sendPeer >= 0 ? bytes : 0)};
+  const uint8_t* m = in.data.data();
+  switch (st.op) {
+    case OpKind::kSend: std::memcpy(out.data.data(), s, bytes); break;
+    case OpKind::kRecv: std::memcpy(d, m, bytes); break;
+    case OpKind::kRecvReduce:
+      if (st.final) {
+        k.reduceFinal(d, nullptr, s, m, st.count, divisor);
+      } else {
+        k.reduce(d, s, m, st.count);
+      }
+      break;
+    case OpKind::kRecvReduceSend: k.reduce(out.data.data(), s, m, st.count); break;
+    case OpKind::kRecvReduceCopySend:
+      k.reduceFinal(d, out.data.data(), s, m, st.count, divisor);
+      break;
+    case OpKind::kRecvCopySend:
+      std::memcpy(d, m, bytes);
+      std::memcpy(out.data.data(), m, bytes);
+      break;
+    case OpKind::kCopy: break;
+  }
+  if (st.sendPeer >= 0) fifo(r, st.sendPeer).push_back(std::move(out));
+  return Status::ok();
+}
+
+Status Simulator::deadlock() {
+  std::string msg = "deadlock: no rank can run its next step;";
+  for (int r = 0; r < n_; ++r) {
+    if (pc_[r] == sched_[r].steps.size()) continue;
+    const Step& st = sched_[r].steps[pc_[r]];
+    msg += " " + where(r, pc_[r]) + " waits for";
+    bool both = false;
+    if (st.recvPeer >= 0 && fifo(st.recvPeer, r).empty()) {
+      msg += " a message from rank " + std::to_string(st.recvPeer);
+      both = true;
+    }
+    if (st.sendPeer >= 0 && fifo(r, st.sendPeer).size() >= opts_.fifoMessages) {
+      msg += std::string(both ? " and" : "") + " room to send to rank " +
+             std::to_string(st.sendPeer) + " (FIFO full: " +
+             std::to_string(opts_.fifoMessages) + " messages)";
+    }
+    msg += ";";
+  }
+  msg.pop_back();
+  return invalidUsage(msg);
+}
+
+Status Simulator::leftovers() {
+  std::string msg;
+  for (int src = 0; src < n_; ++src) {
+    for (int dst = 0; dst < n_; ++dst) {
+      const std::deque<Message>& q = fifo(src, dst);
+      if (q.empty()) continue;
+      msg += (msg.empty() ? "" : "; ") + std::to_string(q.size()) + " message(s) from rank " +
+             std::to_string(src) + " to rank " + std::to_string(dst) +
+             " never received (first sent by step " + std::to_string(q.front().step) + ", " +
+             std::to_string(q.front().count) + " elements)";
+    }
+  }
+  if (msg.empty()) return Status::ok();
+  return invalidUsage("leftover messages: " + msg);
+}
+
+Status Simulator::run() {
+  BRAID_TRY(checkArgs());
+  for (;;) {
+    bool progressed = false;
+    bool done = true;
+    for (int r = 0; r < n_; ++r) {
+      const std::vector<Step>& steps = sched_[r].steps;
+      while (pc_[r] < steps.size() && steps[pc_[r]].count == 0) ++pc_[r];
+      if (pc_[r] == steps.size()) continue;
+      done = false;
+      if (!ready(r, steps[pc_[r]])) continue;
+      BRAID_TRY(execute(r, pc_[r]));
+      ++pc_[r];
+      progressed = true;
+    }
+    if (done) return leftovers();
+    if (!progressed) return deadlock();
+  }
+}
+
+}  // namespace
+
+Status simulate(const std::vector<algo::Schedule>& schedules, braidDataType_t datatype,
+                braidRedOp_t op, std::vector<SimRank>& ranks, const SimOptions& options) {
+  return Simulator(schedules, datatype, op, ranks, options).run();
+}
+
+}  // namespace braid

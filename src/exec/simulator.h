@@ -1,0 +1,56 @@
+// Schedule simulator: runs every rank's Schedule in one process, with no
+// threads and no network, and checks that the schedules fit together.
+//
+// Each directed pair (src, dst) is a FIFO of messages holding at most
+// SimOptions::fifoMessages messages; a message is one step's whole `count`
+// elements (executors slice a step, but both sides slice it the same way, so
+// whole steps are the right model). Ranks take turns, round-robin, in rank
+// order: a rank runs its next step when its receive (if any) has a message at
+// the head of the FIFO from recvPeer and its send (if any) has room. Steps mean
+// exactly what they mean to HostExecutor::runStep, with the real reduction
+// kernels, so results are bitwise what a real run computes. Steps with count 0
+// are skipped by both sides, as executors do.
+//
+// Errors (a Status; step indexes in messages are 0-based indexes into
+// Schedule::steps):
+//  - a malformed schedule or step (wrong rank or nranks, a peer out of range or
+//    missing for the op, a buffer the op needs is kNone, a write to the input),
+//  - out of bounds: a step reads or writes past a buffer's declared size,
+//  - size mismatch: a receive expects count elements, the message has another,
+//  - deadlock: no rank can run its next step while some have steps left,
+//  - leftover messages: sent but never received.
+// Deterministic; stateless between calls; thread-safe for distinct arguments.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "braid/braid.h"
+#include "core/status.h"
+
+namespace braid {
+
+// One rank's user buffers, in bytes: input has the input's elements, output
+// the output's. With inPlace the output is also the input (sendbuff ==
+// recvbuff) and `input` is not used. Scratch is allocated by the simulator
+// (Schedule::scratchElems elements).
+struct SimRank {
+  std::vector<uint8_t> input;
+  std::vector<uint8_t> output;
+  bool inPlace = false;
+};
+
+struct SimOptions {
+  // Messages a directed pair's FIFO holds; small values expose schedules that
+  // deadlock on real, bounded FIFOs. Must be >= 1.
+  size_t fifoMessages = 2;
+};
+
+// Runs schedules[r] on ranks[r] for every r; on success every rank's output
+// holds what an executor would have written.
+Status simulate(const std::vector<algo::Schedule>& schedules, braidDataType_t datatype,
+                braidRedOp_t op, std::vector<SimRank>& ranks, const SimOptions& options = {});
+
+}  // namespace braid
