@@ -3,6 +3,7 @@
 // conventions (braidrun, torchrun, OpenMPI, Slurm).
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "braid/braid.h"
 #include "core/bootstrap.h"
@@ -91,7 +92,8 @@ Status launcherRankAndSize(int* rank, int* nranks) {
 }
 
 // The rendezvous address and secret; rank 0 starts the root service there.
-Expected<UniqueIdData> uniqueIdFromEnv(int rank, int nranks) {
+Expected<UniqueIdData> uniqueIdFromEnv(int rank, int nranks,
+                                       std::shared_ptr<RootHandle>* service) {
   std::string root = envString("BRAID_ROOT");
   if (root.empty() && !envOr("MASTER_ADDR").empty() && !envOr("MASTER_PORT").empty()) {
     root = envOr("MASTER_ADDR") + ":" + envOr("MASTER_PORT");
@@ -129,10 +131,10 @@ Expected<UniqueIdData> uniqueIdFromEnv(int rank, int nranks) {
     any.storage.ss_family = addr.family();
     any.len = addr.len;
     any.setPort(addr.port());
-    BRAID_ASSIGN_OR_RETURN(SockAddr bound,
-                           startRootService(any, id.secret, braid::envInt("BRAID_TIMEOUT_MS",
-                                                                          300000)));
-    (void)bound;
+    SockAddr bound;
+    BRAID_ASSIGN_OR_RETURN(*service, startRootService(any, id.secret,
+                                                   braid::envInt("BRAID_TIMEOUT_MS", 300000),
+                                                   &bound));
   }
   return id;
 }

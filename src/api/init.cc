@@ -16,7 +16,7 @@ using namespace braid;
 namespace braid {
 extern thread_local std::string tLastError;
 Expected<CommConfig> configFrom(const braidConfig_t* config, std::string* transports);
-Expected<UniqueIdData> uniqueIdFromEnv(int rank, int nranks);
+Expected<UniqueIdData> uniqueIdFromEnv(int rank, int nranks, std::shared_ptr<RootHandle>* root);
 Status launcherRankAndSize(int* rank, int* nranks);
 }  // namespace braid
 
@@ -118,10 +118,9 @@ braidResult_t braidGetUniqueId(braidUniqueId* uniqueId) {
   if (!addr.isOk()) return finish(nullptr, addr.status());
   UniqueIdData id;
   id.secret = randomSecret();
-  Expected<SockAddr> root = startRootService(addr.value(), id.secret,
-                                             envInt("BRAID_TIMEOUT_MS", 300000));
+  Expected<std::shared_ptr<RootHandle>> root =
+      startRootService(addr.value(), id.secret, envInt("BRAID_TIMEOUT_MS", 300000), &id.root);
   if (!root.isOk()) return finish(nullptr, root.status());
-  id.root = root.value();
   packUniqueId(id, uniqueId);
   return braidSuccess;
 }
@@ -140,11 +139,16 @@ braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config) {
   int nranks = -1;
   Status st = launcherRankAndSize(&rank, &nranks);
   if (!st.isOk()) return finish(nullptr, st);
-  Expected<UniqueIdData> id = uniqueIdFromEnv(rank, nranks);
+  std::shared_ptr<RootHandle> root;  // rank 0 serves the rendezvous
+  Expected<UniqueIdData> id = uniqueIdFromEnv(rank, nranks, &root);
   if (!id.isOk()) return finish(nullptr, id.status());
   braidUniqueId packed;
   packUniqueId(id.value(), &packed);
-  return finish(nullptr, initComm(comm, nranks, packed, rank, config));
+  Status result = initComm(comm, nranks, packed, rank, config);
+  // The service ends once it has answered everyone; leaving earlier (say, to
+  // exit on an error) would cut off ranks still waiting for their answer.
+  if (root) root->wait();
+  return finish(nullptr, result);
 }
 
 braidResult_t braidCommCount(const braidComm_t comm, int* count) {

@@ -302,15 +302,33 @@ void RootService::run() {
 
 }  // namespace
 
-Expected<SockAddr> startRootService(const SockAddr& bindAddr, const Secret& secret,
-                                    int64_t timeoutMs) {
-  SockAddr bound;
-  BRAID_ASSIGN_OR_RETURN(int fd, listenOn(bindAddr, &bound));
-  std::thread([fd, secret, timeoutMs] {
+namespace {
+
+class ThreadRootHandle : public RootHandle {
+ public:
+  explicit ThreadRootHandle(std::thread t) : thread_(std::move(t)) {}
+  ~ThreadRootHandle() override {
+    if (thread_.joinable()) thread_.detach();
+  }
+  void wait() override {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+};
+
+}  // namespace
+
+Expected<std::shared_ptr<RootHandle>> startRootService(const SockAddr& bindAddr,
+                                                       const Secret& secret, int64_t timeoutMs,
+                                                       SockAddr* bound) {
+  BRAID_ASSIGN_OR_RETURN(int fd, listenOn(bindAddr, bound));
+  std::thread t([fd, secret, timeoutMs] {
     RootService service(fd, secret, timeoutMs);
     service.run();
-  }).detach();
-  return bound;
+  });
+  return std::shared_ptr<RootHandle>(new ThreadRootHandle(std::move(t)));
 }
 
 Expected<std::vector<PeerInfo>> bootstrapJoin(const UniqueIdData& id, int rank, int nranks,

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "braid/braid.h"
@@ -34,11 +35,19 @@ Expected<Secret> secretFromHex(const std::string& hex);
 // Constant-time comparison.
 bool secretEquals(const uint8_t* a, const uint8_t* b);
 
+// A running root service; wait() returns once it has answered every rank.
+class RootHandle {
+ public:
+  virtual ~RootHandle() = default;
+  virtual void wait() = 0;
+};
+
 // Starts the root service listening on `bindAddr` (port 0 picks one) in a
-// detached thread that ends once the job has joined or timed out. Returns the
-// address ranks must connect to.
-Expected<SockAddr> startRootService(const SockAddr& bindAddr, const Secret& secret,
-                                    int64_t timeoutMs);
+// thread that ends once the job has joined or timed out. `bound` gets the
+// address ranks must connect to. Dropping the handle detaches the thread.
+Expected<std::shared_ptr<RootHandle>> startRootService(const SockAddr& bindAddr,
+                                                       const Secret& secret, int64_t timeoutMs,
+                                                       SockAddr* bound);
 
 // Joins the rendezvous as `rank` of `nranks` and returns every rank's info,
 // indexed by rank.

@@ -18,7 +18,8 @@ constexpr uint32_t kLinkMagic = 0x42524c4b;  // "BRLK"
 constexpr uint32_t kLinkControl = 1;
 constexpr uint32_t kLinkData = 2;
 constexpr uint32_t kMsgBye = 1;
-constexpr uint32_t kMsgDead = 2;
+constexpr uint32_t kMsgDead = 2;    // rank is gone (relayed by rank 0, or reported to it)
+constexpr uint32_t kMsgFailed = 3;  // leaving after an error caused by rank (not a death)
 
 struct LinkHello {
   uint32_t magic;
@@ -227,17 +228,39 @@ void Comm::requestAbort() {
   raiseAsyncError(invalidUsage("the communicator was aborted (braidCommAbort)"));
 }
 
-void Comm::onControlLost(int peer) {
-  raiseAsyncError(remoteError(describePeer(peer) +
-                              " is gone: its connection closed without a goodbye (it exited, "
-                              "crashed or was killed)"));
-  if (rank_ != 0) return;
+void Comm::relayDead(int peer, int except) {
   ControlMsg msg{kMsgDead, peer};
-  for (int r = 1; r < nranks_; ++r) {
-    if (r == peer || controlFds_[r] < 0) continue;
-    Status st = sendAll(controlFds_[r], &msg, sizeof(msg), Deadline(1000), "liveness relay");
-    (void)st;  // a rank we cannot tell will learn from its own connection
+  if (rank_ != 0) {
+    if (controlFds_[0] >= 0) {
+      (void)sendAll(controlFds_[0], &msg, sizeof(msg), Deadline(1000), "liveness report");
+    }
+    return;
   }
+  for (int r = 1; r < nranks_; ++r) {
+    if (r == peer || r == except || controlFds_[r] < 0) continue;
+    Status st = sendAll(controlFds_[r], &msg, sizeof(msg), Deadline(1000), "liveness relay");
+    (void)st;  // a rank we cannot tell will learn from its own connections
+  }
+}
+
+void Comm::onControlLost(int peer, const std::string& how) {
+  if (failed() && culprit_.load() >= 0) return;  // already known and relayed
+  culprit_.store(peer);
+  raiseAsyncError(remoteError(describePeer(peer) + " is gone: " + how));
+  if (rank_ == 0) relayDead(peer, -1);
+}
+
+Status Comm::peerFailed(int peer, const Status& cause) {
+  // A connection also closes when its peer leaves because of a third rank's
+  // death; the liveness watch usually hears the real cause within moments.
+  Deadline grace(250);
+  while (!failed() && !grace.expired()) usleep(1000);
+  if (!failed()) {
+    culprit_.store(peer);
+    raiseAsyncError(Status(cause.code(), describePeer(peer) + " is gone: " + cause.message()));
+    relayDead(peer, -1);
+  }
+  return asyncError();
 }
 
 void Comm::watchLoop() {
@@ -256,13 +279,19 @@ void Comm::watchLoop() {
       int slot = who[k - 1];
       ControlMsg msg{};
       ssize_t n = recv(controlFds_[slot], &msg, sizeof(msg), MSG_WAITALL);
-      if (n == sizeof(msg) && msg.type == kMsgBye) {
+      bool valid = n == sizeof(msg) && msg.rank >= 0 && msg.rank < nranks_;
+      if (valid && msg.type == kMsgBye) {
         saidBye_[slot] = true;
-      } else if (n == sizeof(msg) && msg.type == kMsgDead && rank_ != 0 && msg.rank >= 0 &&
-                 msg.rank < nranks_) {
-        onControlLost(msg.rank);
+      } else if (valid && (msg.type == kMsgDead || msg.type == kMsgFailed)) {
+        // kMsgFailed: the sender leaves because of msg.rank; do not blame it.
+        if (msg.type == kMsgFailed) saidBye_[slot] = true;
+        onControlLost(msg.rank, "reported by " + describePeer(rank_ == 0 ? slot : 0));
       } else {
-        if (!saidBye_[slot]) onControlLost(rank_ == 0 ? slot : 0);
+        if (!saidBye_[slot]) {
+          onControlLost(rank_ == 0 ? slot : 0,
+                        "its connection closed without a goodbye (it exited, crashed or was "
+                        "killed)");
+        }
         close(controlFds_[slot]);
         controlFds_[slot] = -1;
       }
@@ -273,9 +302,12 @@ void Comm::watchLoop() {
 void Comm::finalize() {
   if (finalized_) return;
   finalized_ = true;
-  // An aborted rank leaves without a goodbye, so its peers report it.
-  ControlMsg bye{kMsgBye, rank_};
-  for (int fd : aborted() ? std::vector<int>() : controlFds_) {
+  // A rank aborted by its user leaves without a goodbye, so peers report it;
+  // one that leaves because another rank died says so, so it is not blamed.
+  int culprit = culprit_.load();
+  ControlMsg bye{culprit >= 0 ? kMsgFailed : kMsgBye, culprit >= 0 ? culprit : rank_};
+  bool silent = aborted() && culprit < 0;
+  for (int fd : silent ? std::vector<int>() : controlFds_) {
     if (fd >= 0) (void)sendAll(fd, &bye, sizeof(bye), Deadline(1000), "goodbye");
   }
   if (watcher_.joinable()) {

@@ -62,6 +62,9 @@ class Comm {
   Status asyncError() const;
   void raiseAsyncError(const Status& status);
   void requestAbort();
+  // A transport found `peer` gone: records the error naming it, tells rank 0
+  // (which tells everyone), and returns the error to report.
+  Status peerFailed(int peer, const Status& cause);
   const std::atomic<bool>& abortFlag() const { return aborted_; }
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
 
@@ -78,7 +81,8 @@ class Comm {
   Expected<int> acceptLink(int peer, uint32_t kind, const Deadline& deadline);
   Status connectOne(int peer, const Deadline& deadline);
   void watchLoop();
-  void onControlLost(int peer);
+  void onControlLost(int peer, const std::string& how);
+  void relayDead(int peer, int except);
 
   int rank_ = 0;
   int nranks_ = 0;
@@ -102,6 +106,7 @@ class Comm {
   std::atomic<bool> aborted_{false};
   mutable std::mutex errorMu_;
   Status asyncError_;
+  std::atomic<int> culprit_{-1};  // the rank whose loss failed this communicator
   uint64_t seq_ = 0;
 };
 

@@ -69,6 +69,12 @@ Status HostExecutor::failure(const SliceWait& w, const OpDesc& desc, const char*
                       "(BRAID_TIMEOUT_MS=" + std::to_string(comm_.config().timeoutMs) + ")");
 }
 
+Status HostExecutor::endpointError(int peer, const Status& st, const OpDesc& desc) {
+  // A broken connection means the peer is gone: name it, and tell the others.
+  Status reported = st.code() == braidRemoteError ? comm_.peerFailed(peer, st) : st;
+  return reported.withContext(desc.describe() + ": ");
+}
+
 Status HostExecutor::blockOnce(SliceWait& w) {
   constexpr int kSliceUs = 10000;  // re-check abort and the deadline this often
   bool wantRecv = w.recvEp != nullptr && w.recvPtr == nullptr;
@@ -109,15 +115,15 @@ Status HostExecutor::waitSlots(SliceWait& w, const OpDesc& desc) {
                  (w.sendEp == nullptr || w.sendPtr != nullptr);
     if (ready) return Status::ok();
     if (comm_.failed()) return failure(w, desc, "failed");
-    for (Endpoint* ep : active_) {
-      if (ep->sendPending()) {
-        Status st = ep->progress();
-        if (!st.isOk()) return st.withContext(desc.describe() + ": ");
+    for (size_t i = 0; i < active_.size(); ++i) {
+      if (active_[i]->sendPending()) {
+        Status st = active_[i]->progress();
+        if (!st.isOk()) return endpointError(activePeers_[i], st, desc);
       }
     }
     if (w.recvEp != nullptr && w.recvPtr == nullptr && w.recvEp->pollFd() >= 0) {
       Status st = w.recvEp->progress();
-      if (!st.isOk()) return st.withContext(desc.describe() + ": ");
+      if (!st.isOk()) return endpointError(w.recvPeer, st, desc);
     }
     if ((iter & 63) != 0 && iter < 4096) {
       cpuRelax();
@@ -194,7 +200,7 @@ Status HostExecutor::runStep(const algo::Step& step, size_t stepIndex, const Exe
     if (w.recvEp != nullptr) w.recvEp->recvRelease();
     if (w.sendEp != nullptr) {
       Status st = w.sendEp->sendPost(bytes);
-      if (!st.isOk()) return st.withContext(desc.describe() + ": ");
+      if (!st.isOk()) return endpointError(w.sendPeer, st, desc);
     }
   }
   return Status::ok();
@@ -205,11 +211,11 @@ Status HostExecutor::flushSends(const OpDesc& desc) {
   w.stepIndex = schedule_->steps.empty() ? 0 : schedule_->steps.size() - 1;
   for (;;) {
     bool pending = false;
-    for (Endpoint* ep : active_) {
-      if (!ep->sendPending()) continue;
-      Status st = ep->progress();
-      if (!st.isOk()) return st.withContext(desc.describe() + ": ");
-      pending = pending || ep->sendPending();
+    for (size_t i = 0; i < active_.size(); ++i) {
+      if (!active_[i]->sendPending()) continue;
+      Status st = active_[i]->progress();
+      if (!st.isOk()) return endpointError(activePeers_[i], st, desc);
+      pending = pending || active_[i]->sendPending();
     }
     if (!pending) return Status::ok();
     if (comm_.failed()) return failure(w, desc, "failed");
@@ -236,6 +242,7 @@ Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const Op
     return st.withContext(desc.describe() + ": ");
   }
   active_.clear();
+  activePeers_ = peers;
   anyPollable_ = false;
   for (int p : peers) {
     active_.push_back(comm_.endpoint(p));

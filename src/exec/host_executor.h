@@ -51,7 +51,10 @@ class HostExecutor {
   Status failure(const SliceWait& w, const OpDesc& desc, const char* why);
 
   Comm& comm_;
+  Status endpointError(int peer, const Status& st, const OpDesc& desc);
+
   std::vector<Endpoint*> active_;  // endpoints of the schedule being run
+  std::vector<int> activePeers_;   // their ranks
   bool anyPollable_ = false;
   const algo::Schedule* schedule_ = nullptr;
   Deadline deadline_{0};

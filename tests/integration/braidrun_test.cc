@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <regex>
@@ -171,6 +172,25 @@ bool matches(const std::string& text, const std::string& pattern) {
   return std::regex_search(text, std::regex(pattern));
 }
 
+// A fresh directory where ranks leave files to order their steps without sleeping on it.
+class SyncDir {
+ public:
+  SyncDir() {
+    char pattern[] = "/tmp/braidrun_test.XXXXXX";
+    if (mkdtemp(pattern) == nullptr) ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
+    path_ = pattern;
+  }
+  ~SyncDir() { std::filesystem::remove_all(path_); }
+  SyncDir(const SyncDir&) = delete;
+  SyncDir& operator=(const SyncDir&) = delete;
+
+  // For braidrun's -x: the ranks see it as $SYNC_DIR.
+  std::string variable() const { return "SYNC_DIR=" + path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace
 
 TEST(Braidrun, AllRanksSucceedingExitsZero) {
@@ -287,9 +307,12 @@ TEST(Braidrun, RankKilledBySignalStopsTheOthers) {
 }
 
 TEST(Braidrun, RankIgnoringSigtermIsKilled) {
-  Result r = runBraidrun({"-n", "2", "--grace-ms", "100", "sh", "-c",
-                          "if [ \"$BRAID_RANK\" = 1 ]; then exit 1; fi;"
-                          "trap '' TERM; while :; do sleep 0.1; done"});
+  SyncDir sync;  // rank 1 fails only once rank 0 ignores SIGTERM
+  Result r = runBraidrun({"-n", "2", "--grace-ms", "100", "-x", sync.variable(), "sh", "-c",
+                          "if [ \"$BRAID_RANK\" = 1 ]; then"
+                          "  while [ ! -e \"$SYNC_DIR/ready\" ]; do sleep 0.01; done; exit 1;"
+                          "fi;"
+                          "trap '' TERM; touch \"$SYNC_DIR/ready\"; while :; do sleep 0.1; done"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(matches(r.err, "sending SIGTERM to rank 0")) << r.err;
   EXPECT_TRUE(matches(r.err, "SIGTERM was sent 2000 ms ago; sending SIGKILL to rank 0")) << r.err;
@@ -298,9 +321,18 @@ TEST(Braidrun, RankIgnoringSigtermIsKilled) {
 }
 
 TEST(Braidrun, GracePeriodLetsOtherRanksReportTheFailure) {
-  Result r = runBraidrun({"-n", "2", "--grace-ms", "5000", "sh", "-c",
-                          "if [ \"$BRAID_RANK\" = 1 ]; then exit 1; fi;"
-                          "sleep 0.3; echo 'peer 1 is gone'; exit 4"});
+  // Rank 0 notices that rank 1 is gone (reaped by braidrun: `kill -0` fails), reports it and
+  // fails in turn, well within the grace period.
+  SyncDir sync;
+  Result r =
+      runBraidrun({"-n", "2", "--grace-ms", "5000", "-x", sync.variable(), "sh", "-c",
+                   "if [ \"$BRAID_RANK\" = 1 ]; then"
+                   "  echo $$ > \"$SYNC_DIR/tmp\"; mv \"$SYNC_DIR/tmp\" \"$SYNC_DIR/pid1\";"
+                   "  exit 1;"
+                   "fi;"
+                   "while [ ! -e \"$SYNC_DIR/pid1\" ]; do sleep 0.01; done;"
+                   "while kill -0 $(cat \"$SYNC_DIR/pid1\") 2>/dev/null; do sleep 0.01; done;"
+                   "echo 'peer 1 is gone'; exit 4"});
   EXPECT_EQ(r.exit_code, 1) << "rank 1 failed first\n" << r.err;
   EXPECT_TRUE(matches(r.out, R"(\[0\] peer 1 is gone)")) << r.out;
   EXPECT_TRUE(matches(r.err, R"(rank 1 \(pid \d+\) exited with code 1)")) << r.err;

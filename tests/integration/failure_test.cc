@@ -1,0 +1,162 @@
+// Failures across real processes: a rank killed mid-all-reduce, strangers at
+// the bootstrap port, ranks that never arrive, and braidrun's verdict.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "spawn.h"
+
+namespace braid::test {
+namespace {
+
+// Loops over 8 MiB all-reduces until one fails; exit 3 with the error printed
+// when it does, 0 if `iterations` all succeed.
+int allReduceUntilError(int iterations) {
+  braidComm_t comm;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) {
+    fprintf(stderr, "init failed: %s\n", braidGetLastError(nullptr));
+    return 2;
+  }
+  std::vector<float> buf(2 << 20, 1.0f);
+  for (int i = 0; i < iterations; ++i) {
+    braidResult_t res = braidAllReduce(buf.data(), buf.data(), buf.size(), braidFloat32,
+                                       braidMax, comm, nullptr);
+    if (res != braidSuccess) {
+      fprintf(stderr, "ERROR(%d): %s\n", static_cast<int>(res), braidGetLastError(comm));
+      braidCommAbort(comm);
+      return 3;
+    }
+  }
+  braidCommDestroy(comm);
+  return 0;
+}
+
+class KilledRank : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(KilledRank, EveryOtherRankNamesItWithinTheTimeout) {
+  const int n = 4;
+  const int victim = 2;
+  Env env = jobEnv(n);
+  env["BRAID_TRANSPORTS"] = GetParam();
+  env["BRAID_TIMEOUT_MS"] = "30000";
+  std::chrono::steady_clock::time_point killedAt;
+  auto outcomes = runRanks(
+      n, env, [](int) { return allReduceUntilError(1000000); }, 120,
+      [&](const std::vector<pid_t>& pids) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        kill(pids[victim], SIGKILL);
+        killedAt = std::chrono::steady_clock::now();
+      });
+  EXPECT_EQ(outcomes[victim].signal, SIGKILL);
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) continue;
+    EXPECT_EQ(outcomes[r].exitCode, 3) << "rank " << r << ":\n" << outcomes[r].output;
+    EXPECT_NE(outcomes[r].output.find("rank 2 (pid"), std::string::npos)
+        << "rank " << r << " does not name the dead rank:\n" << outcomes[r].output;
+    EXPECT_NE(outcomes[r].output.find("ERROR(6)"), std::string::npos)  // braidRemoteError
+        << outcomes[r].output;
+  }
+  // Noticed through the liveness watch, far inside BRAID_TIMEOUT_MS (30 s).
+  for (int r = 0; r < n; ++r) {
+    if (r != victim) EXPECT_LT(outcomes[r].endSeconds, 1.5 + 10.0) << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, KilledRank, ::testing::Values("shm", "socket"));
+
+int connectLoopback(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < 200; ++i) {
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  close(fd);
+  return -1;
+}
+
+TEST(Bootstrap, StrangersWithoutTheSecretDoNotDisturbTheJob) {
+  const int n = 3;
+  Env env = jobEnv(n);
+  int port = std::stoi(env["BRAID_ROOT"].substr(env["BRAID_ROOT"].rfind(':') + 1));
+  std::vector<int> strangers;
+  auto outcomes = runRanks(
+      n, env,
+      [](int rank) {
+        // Rank 0 serves the rendezvous; the others join late, after the strangers.
+        if (rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(700));
+        return allReduceUntilError(5);
+      },
+      60,
+      [&](const std::vector<pid_t>&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        // One sends garbage, one half a hello, one the right shape with a wrong
+        // secret, one connects and stays silent.
+        std::vector<char> garbage(4096, 'x');
+        int a = connectLoopback(port);
+        ASSERT_GE(a, 0);
+        (void)!write(a, garbage.data(), garbage.size());
+        int b = connectLoopback(port);
+        (void)!write(b, "BRHL", 4);
+        int c = connectLoopback(port);
+        std::vector<char> fake(600, 0);
+        uint32_t magic = 0x4252484c;
+        std::memcpy(fake.data(), &magic, 4);
+        (void)!write(c, fake.data(), fake.size());
+        int d = connectLoopback(port);
+        strangers = {a, b, c, d};
+      });
+  for (int fd : strangers) close(fd);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+  EXPECT_NE(outcomes[0].output.find("did not present this job's secret"), std::string::npos)
+      << outcomes[0].output;
+}
+
+TEST(Bootstrap, MissingRanksAreNamedAtTheDeadline) {
+  Env env = jobEnv(4);  // four ranks expected, three started
+  env["BRAID_TIMEOUT_MS"] = "1500";
+  auto outcomes = runRanks(3, env, [](int) {
+    braidComm_t comm;
+    braidResult_t res = braidCommInitFromEnv(&comm, nullptr);
+    fprintf(stderr, "RESULT %d: %s\n", static_cast<int>(res), braidGetLastError(nullptr));
+    return res == braidSuccess ? 0 : 3;
+  });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 3) << outcomes[r].output;
+    EXPECT_NE(outcomes[r].output.find("rank(s) 3 did not join"), std::string::npos)
+        << outcomes[r].output;
+  }
+}
+
+TEST(Braidrun, ExitsNonZeroAndOthersNameTheRankKilledMidAllReduce) {
+  std::string bin = BRAID_BIN_DIR;
+  std::string perf = bin + "/perf/coll/all_reduce_perf -b 8M -e 8M -n 100000 -w 0 -c 0";
+  // Rank 1 runs the perf tool in the background and SIGKILLs it after a second.
+  std::string script = "if [ $BRAID_RANK = 1 ]; then " + perf +
+                       " & p=$!; sleep 1.5; kill -9 $p; wait $p; exit $?; else exec " + perf +
+                       "; fi";
+  std::string out;
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = runCommand(std::string(BRAIDRUN_PATH) + " -n 3 --grace-ms 5000 sh -c '" + script + "'",
+                      &out);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("braidrun: rank 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("[0] all_reduce_perf: rank 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank 1 (pid"), std::string::npos) << out;
+  EXPECT_LT(secs, 30.0);
+}
+
+}  // namespace
+}  // namespace braid::test
