@@ -54,7 +54,8 @@ class SocketEndpoint : public Endpoint {
 
   const void* recvSlot(size_t* bytes) override {
     if (recvTail_ == recvHead_) {
-      if (!progressRecv().isOk() || recvTail_ == recvHead_) return nullptr;
+      (void)progressRecv();  // an error stays in error_ for progress() to report
+      if (recvTail_ == recvHead_) return nullptr;
     }
     *bytes = recv_.sizes[recvTail_ % slots_];
     return slot(recv_, recvTail_);
@@ -64,7 +65,13 @@ class SocketEndpoint : public Endpoint {
 
   Status progress() override {
     BRAID_TRY(progressSend());
-    return progressRecv();
+    BRAID_TRY(progressRecv());
+    // The peer closing is only an error once we wait for data it never sent.
+    if (closed_ && recvTail_ == recvHead_) {
+      return error_ = Status(braidRemoteError,
+                             "socket to " + peer_ + ": connection closed by the peer");
+    }
+    return Status::ok();
   }
   bool sendPending() const override { return sendTail_ != sendHead_; }
   int pollFd() const override { return fd_; }
@@ -101,6 +108,7 @@ class SocketEndpoint : public Endpoint {
   uint64_t recvTail_ = 0;  // released
   size_t recvDone_ = 0;    // bytes of the head frame received
   FrameHeader recvHeader_{};
+  bool closed_ = false;  // the peer shut its side; buffered frames remain
   Status error_;
 };
 
@@ -135,6 +143,7 @@ Status SocketEndpoint::progressSend() {
 
 Status SocketEndpoint::progressRecv() {
   if (!error_.isOk()) return error_;
+  if (closed_) return Status::ok();
   while (recvHead_ - recvTail_ < static_cast<uint64_t>(slots_)) {
     ssize_t r;
     if (recvDone_ < sizeof(FrameHeader)) {
@@ -145,8 +154,8 @@ Status SocketEndpoint::progressRecv() {
       r = recv(fd_, slot(recv_, recvHead_) + got, recvHeader_.bytes - got, MSG_DONTWAIT);
     }
     if (r == 0) {
-      return error_ = Status(braidRemoteError, "socket to " + peer_ +
-                                                   ": connection closed by the peer");
+      closed_ = true;  // frames already received stay readable
+      return Status::ok();
     }
     if (r < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::ok();

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite: set up, build, then every unit and integration test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+cd build
+# Integration tests start many processes each; running them one at a time
+# keeps a 2-core machine from starving them.
+ctest --output-on-failure -L unit -j "$(getconf _NPROCESSORS_ONLN)"
+ctest --output-on-failure -L integration

@@ -1,0 +1,41 @@
+// braid.hpp over a one-rank communicator: type deduction, in place and out of
+// place, and errors as values.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "braid/braid.hpp"
+
+namespace {
+
+braid::Communicator oneRank() {
+  braidUniqueId id;
+  EXPECT_EQ(braidGetUniqueId(&id), braidSuccess);
+  braid::Communicator comm;
+  braid::Result r = braid::Communicator::initRank(&comm, 1, id, 0);
+  EXPECT_TRUE(r.ok()) << r.message();
+  return comm;
+}
+
+TEST(CppWrapper, AllReduceDeducesTheDatatype) {
+  braid::Communicator comm = oneRank();
+  EXPECT_EQ(comm.size(), 1);
+  EXPECT_EQ(comm.rank(), 0);
+  std::vector<double> in = {1.5, -2, 3};
+  std::vector<double> out(3, 0);
+  ASSERT_TRUE(comm.allReduce<double>(in, out, braidMax).ok());
+  EXPECT_EQ(out, in);
+  std::vector<int64_t> v = {7, 8};
+  ASSERT_TRUE(comm.allReduce<int64_t>(v, braidSum).ok());
+  EXPECT_EQ(v, (std::vector<int64_t>{7, 8}));
+}
+
+TEST(CppWrapper, MismatchedSpansAreAnErrorValue) {
+  braid::Communicator comm = oneRank();
+  std::vector<float> in(4), out(3);
+  braid::Result r = comm.allReduce<float>(in, out);
+  EXPECT_EQ(r.code(), braidInvalidArgument);
+  EXPECT_NE(r.message().find("sizes differ"), std::string::npos);
+}
+
+}  // namespace
