@@ -349,18 +349,13 @@ TEST(Braidrun, CommandNotFoundFailsWithAClearMessage) {
 }
 
 TEST(Braidrun, BadCommandLinesExitTwoWithUsage) {
-  const std::vector<std::vector<std::string>> bad = {{"-n", "0", "true"},
-                                                     {"-n", "1025", "true"},
-                                                     {"-n", "two", "true"},
-                                                     {"-n", "2"},
-                                                     {"true"},
-                                                     {"--bogus", "-n", "1", "true"},
-                                                     {"-n", "1", "-x", "NOVALUE", "true"},
-                                                     {"-n", "1", "-x", "BRAID_RANK=5", "true"},
-                                                     {"--grace-ms", "-5", "-n", "1", "true"},
-                                                     {"--timeout", "0", "-n", "1", "true"},
-                                                     {"--root", "nocolon", "-n", "1", "true"},
-                                                     {"-n"}};
+  // clang-format off
+  const std::vector<std::vector<std::string>> bad = {
+      {"-n", "0", "true"}, {"-n", "1025", "true"}, {"-n", "two", "true"}, {"-n", "2"}, {"true"},
+      {"-n"}, {"--bogus", "-n", "1", "true"}, {"-n", "1", "-x", "NOVALUE", "true"},
+      {"-n", "1", "-x", "BRAID_RANK=5", "true"}, {"--grace-ms", "-5", "-n", "1", "true"},
+      {"--timeout", "0", "-n", "1", "true"}, {"--root", "nocolon", "-n", "1", "true"}};
+  // clang-format on
   for (const auto& args : bad) {
     Result r = runBraidrun(args);
     std::string shown;

@@ -3,12 +3,12 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <cstring>
 
 namespace braid::run {
 namespace {
 
-constexpr size_t kReadChunkBytes = 64 * 1024;
+constexpr size_t kReadChunkBytes = size_t{64} * 1024;
 constexpr int kReadsPerWakeup = 4;
 
 void warn(const std::string& message) {

@@ -14,7 +14,7 @@ namespace braid::run {
 
 // A line longer than this is printed in pieces of this size, each as its own line, so one
 // rank that never writes a newline cannot make braidrun buffer without bound.
-inline constexpr size_t kMaxLineBytes = 64 * 1024;
+inline constexpr size_t kMaxLineBytes = size_t{64} * 1024;
 
 // braidrun's stdout or stderr. When a write to it fails (say the reader of a pipe went
 // away), braidrun warns once on stderr and drops that stream's output; the ranks keep running.

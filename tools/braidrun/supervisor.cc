@@ -103,7 +103,8 @@ int Supervisor::pollTimeoutMs() const {
   }
   if (!next) return -1;
   auto left = std::chrono::ceil<milliseconds>(*next - Clock::now());
-  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60 * 1000));
+  // A --timeout of days does not fit poll()'s int; waking once a minute costs nothing.
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, int64_t{60'000}));
 }
 
 void Supervisor::forwardSignals() {
@@ -129,7 +130,11 @@ void Supervisor::reapChildren() {
 
 void Supervisor::onRankExit(Rank& rank, int wait_status) {
   rank.running = false;
-  if (--running_ == 0) drain_deadline_ = Clock::now() + kDrainAfterExit;
+  if (--running_ == 0) {  // nobody left to stop: only the output remains
+    phase_deadline_.reset();
+    timeout_deadline_.reset();
+    drain_deadline_ = Clock::now() + kDrainAfterExit;
+  }
   bool failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
   // Once braidrun is stopping the ranks, how they die is its own doing, not news.
   if (!failed || phase_ == Phase::kTerminating || phase_ == Phase::kKilling) return;
@@ -139,8 +144,9 @@ void Supervisor::onRankExit(Rank& rank, int wait_status) {
   exit_code_ = exitCodeFor(wait_status);
   failure_ = "rank " + std::to_string(rank.rank) + " failed";
   phase_ = Phase::kGrace;
+  if (running_ == 0) return;
   phase_deadline_ = Clock::now() + options_.grace;
-  if (running_ > 0 && options_.grace.count() > 0) {
+  if (options_.grace.count() > 0) {
     note("giving " + runningRanks() + " up to " + formatMs(options_.grace) +
          " (--grace-ms) to finish on their own before stopping them");
   }
