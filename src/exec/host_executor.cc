@@ -2,6 +2,9 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <cstring>
@@ -51,6 +54,12 @@ struct HostExecutor::SliceWait {
 HostExecutor::HostExecutor(Comm& comm) : comm_(comm) {
   spinUs_ = comm.config().spinUs;
   yieldUs_ = comm.config().yieldUs;
+  // More ranks than cores on this node: the rank we wait for may need our
+  // core, so hand it over at once instead of spinning (unless told otherwise).
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (std::getenv("BRAID_SPIN_US") == nullptr && cores > 0 && comm.localRanks() > cores) {
+    spinUs_ = 0;
+  }
 }
 
 Status HostExecutor::failure(const SliceWait& w, const OpDesc& desc, const char* why) {
@@ -125,7 +134,7 @@ Status HostExecutor::waitSlots(SliceWait& w, const OpDesc& desc) {
       Status st = w.recvEp->progress();
       if (!st.isOk()) return endpointError(w.recvPeer, st, desc);
     }
-    if ((iter & 63) != 0 && iter < 4096) {
+    if (spinUs_ > 0 && (iter & 63) != 0) {  // read the clock every 64 polls
       cpuRelax();
       continue;
     }
