@@ -1,6 +1,7 @@
 // Monotonic time and deadlines. Header-only; value types.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 
@@ -12,12 +13,15 @@ inline uint64_t nowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// A point in time after which a wait gives up. timeoutMs <= 0 means "now".
+// A point in time after which a wait gives up, and optionally a flag that
+// cancels the wait earlier (a communicator's abort). timeoutMs <= 0 means "now".
 class Deadline {
  public:
-  explicit Deadline(int64_t timeoutMs)
-      : end_(nowNs() + static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 0) * 1000000ull) {}
+  explicit Deadline(int64_t timeoutMs, const std::atomic<bool>* cancel = nullptr)
+      : end_(nowNs() + static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 0) * 1000000ull),
+        cancel_(cancel) {}
   bool expired() const { return nowNs() >= end_; }
+  bool cancelled() const { return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed); }
   // Milliseconds left, rounded up, at least 0 (for poll()).
   int remainingMs() const {
     uint64_t now = nowNs();
@@ -29,6 +33,7 @@ class Deadline {
 
  private:
   uint64_t end_;
+  const std::atomic<bool>* cancel_;
 };
 
 }  // namespace braid

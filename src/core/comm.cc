@@ -69,7 +69,7 @@ Status Comm::init(const UniqueIdData& id, int nranks, int rank) {
   rank_ = rank;
   nranks_ = nranks;
   secret_ = id.secret;
-  Deadline deadline(config_.timeoutMs);
+  Deadline deadline(config_.timeoutMs, &aborted_);
   // Listen where peers can reach us: the interface that routes to the root,
   // or the one BRAID_SOCKET_IFNAME names.
   std::string ifname = envString("BRAID_SOCKET_IFNAME");
@@ -103,7 +103,7 @@ std::string Comm::describePeer(int r) const {
 }
 
 Expected<int> Comm::openLink(int peer, uint32_t kind, const Deadline& deadline) {
-  BRAID_ASSIGN_OR_RETURN(int fd, connectTo(peers_[peer].listenAddr, deadline, &aborted_));
+  BRAID_ASSIGN_OR_RETURN(int fd, connectTo(peers_[peer].listenAddr, deadline));
   LinkHello h{};
   h.magic = kLinkMagic;
   h.kind = kind;
@@ -128,13 +128,13 @@ Expected<int> Comm::acceptLink(int peer, uint32_t kind, const Deadline& deadline
       stashedLinks_.erase(it);
       return fd;
     }
-    Expected<int> fd = acceptBefore(listenFd_, deadline, &aborted_);
+    Expected<int> fd = acceptBefore(listenFd_, deadline);
     if (!fd.isOk()) {
       return fd.status().withContext("waiting for " + describePeer(peer) + " to connect: ");
     }
     LinkHello h{};
     // A stranger gets a short deadline so it cannot hold the job up for long.
-    Deadline helloDeadline(std::min<int64_t>(deadline.remainingMs(), 2000));
+    Deadline helloDeadline(std::min<int64_t>(deadline.remainingMs(), 2000), &aborted_);
     Status st = recvAll(fd.value(), &h, sizeof(h), helloDeadline, "link hello");
     if (!st.isOk() || h.magic != kLinkMagic || !secretEquals(h.secret, secret_.data()) ||
         h.to != rank_ || h.from < 0 || h.from >= nranks_) {

@@ -65,7 +65,8 @@ class Comm {
   // A transport found `peer` gone: records the error naming it, tells rank 0
   // (which tells everyone), and returns the error to report.
   Status peerFailed(int peer, const Status& cause);
-  const std::atomic<bool>& abortFlag() const { return aborted_; }
+  // A deadline of the communicator's timeout that braidCommAbort cancels.
+  Deadline deadline() const { return Deadline(config_.timeoutMs, &aborted_); }
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
 
   uint64_t nextSeq() { return ++seq_; }

@@ -202,15 +202,14 @@ Status setNonBlocking(int fd, bool on) {
 
 namespace {
 
-bool aborted(const std::atomic<bool>* flag) {
-  return flag != nullptr && flag->load(std::memory_order_relaxed);
+Status cancelledError(const std::string& what) {
+  return invalidUsage(what + ": the communicator was aborted");
 }
 
-// Waits for `events` on fd, in slices so an abort flag is seen. 0: ready.
-Status pollOne(int fd, short events, const Deadline& deadline, const std::atomic<bool>* abortFlag,
-               const char* what) {
+// Waits for `events` on fd, in slices so a cancellation is seen.
+Status pollOne(int fd, short events, const Deadline& deadline, const char* what) {
   for (;;) {
-    if (aborted(abortFlag)) return Status(braidInvalidUsage, std::string(what) + ": aborted");
+    if (deadline.cancelled()) return cancelledError(what);
     int ms = deadline.remainingMs();
     if (ms <= 0) return timeoutError(std::string(what) + ": timed out (BRAID_TIMEOUT_MS)");
     pollfd p{fd, events, 0};
@@ -222,8 +221,7 @@ Status pollOne(int fd, short events, const Deadline& deadline, const std::atomic
 
 }  // namespace
 
-Expected<int> connectTo(const SockAddr& addr, const Deadline& deadline,
-                        const std::atomic<bool>* abortFlag) {
+Expected<int> connectTo(const SockAddr& addr, const Deadline& deadline) {
   int backoffMs = 1;
   for (;;) {
     int fd = socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -237,7 +235,7 @@ Expected<int> connectTo(const SockAddr& addr, const Deadline& deadline,
     if (err != ECONNREFUSED && err != EINTR && err != ETIMEDOUT && err != EAGAIN) {
       return systemError("connect to " + addr.toString(), err);
     }
-    if (aborted(abortFlag)) return invalidUsage("connect to " + addr.toString() + ": aborted");
+    if (deadline.cancelled()) return cancelledError("connect to " + addr.toString());
     if (deadline.expired()) {
       return timeoutError("connect to " + addr.toString() + ": " + std::strerror(err) +
                           " until the deadline (BRAID_TIMEOUT_MS)");
@@ -247,10 +245,9 @@ Expected<int> connectTo(const SockAddr& addr, const Deadline& deadline,
   }
 }
 
-Expected<int> acceptBefore(int listenFd, const Deadline& deadline,
-                           const std::atomic<bool>* abortFlag) {
+Expected<int> acceptBefore(int listenFd, const Deadline& deadline) {
   for (;;) {
-    BRAID_TRY(pollOne(listenFd, POLLIN, deadline, abortFlag, "waiting for a peer to connect"));
+    BRAID_TRY(pollOne(listenFd, POLLIN, deadline, "waiting for a peer to connect"));
     int fd = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) {
       setNoDelay(fd);
@@ -273,7 +270,7 @@ Status sendAll(int fd, const void* buf, size_t len, const Deadline& deadline, co
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      BRAID_TRY(pollOne(fd, POLLOUT, deadline, nullptr, what));
+      BRAID_TRY(pollOne(fd, POLLOUT, deadline, what));
       continue;
     }
     if (errno == EPIPE || errno == ECONNRESET) {
@@ -296,7 +293,7 @@ Status recvAll(int fd, void* buf, size_t len, const Deadline& deadline, const ch
     if (n == 0) return remoteError(std::string(what) + ": connection closed by the peer");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      BRAID_TRY(pollOne(fd, POLLIN, deadline, nullptr, what));
+      BRAID_TRY(pollOne(fd, POLLIN, deadline, what));
       continue;
     }
     if (errno == ECONNRESET) {

@@ -6,7 +6,6 @@
 
 #include <sys/socket.h>
 
-#include <atomic>
 #include <cstddef>
 #include <string>
 
@@ -42,12 +41,11 @@ Expected<SockAddr> localAddressToward(const SockAddr& dest);
 // A listening socket on addr (port 0 picks one); *bound gets the real address.
 Expected<int> listenOn(const SockAddr& addr, SockAddr* bound);
 // Connects, retrying refused connections until the deadline. The socket is
-// blocking, with TCP_NODELAY.
-Expected<int> connectTo(const SockAddr& addr, const Deadline& deadline,
-                        const std::atomic<bool>* abortFlag = nullptr);
+// blocking, with TCP_NODELAY. Every wait here also ends when the deadline is
+// cancelled.
+Expected<int> connectTo(const SockAddr& addr, const Deadline& deadline);
 // Accepts one connection before the deadline.
-Expected<int> acceptBefore(int listenFd, const Deadline& deadline,
-                           const std::atomic<bool>* abortFlag = nullptr);
+Expected<int> acceptBefore(int listenFd, const Deadline& deadline);
 
 // Sends / receives exactly len bytes before the deadline. A closed connection
 // is a remote error; `what` names the exchange in messages.

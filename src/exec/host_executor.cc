@@ -178,6 +178,7 @@ Status HostExecutor::runStep(const algo::Step& step, size_t stepIndex, const Exe
     w.sendPtr = nullptr;
     BRAID_TRY(waitSlots(w, desc));
     if (w.recvEp != nullptr && w.recvBytes != bytes) {
+      if (comm_.failed()) return failure(w, desc, "failed");
       return invalidUsage(desc.describe() + ": " + comm_.describePeer(step.recvPeer) + " sent " +
                           std::to_string(w.recvBytes) + " bytes where this rank expected " +
                           std::to_string(bytes) +
@@ -236,7 +237,7 @@ Status HostExecutor::flushSends(const OpDesc& desc) {
 Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const OpDesc& desc) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
   schedule_ = &s;
-  deadline_ = Deadline(comm_.config().timeoutMs);
+  deadline_ = comm_.deadline();
   std::vector<int> peers;
   for (const algo::Step& st : s.steps) {
     if (st.count == 0) continue;

@@ -1,6 +1,10 @@
 // Datatype and op names, and the run-time choice between the two kernel builds.
 #include "exec/reduce.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 
@@ -9,6 +13,18 @@
 
 namespace braid {
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+bool cpuHasF16c() {
+#if defined(__clang__)
+  // clang's __builtin_cpu_supports does not know "f16c" (clang 14); ask CPUID.1:ECX.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+#else
+  return __builtin_cpu_supports("f16c");
+#endif
+}
+#endif
 
 using TableFn = const ReduceKernels* (*)(braidDataType_t, braidRedOp_t);
 
@@ -47,9 +63,8 @@ const IsaChoice& isaChoice() {
 
 bool cpuSupportsReduceAvx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  // libgcc's checks include the OS saving YMM state (XCR0), not only CPUID.
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-         __builtin_cpu_supports("fma");
+  // The avx2 check includes the OS saving YMM state (XCR0), not only CPUID.
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuHasF16c();
 #else
   return false;
 #endif

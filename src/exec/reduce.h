@@ -5,6 +5,8 @@
 // float16 and bfloat16 are widened to float32 for each operation and rounded
 // back to nearest-even. avg reduces as sum; its division by nranks happens once,
 // in the final step (reduceFinal), so every rank copies one final value.
+// Integers wrap; max/min give NaN when either operand is NaN. Pointers must be
+// aligned to the element size. BRAID_REDUCE_ISA=generic forces the portable build.
 // Stateless; thread-safe.
 #pragma once
 
@@ -17,10 +19,11 @@ namespace braid {
 // dst[i] = a[i] op b[i]. dst may alias a or b exactly (not partially).
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
 // v = a[i] op b[i], divided by `divisor` when the op is avg (ignored otherwise);
-// dst0[i] = v and, when dst1 is not null, dst1[i] = v. dst0 may alias a or b.
+// dst0[i] = v and, when dst1 is not null, dst1[i] = v. dst0 may alias a or b;
+// dst1 overlaps none of the others.
 using ReduceFinalFn = void (*)(void* dst0, void* dst1, const void* a, const void* b,
                                size_t count, int divisor);
-// dst[i] = src[i] / divisor (avg over one rank, or a copy for other ops).
+// dst[i] = src[i] / divisor (avg over one rank, or a copy for other ops); dst may be src.
 using FinalizeFn = void (*)(void* dst, const void* src, size_t count, int divisor);
 
 struct ReduceKernels {

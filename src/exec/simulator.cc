@@ -33,9 +33,7 @@ bool needsSend(OpKind op) {
   return op == OpKind::kSend || op == OpKind::kRecvReduceSend ||
          op == OpKind::kRecvReduceCopySend || op == OpKind::kRecvCopySend;
 }
-bool needsSrc(OpKind op) {
-  return op != OpKind::kRecv && op != OpKind::kRecvCopySend;
-}
+bool needsSrc(OpKind op) { return op != OpKind::kRecv && op != OpKind::kRecvCopySend; }
 bool needsDst(OpKind op) { return op != OpKind::kSend && op != OpKind::kRecvReduceSend; }
 
 const char* bufName(BufRef b) {
@@ -52,8 +50,13 @@ class Simulator {
  public:
   Simulator(const std::vector<algo::Schedule>& s, braidDataType_t dt, braidRedOp_t op,
             std::vector<SimRank>& ranks, const SimOptions& o)
-      : sched_(s), ranks_(ranks), opts_(o), n_(static_cast<int>(s.size())), dtype_(dt),
-        op_(op), es_(datatypeSize(dt)) {}
+      : sched_(s),
+        ranks_(ranks),
+        opts_(o),
+        n_(static_cast<int>(s.size())),
+        dtype_(dt),
+        op_(op),
+        es_(datatypeSize(dt)) {}
 
   Status run();
 
@@ -130,9 +133,10 @@ Status Simulator::checkRange(int r, size_t i, BufRef ref, uint64_t off, uint64_t
                              bool write) {
   Buffer b = buffer(r, ref);
   if (off <= b.elems && count <= b.elems - off) return Status::ok();
+  const uint64_t end = count > UINT64_MAX - off ? UINT64_MAX : off + count;  // no wrap
   return invalidUsage("out of bounds: " + where(r, i) + (write ? " writes " : " reads ") +
                       bufName(ref) + " elements [" + std::to_string(off) + ", " +
-                      std::to_string(off + count) + ") but the " + bufName(ref) + " holds " +
+                      std::to_string(end) + ") but the " + bufName(ref) + " holds " +
                       std::to_string(b.elems) + " elements");
 }
 
@@ -144,8 +148,7 @@ Status Simulator::checkStep(int r, size_t i) {
   };
   for (int32_t peer : {st.sendPeer, st.recvPeer}) {
     if (peer >= n_ || peer < -1 || peer == r) {
-      return bad("peer " + std::to_string(peer) + " is not another rank of " +
-                 std::to_string(n_));
+      return bad("peer " + std::to_string(peer) + " is not another rank of " + std::to_string(n_));
     }
   }
   if (needsSend(st.op) != (st.sendPeer >= 0)) {
@@ -190,9 +193,8 @@ Status Simulator::execute(int r, size_t i) {
     in = std::move(q.front());
     q.pop_front();
     if (in.count != st.count) {
-      return invalidUsage("size mismatch: " + where(r, i) + " expects " +
-                          std::to_string(st.count) + " elements from rank " +
-                          std::to_string(st.recvPeer) + ", whose step " +
+      return invalidUsage("size mismatch: " + where(r, i) + " expects " + std::to_string(st.count) +
+                          " elements from rank " + std::to_string(st.recvPeer) + ", whose step " +
                           std::to_string(in.step) + " sent " + std::to_string(in.count));
     }
   }
@@ -235,8 +237,8 @@ Status Simulator::deadlock() {
     }
     if (st.sendPeer >= 0 && fifo(r, st.sendPeer).size() >= opts_.fifoMessages) {
       msg += std::string(both ? " and" : "") + " room to send to rank " +
-             std::to_string(st.sendPeer) + " (FIFO full: " +
-             std::to_string(opts_.fifoMessages) + " messages)";
+             std::to_string(st.sendPeer) + " (FIFO full: " + std::to_string(opts_.fifoMessages) +
+             " messages)";
     }
     msg += ";";
   }

@@ -139,6 +139,41 @@ TEST(Bootstrap, MissingRanksAreNamedAtTheDeadline) {
   }
 }
 
+TEST(Abort, FromAnotherThreadUnblocksAWaitingAllReduce) {
+  Env env = jobEnv(2);
+  auto outcomes = runRanks(2, env, [](int rank) {
+    braidComm_t comm;
+    if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+    if (rank == 1) {  // never joins the all-reduce; learns that rank 0 left
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      float x = 1;
+      braidResult_t res = braidAllReduce(&x, &x, 1, braidFloat32, braidSum, comm, nullptr);
+      fprintf(stderr, "RANK1 %d: %s\n", static_cast<int>(res), braidGetLastError(comm));
+      braidCommDestroy(comm);
+      return res == braidRemoteError ? 0 : 4;
+    }
+    std::vector<float> buf(1 << 20, 1.0f);
+    braidResult_t res = braidSuccess;
+    std::chrono::steady_clock::time_point returned;
+    std::thread worker([&] {
+      res = braidAllReduce(buf.data(), buf.data(), buf.size(), braidFloat32, braidSum, comm,
+                           nullptr);
+      returned = std::chrono::steady_clock::now();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto abortAt = std::chrono::steady_clock::now();
+    braidResult_t aborted = braidCommAbort(comm);
+    worker.join();
+    double ms = std::chrono::duration<double, std::milli>(returned - abortAt).count();
+    fprintf(stderr, "RANK0 abort=%d op=%d after %.1f ms\n", static_cast<int>(aborted),
+            static_cast<int>(res), ms);
+    return aborted == braidSuccess && res != braidSuccess && ms < 1000 ? 0 : 3;
+  });
+  EXPECT_EQ(outcomes[0].exitCode, 0) << outcomes[0].output;
+  EXPECT_EQ(outcomes[1].exitCode, 0) << outcomes[1].output;
+  EXPECT_NE(outcomes[1].output.find("rank 0 (pid"), std::string::npos) << outcomes[1].output;
+}
+
 TEST(Braidrun, ExitsNonZeroAndOthersNameTheRankKilledMidAllReduce) {
   std::string bin = BRAID_BIN_DIR;
   std::string perf = bin + "/perf/coll/all_reduce_perf -b 8M -e 8M -n 100000 -w 0 -c 0";
