@@ -106,15 +106,21 @@ std::string secretToHex(const Secret& secret) {
 }
 
 Expected<Secret> secretFromHex(const std::string& hex) {
-  if (hex.size() != 32) return invalidArgument("BRAID_SECRET must be 32 hex digits");
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
   Secret s{};
-  for (size_t i = 0; i < 16; ++i) {
-    unsigned v = 0;
-    if (std::sscanf(hex.c_str() + 2 * i, "%2x", &v) != 1) {
-      return invalidArgument("BRAID_SECRET must be 32 hex digits");
-    }
-    s[i] = static_cast<uint8_t>(v);
+  bool ok = hex.size() == 32;
+  for (size_t i = 0; ok && i < 16; ++i) {
+    int hi = digit(hex[2 * i]);
+    int lo = digit(hex[2 * i + 1]);
+    ok = hi >= 0 && lo >= 0;
+    s[i] = static_cast<uint8_t>(hi * 16 + lo);
   }
+  if (!ok) return invalidArgument("BRAID_SECRET must be 32 hex digits");
   return s;
 }
 

@@ -24,8 +24,8 @@ namespace {
 
 using algo::OpKind;
 
-constexpr braidDataType_t kTypes[] = {braidInt8,   braidUint8,  braidInt32,   braidUint32,
-                                      braidInt64,  braidUint64, braidFloat16, braidFloat32,
+constexpr braidDataType_t kTypes[] = {braidInt8,    braidUint8,   braidInt32,   braidUint32,
+                                      braidInt64,   braidUint64,  braidFloat16, braidFloat32,
                                       braidFloat64, braidBfloat16};
 constexpr braidRedOp_t kOps[] = {braidSum, braidProd, braidMax, braidMin, braidAvg};
 
@@ -99,10 +99,14 @@ double expectedValue(braidDataType_t t, braidRedOp_t op, int n, uint64_t i) {
   int64_t acc = inputValue(t, op, 0, i);
   for (int r = 1; r < n; ++r) {
     int64_t v = inputValue(t, op, r, i);
-    if (op == braidProd) acc *= v;
-    else if (op == braidMax) acc = std::max(acc, v);
-    else if (op == braidMin) acc = std::min(acc, v);
-    else acc += v;
+    if (op == braidProd)
+      acc *= v;
+    else if (op == braidMax)
+      acc = std::max(acc, v);
+    else if (op == braidMin)
+      acc = std::min(acc, v);
+    else
+      acc += v;
   }
   if (op != braidAvg) return static_cast<double>(acc);
   if (!isFloat(t)) return static_cast<double>(acc / n);  // truncates, like C
@@ -140,32 +144,59 @@ std::vector<algo::Schedule> ringSchedules(const Case& c) {
   return out;
 }
 
-// Steps per round, first send, step sizes: what ring.h promises.
-::testing::AssertionResult checkShape(const Case& c, const std::vector<algo::Schedule>& s) {
+// What ring.h promises about the schedule's shape. Per round a rank has
+// 2n - 1 steps (send; n - 2 recvReduceSend; recvReduceCopySend; n - 2
+// recvCopySend; recv), which send 2(n - 1) messages and receive 2(n - 1): the
+// reduce-scatter's last receive and the all-gather's first send are one step.
+::testing::AssertionResult checkRankShape(const Case& c, int r, const algo::Schedule& s) {
   const uint64_t perRound = c.maxStep * static_cast<uint64_t>(c.n);
   const uint64_t rounds = (c.count + perRound - 1) / perRound;
-  for (int r = 0; r < c.n; ++r) {
-    const auto& steps = s[r].steps;
-    size_t want = c.count == 0 ? 0 : c.n == 1 ? 1 : rounds * 2 * (c.n - 1);
-    if (steps.size() != want) {
-      return ::testing::AssertionFailure() << "rank " << r << " has " << steps.size()
-                                           << " steps, expected " << want;
-    }
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].count > c.maxStep && c.n > 1) {
-        return ::testing::AssertionFailure() << "rank " << r << " step " << i << " moves "
-                                             << steps[i].count << " > maxStepElems";
-      }
-      bool roundStart = c.n > 1 && i % (2 * (c.n - 1)) == 0;
-      if (roundStart && (steps[i].op != OpKind::kSend || steps[i].sendPeer != (r + 1) % c.n)) {
-        return ::testing::AssertionFailure()
-               << "rank " << r << " step " << i << " does not start a round with a send to "
-               << (r + 1) % c.n;
-      }
-    }
-    if (c.n == 1 && c.count > 0 && (steps[0].op != OpKind::kCopy || !steps[0].final)) {
+  const size_t stepsPerRound = 2 * c.n - 1;
+  const auto& steps = s.steps;
+  size_t want = c.count == 0 ? 0 : c.n == 1 ? 1 : rounds * stepsPerRound;
+  if (steps.size() != want) {
+    return ::testing::AssertionFailure()
+           << "rank " << r << " has " << steps.size() << " steps, expected " << want;
+  }
+  if (c.n == 1) {
+    if (c.count > 0 && (steps[0].op != OpKind::kCopy || !steps[0].final)) {
       return ::testing::AssertionFailure() << "one rank: expected one final copy";
     }
+    return ::testing::AssertionSuccess();
+  }
+  size_t sends = 0, recvs = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const algo::Step& st = steps[i];
+    if (st.count > c.maxStep) {
+      return ::testing::AssertionFailure() << "rank " << r << " step " << i << " moves " << st.count
+                                           << " elements (maxStepElems " << c.maxStep << ")";
+    }
+    if (i % stepsPerRound == 0 && (st.op != OpKind::kSend || st.sendPeer != (r + 1) % c.n)) {
+      return ::testing::AssertionFailure()
+             << "rank " << r << " step " << i << " does not start a round with a send to "
+             << (r + 1) % c.n;
+    }
+    bool peersOk = (st.sendPeer < 0 || st.sendPeer == (r + 1) % c.n) &&
+                   (st.recvPeer < 0 || st.recvPeer == (r + c.n - 1) % c.n);
+    if (!peersOk) {
+      return ::testing::AssertionFailure()
+             << "rank " << r << " step " << i << " talks to a rank other than its neighbours";
+    }
+    sends += st.sendPeer >= 0;
+    recvs += st.recvPeer >= 0;
+  }
+  if (sends != rounds * 2 * (c.n - 1) || recvs != sends) {
+    return ::testing::AssertionFailure()
+           << "rank " << r << " sends " << sends << " and receives " << recvs
+           << " messages, expected " << rounds * 2 * (c.n - 1) << " each";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult checkShape(const Case& c, const std::vector<algo::Schedule>& s) {
+  for (int r = 0; r < c.n; ++r) {
+    ::testing::AssertionResult ok = checkRankShape(c, r, s[r]);
+    if (!ok) return ok;
   }
   return ::testing::AssertionSuccess();
 }
@@ -196,25 +227,23 @@ std::vector<algo::Schedule> ringSchedules(const Case& c) {
   }
   for (int r = 0; r < c.n; ++r) {
     if (ranks[r].output != ranks[0].output) {
-      return ::testing::AssertionFailure() << c.describe() << ": rank " << r
-                                           << " differs bitwise from rank 0";
+      return ::testing::AssertionFailure()
+             << c.describe() << ": rank " << r << " differs bitwise from rank 0";
     }
     if (!c.inPlace && ranks[r].input != inputs[r]) {
-      return ::testing::AssertionFailure() << c.describe() << ": rank " << r
-                                           << " input changed";
+      return ::testing::AssertionFailure() << c.describe() << ": rank " << r << " input changed";
     }
   }
   for (uint64_t i = 0; i < c.count; ++i) {
     if (std::memcmp(&ranks[0].output[i * es], &want[i * es], es) != 0) {
-      return ::testing::AssertionFailure() << c.describe() << ": element " << i
-                                           << " is wrong (first of possibly many)";
+      return ::testing::AssertionFailure()
+             << c.describe() << ": element " << i << " is wrong (first of possibly many)";
     }
   }
   return ::testing::AssertionSuccess();
 }
 
-class RingAllReduce
-    : public ::testing::TestWithParam<std::tuple<braidDataType_t, braidRedOp_t>> {};
+class RingAllReduce : public ::testing::TestWithParam<std::tuple<braidDataType_t, braidRedOp_t>> {};
 
 TEST_P(RingAllReduce, SmallRanksManyCountsAndSteps) {
   auto [type, op] = GetParam();
@@ -242,8 +271,8 @@ TEST_P(RingAllReduce, LargeCount) {
 }
 
 std::string paramName(const ::testing::TestParamInfo<RingAllReduce::ParamType>& info) {
-  static const char* types[] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
-                                "uint64",  "float16", "float32", "float64", "bfloat16"};
+  static const char* types[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
+                                "uint64", "float16", "float32", "float64", "bfloat16"};
   static const char* ops[] = {"sum", "prod", "max", "min", "avg"};
   return std::string(types[std::get<0>(info.param)]) + "_" + ops[std::get<1>(info.param)];
 }

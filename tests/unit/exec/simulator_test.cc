@@ -72,11 +72,11 @@ Status run(const std::vector<Schedule>& s, std::vector<SimRank>& ranks, size_t f
   return simulate(s, braidInt32, op, ranks, o);
 }
 
-#define EXPECT_ERROR(status, code, text)                          \
-  do {                                                            \
-    Status st_ = (status);                                        \
-    EXPECT_EQ(st_.code(), (code)) << st_.message();               \
-    EXPECT_NE(st_.message().find(text), std::string::npos)        \
+#define EXPECT_ERROR(status, want, text)                           \
+  do {                                                             \
+    Status st_ = (status);                                         \
+    EXPECT_EQ(st_.code(), (want)) << st_.message();                \
+    EXPECT_NE(st_.message().find(text), std::string::npos)         \
         << "message: " << st_.message() << "\nwanted: " << (text); \
   } while (0)
 
@@ -166,6 +166,9 @@ TEST(Simulator, OutOfBoundsScratchAndHugeOffset) {
   // An offset near 2^64 must not wrap around the bounds check.
   s = schedules({{send(1, ~uint64_t{0} - 1, 4)}, {recv(0, 0, 4)}});
   EXPECT_ERROR(run(s, ranks), braidInvalidUsage, "out of bounds: rank 0 step 0");
+  s = schedules({{send(1, 2, ~uint64_t{0})}, {recv(0, 0, 4)}});
+  EXPECT_ERROR(run(s, ranks), braidInvalidUsage,
+               "reads input elements [2, 18446744073709551615) but the input holds 4 elements");
 }
 
 TEST(Simulator, InPlaceBoundsAreTheOutputs) {
@@ -220,10 +223,9 @@ TEST(Simulator, StepSemantics) {
   // Rank 0 sends input[0..2); rank 1 reduce-sends its input with it to rank 2;
   // rank 2 reduces, finalises (avg over 3), writes and sends to rank 0, which
   // copies it on to rank 1 and keeps it; rank 1 receives into its output.
-  auto s = schedules(
-      {{send(1, 0, 2), step(OpKind::kRecvCopySend, kNo, kOut, 1, 2, 0, 0, 2)},
-       {step(OpKind::kRecvReduceSend, kIn, kNo, 2, 0, 0, 0, 2), recv(0, 0, 2)},
-       {step(OpKind::kRecvReduceCopySend, kIn, kOut, 0, 1, 0, 0, 2, true)}});
+  auto s = schedules({{send(1, 0, 2), step(OpKind::kRecvCopySend, kNo, kOut, 1, 2, 0, 0, 2)},
+                      {step(OpKind::kRecvReduceSend, kIn, kNo, 2, 0, 0, 0, 2), recv(0, 0, 2)},
+                      {step(OpKind::kRecvReduceCopySend, kIn, kOut, 0, 1, 0, 0, 2, true)}});
   auto ranks = int32Ranks(3, 2, 2);
   ASSERT_TRUE(run(s, ranks, 2, braidAvg).isOk());
   // (0 + 100 + 200) / 3, (1 + 101 + 201) / 3
