@@ -35,6 +35,8 @@ const std::vector<EnvVar>& envTable() {
        "microseconds a wait spins before it yields the core"},
       {"BRAID_YIELD_US", nullptr, "2000",
        "microseconds a wait yields (sched_yield) before it blocks in the kernel"},
+      {"BRAID_REDUCE_ISA", nullptr, nullptr,
+       "force the reduction kernels' build: 'generic' (default: AVX2+F16C when the CPU has it)"},
       {"BRAID_ALGO", "NCCL_ALGO", nullptr, "force an algorithm (only 'ring' exists today)"},
   };
   return table;
