@@ -35,6 +35,21 @@ const char* opKindName(OpKind op) {
   return "?";
 }
 
+const char* collectiveName(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce: return "allreduce";
+    case Collective::kAllGather: return "allgather";
+    case Collective::kReduceScatter: return "reducescatter";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kReduce: return "reduce";
+    case Collective::kGather: return "gather";
+    case Collective::kScatter: return "scatter";
+    case Collective::kAllToAll: return "alltoall";
+    case Collective::kAllToAllv: return "alltoallv";
+  }
+  return "?";
+}
+
 Schedule ringAllReduce(const CollArgs& a) {
   Schedule s;
   s.rank = a.rank;

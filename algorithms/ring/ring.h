@@ -14,3 +14,17 @@ namespace braid::algo {
 Schedule ringAllReduce(const CollArgs& args);
 
 }  // namespace braid::algo
+
+namespace braid::algo {
+
+// All-gather around the ring: n-1 steps per round, each rank forwarding the
+// block it received last.
+Schedule ringAllGather(const CollArgs& args);
+// Reduce-scatter around the ring: rank r ends with block r.
+Schedule ringReduceScatter(const CollArgs& args);
+// Broadcast as a pipelined chain root -> root+1 -> ... (slices pipelined).
+Schedule ringBroadcast(const CollArgs& args);
+// Reduce as a pipelined chain ending at the root.
+Schedule ringReduce(const CollArgs& args);
+
+}  // namespace braid::algo

@@ -97,8 +97,19 @@ Buffer Simulator::buffer(int r, BufRef ref) {
     return Buffer{v.data(), v.size() / es_, storage};
   };
   switch (ref) {
-    case BufRef::kInput: return rk.inPlace ? make(rk.output, 1) : make(rk.input, 0);
-    case BufRef::kOutput: return make(rk.output, 1);
+    case BufRef::kInput:
+      if (!rk.inPlace) return make(rk.input, 0);
+    {
+      // The input never extends past the storage it shares with the output;
+      // an empty `input` means "to the end of the output".
+      const uint64_t room = rk.output.size() / es_ - rk.inPlaceOffset;
+      const uint64_t declared = rk.input.size() / es_;
+      return Buffer{rk.output.data() + rk.inPlaceOffset * es_,
+                    rk.input.empty() || rk.outputElems != 0 ? room : std::min(room, declared), 1};
+    }
+    case BufRef::kOutput:
+      if (rk.outputElems == 0) return make(rk.output, 1);
+      return Buffer{rk.output.data() + rk.outputOffset * es_, rk.outputElems, 1};
     case BufRef::kScratch: return make(scratch_[r], 2);
     case BufRef::kNone: break;
   }
@@ -163,10 +174,14 @@ Status Simulator::checkStep(int r, size_t i) {
   if (needsSrc(st.op)) BRAID_TRY(checkRange(r, i, st.src, st.srcOffset, st.count, false));
   if (needsDst(st.op)) BRAID_TRY(checkRange(r, i, st.dst, st.dstOffset, st.count, true));
   if (needsSrc(st.op) && needsDst(st.op) &&
-      buffer(r, st.src).storage == buffer(r, st.dst).storage && st.srcOffset != st.dstOffset) {
-    uint64_t lo = std::max(st.srcOffset, st.dstOffset);
-    uint64_t hi = std::min(st.srcOffset, st.dstOffset) + st.count;
-    if (lo < hi) return bad("src and dst overlap without being equal");
+      buffer(r, st.src).storage == buffer(r, st.dst).storage) {
+    // Compare addresses: in place, input and output start at different places.
+    const uint8_t* a = buffer(r, st.src).data + st.srcOffset * es_;
+    const uint8_t* b = buffer(r, st.dst).data + st.dstOffset * es_;
+    const size_t bytes = st.count * es_;
+    if (a != b && a < b + bytes && b < a + bytes) {
+      return bad("src and dst overlap without being equal");
+    }
   }
   return Status::ok();
 }

@@ -33,13 +33,21 @@
 namespace braid {
 
 // One rank's user buffers, in bytes: input has the input's elements, output
-// the output's. With inPlace the output is also the input (sendbuff ==
-// recvbuff) and `input` is not used. Scratch is allocated by the simulator
-// (Schedule::scratchElems elements).
+// the output's. With inPlace the input lies inside the output, starting at
+// element inPlaceOffset and as long as `input` says, or to the end of the output
+// when `input` is empty (`input`'s contents are not used; all-gather's input is output + rank*count, reduce-scatter's output is
+// input + rank*count: there the caller passes the larger buffer as `output`
+// and sets inPlaceOffset to 0 with inputIsLarger). Scratch is allocated by the
+// simulator (Schedule::scratchElems elements).
 struct SimRank {
   std::vector<uint8_t> input;
   std::vector<uint8_t> output;
   bool inPlace = false;
+  uint64_t inPlaceOffset = 0;  // elements: where the input starts in the output
+  // Reduce-scatter in place: `output` holds the whole input, and the real
+  // output is the window [outputOffset, outputOffset + outputElems).
+  uint64_t outputOffset = 0;
+  uint64_t outputElems = 0;  // 0: the whole of `output`
 };
 
 struct SimOptions {

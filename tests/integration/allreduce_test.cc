@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "braid/braid.h"
-#include "reference.h"
+#include "tests/common/reference.h"
 #include "spawn.h"
 
 namespace braid::test {

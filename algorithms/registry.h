@@ -1,0 +1,29 @@
+// The algorithm families and which collectives each implements; builds a
+// Schedule for (algorithm, CollArgs). Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "algorithms/schedule.h"
+
+namespace braid::algo {
+
+enum class Algorithm : uint8_t {
+  kRing,
+  kTree,             // pipelined double binary tree
+  kHalvingDoubling,  // recursive halving-doubling (Rabenseifner)
+  kBruck,
+  kPairwise,
+  kLinear,           // root exchanges with every rank directly (gather, scatter)
+};
+constexpr int kNumAlgorithms = 6;
+
+const char* algorithmName(Algorithm a);
+// "ring", "tree", "halving_doubling" (or "hd", "rabenseifner"), "bruck",
+// "pairwise", "linear"; case-insensitive.
+bool parseAlgorithm(const std::string& name, Algorithm* out);
+bool supports(Algorithm a, Collective c);
+// Requires supports(a, args.collective).
+Schedule buildSchedule(Algorithm a, const CollArgs& args);
+
+}  // namespace braid::algo

@@ -1,0 +1,218 @@
+// Checks a schedule generator for any collective through the simulator:
+// builds every rank's buffers as NCCL lays them out (in place included),
+// fills inputs with exact small integers (tests/common/reference.h), runs
+// every rank's schedule, and compares each rank's output with an independent
+// reference. Returns "" when right, else the first problems found.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "exec/simulator.h"
+#include "tests/common/reference.h"
+
+namespace braid::test {
+
+using ScheduleFn = std::function<algo::Schedule(const algo::CollArgs&)>;
+
+struct CheckCase {
+  algo::Collective collective = algo::Collective::kAllReduce;
+  int nranks = 1;
+  uint64_t count = 0;
+  braidDataType_t datatype = braidFloat32;
+  braidRedOp_t op = braidSum;
+  int root = 0;
+  bool inPlace = false;
+  uint64_t maxStepElems = 1 << 16;
+  size_t fifoMessages = 2;
+  // all-to-all-v: counts[src][dst] elements (displacements are packed, with a
+  // gap of one element between blocks so misplaced writes show).
+  std::vector<std::vector<uint64_t>> vcounts;
+  std::string describe() const;
+};
+
+// Runs the case; "" on success, else what went wrong (simulator error or the
+// first mismatches).
+std::string checkCollective(const ScheduleFn& build, const CheckCase& c);
+
+// ---- implementation (header-only so every test binary can use it) ----
+
+inline std::string CheckCase::describe() const {
+  return std::string(algo::collectiveName(collective)) + " n=" + std::to_string(nranks) +
+         " count=" + std::to_string(count) + " type=" + std::to_string(datatype) +
+         " op=" + std::to_string(op) + " root=" + std::to_string(root) +
+         (inPlace ? " in-place" : " out-of-place") + " maxStep=" + std::to_string(maxStepElems) +
+         " fifo=" + std::to_string(fifoMessages);
+}
+
+namespace detail {
+
+using algo::Collective;
+
+inline bool reduces(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
+         c == Collective::kReduce;
+}
+
+// Packed displacements with a one-element gap after each block.
+inline std::vector<uint64_t> displs(const std::vector<uint64_t>& counts, uint64_t* total) {
+  std::vector<uint64_t> d(counts.size());
+  uint64_t at = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    d[i] = at;
+    at += counts[i] + 1;
+  }
+  *total = at;
+  return d;
+}
+
+struct Layout {
+  uint64_t inputElems = 0, outputElems = 0;
+  bool inPlace = false;
+  uint64_t inPlaceOffset = 0, outputOffset = 0, outputWindow = 0;
+  uint64_t storageElems = 0;  // in place: the shared buffer's size
+};
+
+inline Layout layoutOf(const CheckCase& c, int r) {
+  const uint64_t n = c.nranks, k = c.count;
+  const bool root = r == c.root;
+  Layout l;
+  switch (c.collective) {
+    case Collective::kAllReduce: l.inputElems = k; l.outputElems = k; break;
+    case Collective::kAllGather: l.inputElems = k; l.outputElems = n * k; break;
+    case Collective::kReduceScatter: l.inputElems = n * k; l.outputElems = k; break;
+    case Collective::kBroadcast: l.inputElems = root ? k : 0; l.outputElems = k; break;
+    case Collective::kReduce: l.inputElems = k; l.outputElems = root ? k : 0; break;
+    case Collective::kGather: l.inputElems = k; l.outputElems = root ? n * k : 0; break;
+    case Collective::kScatter: l.inputElems = root ? n * k : 0; l.outputElems = k; break;
+    case Collective::kAllToAll: l.inputElems = n * k; l.outputElems = n * k; break;
+    case Collective::kAllToAllv: break;  // set by the caller
+  }
+  if (!c.inPlace) return l;
+  switch (c.collective) {
+    case Collective::kAllGather:
+      l = Layout{k, n * k, true, r * k, 0, 0, n * k};
+      break;
+    case Collective::kReduceScatter:
+      l = Layout{n * k, k, true, 0, r * k, k, n * k};
+      break;
+    case Collective::kGather:
+      if (root) l = Layout{k, n * k, true, r * k, 0, 0, n * k};
+      break;
+    case Collective::kScatter:
+      if (root) l = Layout{n * k, k, true, 0, r * k, k, n * k};
+      break;
+    case Collective::kAllToAllv: break;
+    default:
+      l.inPlace = true;
+      l.storageElems = std::max(l.inputElems, l.outputElems);
+      break;
+  }
+  return l;
+}
+
+}  // namespace detail
+
+inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c) {
+  using algo::Collective;
+  const int n = c.nranks;
+  const size_t es = elemSize(c.datatype);
+  const braidRedOp_t valueOp = detail::reduces(c.collective) ? c.op : braidSum;
+  std::vector<detail::Layout> lay(n);
+  std::vector<std::vector<uint64_t>> sd(n), rd(n), sc(n), rc(n);
+  for (int r = 0; r < n; ++r) {
+    lay[r] = detail::layoutOf(c, r);
+    if (c.collective == Collective::kAllToAllv) {
+      for (int p = 0; p < n; ++p) {
+        sc[r].push_back(c.vcounts[r][p]);
+        rc[r].push_back(c.vcounts[p][r]);
+      }
+      sd[r] = detail::displs(sc[r], &lay[r].inputElems);
+      rd[r] = detail::displs(rc[r], &lay[r].outputElems);
+    }
+  }
+  std::vector<algo::Schedule> scheds;
+  std::vector<SimRank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    const detail::Layout& l = lay[r];
+    algo::CollArgs a;
+    a.collective = c.collective;
+    a.rank = r;
+    a.nranks = n;
+    a.count = c.count;
+    a.elemSize = static_cast<uint32_t>(es);
+    a.inPlace = c.inPlace;
+    a.root = c.root;
+    a.maxStepElems = c.maxStepElems;
+    a.sendCounts = sc[r];
+    a.sendDispls = sd[r];
+    a.recvCounts = rc[r];
+    a.recvDispls = rd[r];
+    scheds.push_back(build(a));
+    SimRank& sr = ranks[r];
+    sr.input.assign(l.inputElems * es, 0);
+    for (uint64_t i = 0; i < l.inputElems; ++i) {
+      store(c.datatype, sr.input.data(), i, inputValue(c.datatype, valueOp, r, n, i));
+    }
+    sr.output.assign((l.inPlace ? l.storageElems : l.outputElems) * es, 0x5a);
+    if (l.inPlace) {
+      sr.inPlace = true;
+      sr.inPlaceOffset = l.inPlaceOffset;
+      sr.outputOffset = l.outputOffset;
+      sr.outputElems = l.outputWindow;
+      std::copy(sr.input.begin(), sr.input.end(), sr.output.begin() + l.inPlaceOffset * es);
+    }
+  }
+  SimOptions opts;
+  opts.fifoMessages = c.fifoMessages;
+  Status st = simulate(scheds, c.datatype, c.op, ranks, opts);
+  if (!st.isOk()) return "simulator: " + st.message();
+  // Expected value of rank r's output element j, or false when not defined.
+  auto expected = [&](int r, uint64_t j, double* v) -> bool {
+    const uint64_t k = c.count;
+    auto in = [&](int p, uint64_t i) { return inputValue(c.datatype, valueOp, p, n, i); };
+    switch (c.collective) {
+      case Collective::kAllReduce: *v = expectedValue(c.datatype, c.op, n, j); return true;
+      case Collective::kReduce: *v = expectedValue(c.datatype, c.op, n, j); return r == c.root;
+      case Collective::kReduceScatter:
+        *v = expectedValue(c.datatype, c.op, n, r * k + j);
+        return true;
+      case Collective::kAllGather:
+      case Collective::kGather: *v = in(static_cast<int>(j / k), j % k); return true;
+      case Collective::kBroadcast: *v = in(c.root, j); return true;
+      case Collective::kScatter: *v = in(c.root, r * k + j); return true;
+      case Collective::kAllToAll: *v = in(static_cast<int>(j / k), r * k + j % k); return true;
+      case Collective::kAllToAllv:
+        for (int p = 0; p < n; ++p) {
+          if (j >= rd[r][p] && j < rd[r][p] + rc[r][p]) {
+            *v = in(p, sd[p][r] + (j - rd[r][p]));
+            return true;
+          }
+        }
+        return false;  // a gap
+    }
+    return false;
+  };
+  std::string problems;
+  int shown = 0;
+  for (int r = 0; r < n; ++r) {
+    const detail::Layout& l = lay[r];
+    const uint8_t* out = ranks[r].output.data() + (l.inPlace ? l.outputOffset * es : 0);
+    for (uint64_t j = 0; j < l.outputElems; ++j) {
+      double want = 0;
+      if (!expected(r, j, &want)) continue;
+      double got = load(c.datatype, out, j);
+      if (got == want) continue;
+      if (shown++ < 4) {
+        problems += "rank " + std::to_string(r) + " output[" + std::to_string(j) + "] = " +
+                    std::to_string(got) + ", want " + std::to_string(want) + "; ";
+      }
+    }
+  }
+  if (!problems.empty()) return c.describe() + ": " + problems;
+  return "";
+}
+
+}  // namespace braid::test
