@@ -80,7 +80,7 @@ Status runAllReduce(braidComm* comm, const void* send, void* recv, size_t count,
   desc.datatype = datatype;
   desc.op = op;
   const algo::Schedule& s = allReduceSchedule(comm, count, elem, send == recv);
-  return comm->exec->run(s, ExecBuffers{send, recv, nullptr}, desc);
+  return comm->exec->run(s, ExecBuffers{send, recv}, desc);
 }
 
 }  // namespace

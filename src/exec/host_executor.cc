@@ -4,9 +4,8 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/logging.h"
@@ -15,22 +14,18 @@
 namespace braid {
 namespace {
 
+using algo::BufRef;
+using algo::OpKind;
+using algo::Step;
+
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
 }
 
-char* at(const ExecBuffers& b, algo::BufRef ref, uint64_t offset, size_t elem) {
-  char* base = nullptr;
-  switch (ref) {
-    case algo::BufRef::kInput: base = const_cast<char*>(static_cast<const char*>(b.input)); break;
-    case algo::BufRef::kOutput: base = static_cast<char*>(b.output); break;
-    case algo::BufRef::kScratch: base = static_cast<char*>(b.scratch); break;
-    case algo::BufRef::kNone: return nullptr;
-  }
-  return base + offset * elem;
-}
+constexpr int kBlockSliceUs = 10000;  // a sleep re-checks abort and the deadline this often
+constexpr size_t kMaxPollFds = 256;
 
 }  // namespace
 
@@ -38,18 +33,6 @@ std::string OpDesc::describe() const {
   return std::string(collective) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) +
          " B " + datatypeName(datatype) + " " + redOpName(op) + ", " + algorithm + ")";
 }
-
-// The slots one slice waits for, and where the wait stands.
-struct HostExecutor::SliceWait {
-  Endpoint* recvEp = nullptr;
-  Endpoint* sendEp = nullptr;
-  int recvPeer = -1;
-  int sendPeer = -1;
-  const void* recvPtr = nullptr;
-  size_t recvBytes = 0;
-  void* sendPtr = nullptr;
-  size_t stepIndex = 0;
-};
 
 HostExecutor::HostExecutor(Comm& comm) : comm_(comm) {
   spinUs_ = comm.config().spinUs;
@@ -62,20 +45,15 @@ HostExecutor::HostExecutor(Comm& comm) : comm_(comm) {
   }
 }
 
-Status HostExecutor::failure(const SliceWait& w, const OpDesc& desc, const char* why) {
-  if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
-  std::string waiting;
-  if (w.recvEp != nullptr && w.recvPtr == nullptr) {
-    waiting = "data from " + comm_.describePeer(w.recvPeer) + " over " +
-              comm_.transportName(w.recvPeer);
-  } else if (w.sendEp != nullptr) {
-    waiting = "room to send to " + comm_.describePeer(w.sendPeer) + " over " +
-              comm_.transportName(w.sendPeer);
+char* HostExecutor::address(BufRef ref, uint64_t offset) const {
+  char* base = nullptr;
+  switch (ref) {
+    case BufRef::kInput: base = const_cast<char*>(static_cast<const char*>(buffers_.input)); break;
+    case BufRef::kOutput: base = static_cast<char*>(buffers_.output); break;
+    case BufRef::kScratch: base = const_cast<char*>(scratch_.data()); break;
+    case BufRef::kNone: return nullptr;
   }
-  return timeoutError(desc.describe() + ": " + why + " at step " + std::to_string(w.stepIndex + 1) +
-                      " of " + std::to_string(schedule_->steps.size()) + ", waiting for " +
-                      waiting + "; that rank may be stuck, dead, or in a different call "
-                      "(BRAID_TIMEOUT_MS=" + std::to_string(comm_.config().timeoutMs) + ")");
+  return base + offset * elemSize_;
 }
 
 Status HostExecutor::endpointError(int peer, const Status& st, const OpDesc& desc) {
@@ -84,183 +62,251 @@ Status HostExecutor::endpointError(int peer, const Status& st, const OpDesc& des
   return reported.withContext(desc.describe() + ": ");
 }
 
-Status HostExecutor::blockOnce(SliceWait& w) {
-  constexpr int kSliceUs = 10000;  // re-check abort and the deadline this often
-  bool wantRecv = w.recvEp != nullptr && w.recvPtr == nullptr;
-  bool wantSend = w.sendEp != nullptr && w.sendPtr == nullptr;
+Status HostExecutor::stalled(const OpDesc& desc, const char* why) {
+  if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
+  std::string waiting = "nothing";
+  size_t step = 0;
+  if (!waits_.empty()) {
+    const WaitTarget& w = waits_.front();
+    waiting = std::string(w.recv ? "data from " : "room to send to ") +
+              comm_.describePeer(w.peer) + " over " + comm_.transportName(w.peer);
+    step = w.stepIndex;
+  }
+  return timeoutError(desc.describe() + ": " + why + " at step " + std::to_string(step + 1) +
+                      " of " + std::to_string(schedule_->steps.size()) + ", waiting for " +
+                      waiting + "; that rank may be stuck, dead, or in a different call "
+                      "(BRAID_TIMEOUT_MS=" + std::to_string(comm_.config().timeoutMs) + ")");
+}
+
+void HostExecutor::blockOnce() {
+  if (waits_.empty()) return;
+  const int sliceUs = waits_.size() > 1 ? 1000 : kBlockSliceUs;
   if (anyPollable_) {
-    // Sockets: one poll over every endpoint of the schedule, so sends still
-    // queued for one peer move while we wait on another.
-    pollfd pfds[64];
+    // Sockets: one poll over the endpoints we wait on and those with queued
+    // sends, so sends to one peer keep moving while we wait on another.
+    pollfd pfds[kMaxPollFds];
     size_t n = 0;
-    for (Endpoint* ep : active_) {
-      int fd = ep->pollFd();
-      if (fd < 0 || n == 64) continue;
-      short ev = 0;
-      if (ep == w.recvEp && wantRecv) ev |= POLLIN;
-      if (ep->sendPending()) ev |= POLLOUT;
-      if (ev != 0) pfds[n++] = {fd, ev, 0};
+    bool memoryWait = false;
+    for (size_t i = 0; i < active_.size() && n < kMaxPollFds; ++i) {
+      Endpoint* ep = active_[i];
+      short ev = ep->sendPending() ? POLLOUT : 0;
+      for (const WaitTarget& w : waits_) {
+        if (w.ep == ep && w.recv) ev |= POLLIN;
+      }
+      if (ep->pollFd() >= 0 && ev != 0) pfds[n++] = {ep->pollFd(), ev, 0};
     }
-    bool memoryWait = (wantRecv && w.recvEp->pollFd() < 0) || (wantSend && w.sendEp->pollFd() < 0);
-    int timeoutMs = memoryWait ? 1 : kSliceUs / 1000;
+    for (const WaitTarget& w : waits_) memoryWait = memoryWait || w.ep->pollFd() < 0;
     if (n > 0) {
-      poll(pfds, n, timeoutMs);
-    } else if (memoryWait) {
-      (wantRecv ? w.recvEp : w.sendEp)->wait(wantRecv, !wantRecv && wantSend, kSliceUs);
+      poll(pfds, n, memoryWait ? 1 : sliceUs / 1000);
+      return;
     }
+  }
+  const WaitTarget& w = waits_.front();
+  w.ep->wait(w.recv, !w.recv, sliceUs);
+}
+
+Status HostExecutor::pause(const OpDesc& desc) {
+  if (comm_.failed()) return stalled(desc, "failed");
+  ++stallPolls_;
+  if (spinUs_ > 0 && (stallPolls_ & 63) != 0) {  // read the clock every 64 polls
+    cpuRelax();
     return Status::ok();
   }
-  Endpoint* ep = wantRecv ? w.recvEp : w.sendEp;
-  if (ep != nullptr) ep->wait(wantRecv, !wantRecv && wantSend, kSliceUs);
+  uint64_t now = nowNs();
+  if (stallStartNs_ == 0) stallStartNs_ = now;
+  uint64_t waitedUs = (now - stallStartNs_) / 1000;
+  if (waitedUs < static_cast<uint64_t>(spinUs_)) {
+    cpuRelax();
+  } else if (waitedUs < static_cast<uint64_t>(spinUs_ + yieldUs_)) {
+    sched_yield();
+  } else {
+    if (now >= deadline_.endNs()) return stalled(desc, "timed out");
+    blockOnce();
+  }
   return Status::ok();
 }
 
-Status HostExecutor::waitSlots(SliceWait& w, const OpDesc& desc) {
-  uint64_t start = 0;
-  for (uint32_t iter = 0;; ++iter) {
-    if (w.recvEp != nullptr && w.recvPtr == nullptr) w.recvPtr = w.recvEp->recvSlot(&w.recvBytes);
-    if (w.sendEp != nullptr && w.sendPtr == nullptr) w.sendPtr = w.sendEp->sendSlot();
-    bool ready = (w.recvEp == nullptr || w.recvPtr != nullptr) &&
-                 (w.sendEp == nullptr || w.sendPtr != nullptr);
-    if (ready) return Status::ok();
-    if (comm_.failed()) return failure(w, desc, "failed");
-    for (size_t i = 0; i < active_.size(); ++i) {
-      if (active_[i]->sendPending()) {
-        Status st = active_[i]->progress();
-        if (!st.isOk()) return endpointError(activePeers_[i], st, desc);
-      }
-    }
-    if (w.recvEp != nullptr && w.recvPtr == nullptr && w.recvEp->pollFd() >= 0) {
-      Status st = w.recvEp->progress();
-      if (!st.isOk()) return endpointError(w.recvPeer, st, desc);
-    }
-    if (spinUs_ > 0 && (iter & 63) != 0) {  // read the clock every 64 polls
-      cpuRelax();
-      continue;
-    }
-    uint64_t now = nowNs();
-    if (start == 0) start = now;
-    uint64_t waitedUs = (now - start) / 1000;
-    if (waitedUs < static_cast<uint64_t>(spinUs_)) {
-      cpuRelax();
-    } else if (waitedUs < static_cast<uint64_t>(spinUs_ + yieldUs_)) {
-      sched_yield();
-    } else {
-      if (now >= deadline_.endNs()) return failure(w, desc, "timed out");
-      BRAID_TRY(blockOnce(w));
-    }
-  }
+void HostExecutor::copyStep(const Step& step, const OpDesc& desc) {
+  const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
+  char* src = address(step.src, step.srcOffset);
+  char* dst = address(step.dst, step.dstOffset);
+  if (step.final || src != dst) k.finalize(dst, src, step.count, step.final ? comm_.nranks() : 1);
 }
 
-Status HostExecutor::runStep(const algo::Step& step, size_t stepIndex, const ExecBuffers& b,
-                             const OpDesc& desc) {
-  using algo::OpKind;
-  const size_t es = datatypeSize(desc.datatype);
+Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
+  const Step& step = *s.step;
+  const uint64_t n = std::min<uint64_t>(comm_.config().sliceBytes / elemSize_, step.count - s.done);
+  const size_t bytes = n * elemSize_;
+  const void* in = nullptr;
+  size_t inBytes = 0;
+  void* out = nullptr;
+  if (s.recvEp != nullptr) {
+    in = s.recvEp->recvSlot(&inBytes);
+    if (in == nullptr && s.recvEp->pollFd() >= 0) {
+      Status st = s.recvEp->progress();
+      if (!st.isOk()) return endpointError(step.recvPeer, st, desc);
+    }
+    if (in == nullptr) {
+      waits_.push_back({s.recvEp, step.recvPeer, true, s.index});
+      return 0;
+    }
+  }
+  if (s.sendEp != nullptr) {
+    out = s.sendEp->sendSlot();
+    if (out == nullptr) {
+      waits_.push_back({s.sendEp, step.sendPeer, false, s.index});
+      return 0;
+    }
+  }
+  if (s.recvEp != nullptr && inBytes != bytes) {
+    if (comm_.failed()) return stalled(desc, "failed");
+    return invalidUsage(desc.describe() + ": " + comm_.describePeer(step.recvPeer) + " sent " +
+                        std::to_string(inBytes) + " bytes where this rank expected " +
+                        std::to_string(bytes) +
+                        ": did every rank call the same collective with the same count, "
+                        "datatype and root?");
+  }
   const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
   const int divisor = step.final ? comm_.nranks() : 1;
-  char* src = at(b, step.src, step.srcOffset, es);
-  char* dst = at(b, step.dst, step.dstOffset, es);
-  if (step.op == OpKind::kCopy) {
-    if (step.final || src != dst) k.finalize(dst, src, step.count, divisor);
-    return Status::ok();
+  const char* src = step.src != BufRef::kNone ? address(step.src, step.srcOffset + s.done) : nullptr;
+  char* dst = step.dst != BufRef::kNone ? address(step.dst, step.dstOffset + s.done) : nullptr;
+  switch (step.op) {
+    case OpKind::kSend: std::memcpy(out, src, bytes); break;
+    case OpKind::kRecv: std::memcpy(dst, in, bytes); break;
+    case OpKind::kRecvReduce:
+      if (step.final) {
+        k.reduceFinal(dst, nullptr, src, in, n, divisor);
+      } else {
+        k.reduce(dst, src, in, n);
+      }
+      break;
+    case OpKind::kRecvReduceSend: k.reduce(out, src, in, n); break;
+    case OpKind::kRecvReduceCopySend: k.reduceFinal(dst, out, src, in, n, divisor); break;
+    case OpKind::kRecvCopySend:
+      std::memcpy(dst, in, bytes);
+      std::memcpy(out, in, bytes);
+      break;
+    case OpKind::kCopy: break;
   }
-  const size_t sliceElems = comm_.config().sliceBytes / es;
-  SliceWait w;
-  w.stepIndex = stepIndex;
-  w.recvPeer = step.recvPeer;
-  w.sendPeer = step.sendPeer;
-  w.recvEp = step.recvPeer >= 0 ? comm_.endpoint(step.recvPeer) : nullptr;
-  w.sendEp = step.sendPeer >= 0 ? comm_.endpoint(step.sendPeer) : nullptr;
-  for (uint64_t off = 0; off < step.count; off += sliceElems) {
-    const size_t n = std::min<uint64_t>(sliceElems, step.count - off);
-    const size_t bytes = n * es;
-    w.recvPtr = nullptr;
-    w.sendPtr = nullptr;
-    BRAID_TRY(waitSlots(w, desc));
-    if (w.recvEp != nullptr && w.recvBytes != bytes) {
-      if (comm_.failed()) return failure(w, desc, "failed");
-      return invalidUsage(desc.describe() + ": " + comm_.describePeer(step.recvPeer) + " sent " +
-                          std::to_string(w.recvBytes) + " bytes where this rank expected " +
-                          std::to_string(bytes) +
-                          ": did every rank call the same collective with the same count "
-                          "and datatype?");
+  if (s.recvEp != nullptr) s.recvEp->recvRelease();
+  if (s.sendEp != nullptr) {
+    Status st = s.sendEp->sendPost(bytes);
+    if (!st.isOk()) return endpointError(step.sendPeer, st, desc);
+  }
+  s.done += n;
+  s.finished = s.done == step.count;
+  return 1;
+}
+
+// A step may move only after earlier unfinished steps of its batch that use
+// the same peer in the same direction, so each FIFO sees the schedule's order.
+bool HostExecutor::eligible(size_t i) const {
+  const Step& s = *batch_[i].step;
+  for (size_t j = 0; j < i; ++j) {
+    if (batch_[j].finished) continue;
+    const Step& t = *batch_[j].step;
+    if (s.sendPeer >= 0 && t.sendPeer == s.sendPeer) return false;
+    if (s.recvPeer >= 0 && t.recvPeer == s.recvPeer) return false;
+  }
+  return true;
+}
+
+Status HostExecutor::runBatch(size_t begin, size_t end, const OpDesc& desc) {
+  batch_.clear();
+  for (size_t i = begin; i < end; ++i) {
+    const Step& step = schedule_->steps[i];
+    if (step.count == 0) continue;
+    if (step.op == OpKind::kCopy) {
+      copyStep(step, desc);
+      continue;
     }
-    const char* s = src ? src + off * es : nullptr;
-    char* d = dst ? dst + off * es : nullptr;
-    const void* in = w.recvPtr;
-    void* out = w.sendPtr;
-    switch (step.op) {
-      case OpKind::kSend: std::memcpy(out, s, bytes); break;
-      case OpKind::kRecv: std::memcpy(d, in, bytes); break;
-      case OpKind::kRecvReduce:
-        if (step.final) {
-          k.reduceFinal(d, nullptr, s, in, n, divisor);
-        } else {
-          k.reduce(d, s, in, n);
-        }
-        break;
-      case OpKind::kRecvReduceSend: k.reduce(out, s, in, n); break;
-      case OpKind::kRecvReduceCopySend: k.reduceFinal(d, out, s, in, n, divisor); break;
-      case OpKind::kRecvCopySend:
-        std::memcpy(d, in, bytes);
-        std::memcpy(out, in, bytes);
-        break;
-      case OpKind::kCopy: break;
+    StepRun s;
+    s.step = &step;
+    s.index = i;
+    s.recvEp = step.recvPeer >= 0 ? comm_.endpoint(step.recvPeer) : nullptr;
+    s.sendEp = step.sendPeer >= 0 ? comm_.endpoint(step.sendPeer) : nullptr;
+    batch_.push_back(s);
+  }
+  size_t unfinished = batch_.size();
+  while (unfinished > 0) {
+    bool moved = false;
+    waits_.clear();
+    for (size_t i = 0; i < batch_.size(); ++i) {
+      StepRun& s = batch_[i];
+      if (s.finished || !eligible(i)) continue;
+      BRAID_ASSIGN_OR_RETURN(int m, advance(s, desc));
+      moved = moved || m > 0;
+      if (s.finished) --unfinished;
     }
-    if (w.recvEp != nullptr) w.recvEp->recvRelease();
-    if (w.sendEp != nullptr) {
-      Status st = w.sendEp->sendPost(bytes);
-      if (!st.isOk()) return endpointError(w.sendPeer, st, desc);
+    if (moved) {
+      stallStartNs_ = 0;
+      stallPolls_ = 0;
+      continue;
     }
+    for (size_t i = 0; i < active_.size(); ++i) {  // keep queued socket sends moving
+      if (!active_[i]->sendPending()) continue;
+      Status st = active_[i]->progress();
+      if (!st.isOk()) return endpointError(activePeers_[i], st, desc);
+    }
+    BRAID_TRY(pause(desc));
   }
   return Status::ok();
 }
 
 Status HostExecutor::flushSends(const OpDesc& desc) {
-  SliceWait w;
-  w.stepIndex = schedule_->steps.empty() ? 0 : schedule_->steps.size() - 1;
   for (;;) {
     bool pending = false;
+    waits_.clear();
     for (size_t i = 0; i < active_.size(); ++i) {
       if (!active_[i]->sendPending()) continue;
       Status st = active_[i]->progress();
       if (!st.isOk()) return endpointError(activePeers_[i], st, desc);
-      pending = pending || active_[i]->sendPending();
+      if (active_[i]->sendPending()) {
+        pending = true;
+        waits_.push_back({active_[i], activePeers_[i], false, schedule_->steps.size() - 1});
+      }
     }
     if (!pending) return Status::ok();
-    if (comm_.failed()) return failure(w, desc, "failed");
-    if (deadline_.expired()) return failure(w, desc, "timed out flushing sends");
-    BRAID_TRY(blockOnce(w));
+    if (comm_.failed()) return stalled(desc, "failed");
+    if (deadline_.expired()) return stalled(desc, "timed out flushing sends");
+    blockOnce();
   }
 }
 
 Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const OpDesc& desc) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
   schedule_ = &s;
+  buffers_ = b;
+  elemSize_ = datatypeSize(desc.datatype);
   deadline_ = comm_.deadline();
-  std::vector<int> peers;
-  for (const algo::Step& st : s.steps) {
+  stallStartNs_ = 0;
+  stallPolls_ = 0;
+  if (scratch_.size() < s.scratchElems * elemSize_) scratch_.resize(s.scratchElems * elemSize_);
+  activePeers_.clear();
+  for (const Step& st : s.steps) {
     if (st.count == 0) continue;
-    if (st.sendPeer >= 0) peers.push_back(st.sendPeer);
-    if (st.recvPeer >= 0) peers.push_back(st.recvPeer);
+    if (st.sendPeer >= 0) activePeers_.push_back(st.sendPeer);
+    if (st.recvPeer >= 0) activePeers_.push_back(st.recvPeer);
   }
-  std::sort(peers.begin(), peers.end());
-  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-  Status st = comm_.connectPeers(peers, deadline_);
+  std::sort(activePeers_.begin(), activePeers_.end());
+  activePeers_.erase(std::unique(activePeers_.begin(), activePeers_.end()), activePeers_.end());
+  Status st = comm_.connectPeers(activePeers_, deadline_);
   if (!st.isOk()) {
     if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
     return st.withContext(desc.describe() + ": ");
   }
   active_.clear();
-  activePeers_ = peers;
   anyPollable_ = false;
-  for (int p : peers) {
+  for (int p : activePeers_) {
     active_.push_back(comm_.endpoint(p));
     anyPollable_ = anyPollable_ || active_.back()->pollFd() >= 0;
   }
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    if (s.steps[i].count == 0) continue;
-    BRAID_TRY(runStep(s.steps[i], i, b, desc));
+  for (size_t i = 0; i < s.steps.size();) {
+    size_t end = i;
+    while (end < s.steps.size() && s.steps[end].batchWithNext) ++end;
+    end = std::min(end + 1, s.steps.size());
+    BRAID_TRY(runBatch(i, end, desc));
+    i = end;
   }
   return flushSends(desc);
 }

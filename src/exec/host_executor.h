@@ -1,16 +1,19 @@
 // HostExecutor: runs one rank's Schedule on host memory over the
 // communicator's endpoints.
 //
-// Each step is cut into slices of the communicator's slice size; a slice needs
-// a filled receive slot and/or a free send slot, and the reduction is fused
-// with the copy into the send slot (receive-reduce-send in one pass). Waits
-// spin for BRAID_SPIN_US, then yield for BRAID_YIELD_US, then sleep in the
-// kernel (futex for shm, poll for sockets), checking the deadline, the
-// communicator's sticky error and abort as they go. No allocation per slice.
+// Steps run in order; the steps of a batch (Step::batchWithNext) progress
+// together, round-robin, one slice at a time, keeping the per-peer order the
+// schedule gives. A slice needs a filled receive slot and/or a free send slot;
+// the reduction is fused with the copy into the send slot (receive-reduce-send
+// in one pass). When nothing can move, waits spin for BRAID_SPIN_US, then yield
+// for BRAID_YIELD_US, then sleep in the kernel (futex for shm, poll for
+// sockets), checking the deadline, the communicator's sticky error and abort as
+// they go. No allocation per slice; scratch is kept between calls.
 // Used by one thread at a time.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "algorithms/schedule.h"
 #include "braid/braid.h"
@@ -21,7 +24,6 @@ namespace braid {
 struct ExecBuffers {
   const void* input = nullptr;
   void* output = nullptr;
-  void* scratch = nullptr;
 };
 
 // What the operation is, for error messages.
@@ -42,24 +44,51 @@ class HostExecutor {
   Status run(const algo::Schedule& schedule, const ExecBuffers& buffers, const OpDesc& desc);
 
  private:
-  struct SliceWait;
-  Status runStep(const algo::Step& step, size_t stepIndex, const ExecBuffers& buffers,
-                 const OpDesc& desc);
-  Status waitSlots(SliceWait& w, const OpDesc& desc);
-  Status blockOnce(SliceWait& w);
+  // One step's progress through its slices.
+  struct StepRun {
+    const algo::Step* step = nullptr;
+    size_t index = 0;
+    uint64_t done = 0;  // elements
+    Endpoint* recvEp = nullptr;
+    Endpoint* sendEp = nullptr;
+    bool finished = false;
+  };
+  // What a stalled step waits for.
+  struct WaitTarget {
+    Endpoint* ep;
+    int peer;
+    bool recv;  // else: room to send
+    size_t stepIndex;
+  };
+
+  Status runBatch(size_t begin, size_t end, const OpDesc& desc);
+  bool eligible(size_t i) const;
+  // Moves one slice of `s` if its slots are ready: 1 moved, 0 not ready.
+  Expected<int> advance(StepRun& s, const OpDesc& desc);
+  void copyStep(const algo::Step& step, const OpDesc& desc);
+  Status pause(const OpDesc& desc);
+  void blockOnce();
   Status flushSends(const OpDesc& desc);
-  Status failure(const SliceWait& w, const OpDesc& desc, const char* why);
+  Status endpointError(int peer, const Status& st, const OpDesc& desc);
+  Status stalled(const OpDesc& desc, const char* why);
+  char* address(algo::BufRef ref, uint64_t offset) const;
 
   Comm& comm_;
-  Status endpointError(int peer, const Status& st, const OpDesc& desc);
-
-  std::vector<Endpoint*> active_;  // endpoints of the schedule being run
-  std::vector<int> activePeers_;   // their ranks
-  bool anyPollable_ = false;
-  const algo::Schedule* schedule_ = nullptr;
-  Deadline deadline_{0};
   int spinUs_;
   int yieldUs_;
+  // The operation being run.
+  const algo::Schedule* schedule_ = nullptr;
+  ExecBuffers buffers_;
+  size_t elemSize_ = 0;
+  Deadline deadline_{0};
+  std::vector<Endpoint*> active_;  // endpoints of the schedule
+  std::vector<int> activePeers_;   // their ranks
+  bool anyPollable_ = false;
+  std::vector<StepRun> batch_;
+  std::vector<WaitTarget> waits_;  // filled by the last round that moved nothing
+  uint64_t stallStartNs_ = 0;
+  uint32_t stallPolls_ = 0;
+  std::vector<char> scratch_;
 };
 
 }  // namespace braid
