@@ -152,6 +152,74 @@ braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                              braidStream_t stream);
 
+/* All-gather: recvbuff (nranks * sendcount) holds every rank's sendbuff, in
+ * rank order. In place when sendbuff == recvbuff + rank * sendcount. */
+braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                             braidDataType_t datatype, braidComm_t comm, braidStream_t stream);
+
+/* Reduce-scatter: sendbuff holds nranks * recvcount elements; rank r receives
+ * block r of the reduction. In place when recvbuff == sendbuff + rank * recvcount. */
+braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                 braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
+                                 braidStream_t stream);
+
+/* Broadcast root's sendbuff into every rank's recvbuff (sendbuff is read on
+ * root only). */
+braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                             braidDataType_t datatype, int root, braidComm_t comm,
+                             braidStream_t stream);
+
+/* Reduce into root's recvbuff (recvbuff is written on root only). */
+braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count,
+                          braidDataType_t datatype, braidRedOp_t op, int root, braidComm_t comm,
+                          braidStream_t stream);
+
+/* Gather: root's recvbuff (nranks * count) gets every rank's sendbuff. In place
+ * on root when sendbuff == recvbuff + root * count. */
+braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
+                          braidDataType_t datatype, int root, braidComm_t comm,
+                          braidStream_t stream);
+
+/* Scatter: block r of root's sendbuff (nranks * count) goes to rank r. In
+ * place on root when recvbuff == sendbuff + root * count. */
+braidResult_t braidScatter(const void* sendbuff, void* recvbuff, size_t count,
+                           braidDataType_t datatype, int root, braidComm_t comm,
+                           braidStream_t stream);
+
+/* All-to-all: block p (count elements) of sendbuff goes to rank p, and block p
+ * of recvbuff comes from rank p. In place when sendbuff == recvbuff. */
+braidResult_t braidAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                            braidDataType_t datatype, braidComm_t comm, braidStream_t stream);
+
+/* All-to-all with per-peer counts and displacements (in elements; arrays of
+ * nranks). sendcounts[p] on this rank must equal recvcounts[this rank] on p. */
+braidResult_t braidAlltoAllv(const void* sendbuff, const size_t sendcounts[],
+                             const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
+                             const size_t rdispls[], braidDataType_t datatype, braidComm_t comm,
+                             braidStream_t stream);
+
+/* Point to point. Matched in order per (sender, receiver) pair; counts must
+ * agree. Inside a group, any pattern of sends and receives completes. */
+braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer,
+                        braidComm_t comm, braidStream_t stream);
+braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer,
+                        braidComm_t comm, braidStream_t stream);
+
+/* Returns once every rank has entered the barrier. */
+braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream);
+
+/* Groups: calls between braidGroupStart and braidGroupEnd on this thread are
+ * issued together at braidGroupEnd. Groups nest; the outermost end issues. */
+braidResult_t braidGroupStart(void);
+braidResult_t braidGroupEnd(void);
+
+#define BRAID_SPLIT_NOCOLOR -1
+/* Splits comm: ranks passing the same color form a new communicator, ordered
+ * by key (then by rank in comm). color BRAID_SPLIT_NOCOLOR gives *newcomm ==
+ * NULL. Every rank of comm must call it. */
+braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm,
+                             braidConfig_t* config);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

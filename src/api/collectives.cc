@@ -1,10 +1,10 @@
-// C entry points for collectives and host streams: argument checks, then the
-// operation runs now (NULL stream) or on the stream's worker.
+// C entry points for collectives, point-to-point and host streams: argument
+// checks (an error names the argument and changes nothing), then the request
+// runs now (NULL stream), on the stream's worker, or at braidGroupEnd.
 #include <cstdint>
 #include <cstring>
 
-#include "algorithms/ring/ring.h"
-#include "api/handle.h"
+#include "api/ops.h"
 #include "core/stream.h"
 #include "exec/reduce.h"
 
@@ -12,15 +12,9 @@ using namespace braid;
 
 namespace {
 
-constexpr size_t kMaxCachedSchedules = 16;
+using algo::Collective;
 
-bool overlaps(const void* a, const void* b, size_t bytes) {
-  auto x = reinterpret_cast<uintptr_t>(a);
-  auto y = reinterpret_cast<uintptr_t>(b);
-  return x != y && x < y + bytes && y < x + bytes;
-}
-
-Status checkCommon(braidComm* comm, braidStream_t stream) {
+Status checkComm(braidComm* comm, braidStream_t stream) {
   if (comm == nullptr) return invalidArgument("comm is NULL");
   if (!isLiveComm(comm)) {
     return invalidArgument("comm is not a live communicator (destroyed, aborted, or never made)");
@@ -31,12 +25,16 @@ Status checkCommon(braidComm* comm, braidStream_t stream) {
   return Status::ok();
 }
 
-Status checkReduction(braidDataType_t datatype, braidRedOp_t op) {
+Status checkType(braidDataType_t datatype) {
   if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes) {
     return invalidArgument("datatype " + std::to_string(static_cast<int>(datatype)) +
                            " is not a braidDataType_t (0.." + std::to_string(braidNumTypes - 1) +
                            ")");
   }
+  return Status::ok();
+}
+
+Status checkOp(braidRedOp_t op) {
   if (static_cast<int>(op) < 0 || op >= braidNumOps) {
     return invalidArgument("op " + std::to_string(static_cast<int>(op)) +
                            " is not a braidRedOp_t (0.." + std::to_string(braidNumOps - 1) + ")");
@@ -44,43 +42,131 @@ Status checkReduction(braidDataType_t datatype, braidRedOp_t op) {
   return Status::ok();
 }
 
-const algo::Schedule& allReduceSchedule(braidComm* comm, uint64_t count, uint32_t elemSize,
-                                        bool inPlace) {
-  auto& cache = comm->schedules;
-  for (auto it = cache.begin(); it != cache.end(); ++it) {
-    if (it->count == count && it->elemSize == elemSize && it->inPlace == inPlace) {
-      cache.splice(cache.begin(), cache, it);
-      return cache.front().schedule;
-    }
+Status checkRank(int value, int nranks, const char* what) {
+  if (value < 0 || value >= nranks) {
+    return invalidArgument(std::string(what) + " " + std::to_string(value) + " is outside 0.." +
+                           std::to_string(nranks - 1));
   }
-  const CommConfig& cfg = comm->comm->config();
-  algo::CollArgs args;
-  args.rank = comm->comm->rank();
-  args.nranks = comm->comm->nranks();
-  args.count = count;
-  args.elemSize = elemSize;
-  args.inPlace = inPlace;
-  // Half the FIFO per step: the first send of a round always fits, and a rank
-  // can run a step ahead of its neighbour.
-  args.maxStepElems = std::max<uint64_t>(1, cfg.sliceBytes * (cfg.slots / 2) / elemSize);
-  cache.push_front({count, elemSize, inPlace, algo::ringAllReduce(args)});
-  if (cache.size() > kMaxCachedSchedules) cache.pop_back();
-  return cache.front().schedule;
+  return Status::ok();
 }
 
-Status runAllReduce(braidComm* comm, const void* send, void* recv, size_t count,
-                    braidDataType_t datatype, braidRedOp_t op) {
-  std::lock_guard<std::mutex> lock(comm->opMu);
-  const size_t elem = datatypeSize(datatype);
-  OpDesc desc;
-  desc.collective = "allreduce";
-  desc.algorithm = "ring";
-  desc.seq = comm->comm->nextSeq();
-  desc.bytes = count * elem;
-  desc.datatype = datatype;
-  desc.op = op;
-  const algo::Schedule& s = allReduceSchedule(comm, count, elem, send == recv);
-  return comm->exec->run(s, ExecBuffers{send, recv}, desc);
+// count elements times `blocks` must fit in memory.
+Status checkCount(size_t count, size_t es, size_t blocks, const char* what) {
+  if (count > SIZE_MAX / 4 / es / blocks) {
+    return invalidArgument(std::string(what) + " " + std::to_string(count) +
+                           " is too large (a negative number passed as size_t?)");
+  }
+  return Status::ok();
+}
+
+Status checkBuffer(const void* p, size_t bytes, const char* name) {
+  if (bytes > 0 && p == nullptr) return invalidArgument(std::string(name) + " is NULL");
+  return Status::ok();
+}
+
+// Buffers may be equal (or sit where in-place placement puts them), but not
+// overlap otherwise.
+Status checkOverlap(const void* send, size_t sendBytes, const void* recv, size_t recvBytes,
+                    const void* inPlaceSend) {
+  auto s = reinterpret_cast<uintptr_t>(send);
+  auto r = reinterpret_cast<uintptr_t>(recv);
+  if (send == inPlaceSend || sendBytes == 0 || recvBytes == 0) return Status::ok();
+  if (s < r + recvBytes && r < s + sendBytes) {
+    return invalidArgument("sendbuff and recvbuff overlap but are not placed for in-place use "
+                           "(see braid.h for where sendbuff must sit in place)");
+  }
+  return Status::ok();
+}
+
+struct Call {
+  braidComm* comm;
+  braidStream_t stream;
+  OpRequest op;
+  Status status;
+
+  int nranks() const { return comm->comm->nranks(); }
+  int rank() const { return comm->comm->rank(); }
+  size_t es() const { return datatypeSize(op.datatype); }
+};
+
+// Validates what every call shares; returns false when `call.status` failed.
+bool checkCommon(Call& call) {
+  call.status = checkComm(call.comm, call.stream);
+  if (call.status.isOk()) call.status = checkType(call.op.datatype);
+  if (call.status.isOk()) call.status = checkCount(call.op.count, call.es(), call.nranks(), "count");
+  return call.status.isOk();
+}
+
+braidResult_t issue(Call& call) {
+  if (!call.status.isOk()) return finish(call.comm, call.status);
+  if (queueInGroup(call.comm, call.op, call.stream)) return braidSuccess;
+  std::vector<OpRequest> ops;
+  ops.push_back(std::move(call.op));
+  return issueOps(call.comm, std::move(ops), call.stream);
+}
+
+Call collective(braidComm* comm, braidStream_t stream, Collective c, const void* send,
+                void* recv, size_t count, braidDataType_t datatype, braidRedOp_t op, int root) {
+  Call call{comm, stream, OpRequest{}, Status::ok()};
+  call.op.collective = c;
+  call.op.send = send;
+  call.op.recv = recv;
+  call.op.count = count;
+  call.op.datatype = datatype;
+  call.op.op = op;
+  call.op.root = root;
+  if (!checkCommon(call)) return call;
+  const bool reduces = c == Collective::kAllReduce || c == Collective::kReduceScatter ||
+                       c == Collective::kReduce;
+  if (reduces) call.status = checkOp(op);
+  const bool rooted = c == Collective::kBroadcast || c == Collective::kReduce ||
+                      c == Collective::kGather || c == Collective::kScatter;
+  if (call.status.isOk() && rooted) call.status = checkRank(root, call.nranks(), "root");
+  if (!call.status.isOk()) return call;
+  // Bytes each buffer must hold on this rank, and where sendbuff sits in place.
+  const size_t block = count * call.es();
+  const size_t all = block * call.nranks();
+  const bool isRoot = call.rank() == root;
+  size_t sendBytes = block, recvBytes = block;
+  const char* inPlace = static_cast<const char*>(recv);
+  switch (c) {
+    case Collective::kAllGather: recvBytes = all; inPlace += call.rank() * block; break;
+    case Collective::kReduceScatter:
+      sendBytes = all;
+      inPlace = static_cast<const char*>(recv) - call.rank() * block;
+      break;
+    case Collective::kBroadcast: sendBytes = isRoot ? block : 0; break;
+    case Collective::kReduce: recvBytes = isRoot ? block : 0; break;
+    case Collective::kGather: recvBytes = isRoot ? all : 0; inPlace += root * block; break;
+    case Collective::kScatter:
+      sendBytes = isRoot ? all : 0;
+      inPlace = static_cast<const char*>(recv) - root * block;
+      break;
+    case Collective::kAllToAll: sendBytes = recvBytes = all; break;
+    default: break;
+  }
+  call.status = checkBuffer(send, sendBytes, "sendbuff");
+  if (call.status.isOk()) call.status = checkBuffer(recv, recvBytes, "recvbuff");
+  if (call.status.isOk()) call.status = checkOverlap(send, sendBytes, recv, recvBytes, inPlace);
+  return call;
+}
+
+Call pointToPoint(braidComm* comm, braidStream_t stream, OpRequest::Kind kind, const void* send,
+                  void* recv, size_t count, braidDataType_t datatype, int peer) {
+  Call call{comm, stream, OpRequest{}, Status::ok()};
+  call.op.kind = kind;
+  call.op.send = send;
+  call.op.recv = recv;
+  call.op.count = count;
+  call.op.datatype = datatype;
+  call.op.peer = peer;
+  if (!checkCommon(call)) return call;
+  call.status = checkRank(peer, call.nranks(), "peer");
+  if (call.status.isOk()) {
+    call.status = kind == OpRequest::Kind::kSend ? checkBuffer(send, count, "sendbuff")
+                                                 : checkBuffer(recv, count, "recvbuff");
+  }
+  return call;
 }
 
 }  // namespace
@@ -90,32 +176,123 @@ extern "C" {
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                              braidStream_t stream) {
-  Status st = checkCommon(comm, stream);
-  if (st.isOk()) st = checkReduction(datatype, op);
-  const size_t elem = st.isOk() ? datatypeSize(datatype) : 1;
-  if (st.isOk() && count > SIZE_MAX / elem / 2) {
-    st = invalidArgument("count " + std::to_string(count) + " is too large (negative?)");
+  Call call = collective(comm, stream, Collective::kAllReduce, sendbuff, recvbuff, count,
+                         datatype, op, 0);
+  return issue(call);
+}
+
+braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                             braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
+  Call call = collective(comm, stream, Collective::kAllGather, sendbuff, recvbuff, sendcount,
+                         datatype, braidSum, 0);
+  return issue(call);
+}
+
+braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                 braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
+                                 braidStream_t stream) {
+  Call call = collective(comm, stream, Collective::kReduceScatter, sendbuff, recvbuff, recvcount,
+                         datatype, op, 0);
+  return issue(call);
+}
+
+braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                             braidDataType_t datatype, int root, braidComm_t comm,
+                             braidStream_t stream) {
+  Call call = collective(comm, stream, Collective::kBroadcast, sendbuff, recvbuff, count,
+                         datatype, braidSum, root);
+  return issue(call);
+}
+
+braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count,
+                          braidDataType_t datatype, braidRedOp_t op, int root, braidComm_t comm,
+                          braidStream_t stream) {
+  Call call = collective(comm, stream, Collective::kReduce, sendbuff, recvbuff, count, datatype,
+                         op, root);
+  return issue(call);
+}
+
+braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
+                          braidDataType_t datatype, int root, braidComm_t comm,
+                          braidStream_t stream) {
+  Call call = collective(comm, stream, Collective::kGather, sendbuff, recvbuff, count, datatype,
+                         braidSum, root);
+  return issue(call);
+}
+
+braidResult_t braidScatter(const void* sendbuff, void* recvbuff, size_t count,
+                           braidDataType_t datatype, int root, braidComm_t comm,
+                           braidStream_t stream) {
+  Call call = collective(comm, stream, Collective::kScatter, sendbuff, recvbuff, count, datatype,
+                         braidSum, root);
+  return issue(call);
+}
+
+braidResult_t braidAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                            braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
+  Call call = collective(comm, stream, Collective::kAllToAll, sendbuff, recvbuff, count, datatype,
+                         braidSum, 0);
+  return issue(call);
+}
+
+braidResult_t braidAlltoAllv(const void* sendbuff, const size_t sendcounts[],
+                             const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
+                             const size_t rdispls[], braidDataType_t datatype, braidComm_t comm,
+                             braidStream_t stream) {
+  Call call = collective(comm, stream, Collective::kAllToAllv, sendbuff, recvbuff, 0, datatype,
+                         braidSum, 0);
+  if (call.status.isOk() && (!sendcounts || !sdispls || !recvcounts || !rdispls)) {
+    call.status = invalidArgument("sendcounts, sdispls, recvcounts and rdispls must all be "
+                                  "arrays of nranks elements");
   }
-  if (st.isOk() && count > 0 && (sendbuff == nullptr || recvbuff == nullptr)) {
-    st = invalidArgument(sendbuff == nullptr ? "sendbuff is NULL" : "recvbuff is NULL");
-  }
-  if (st.isOk() && overlaps(sendbuff, recvbuff, count * elem)) {
-    st = invalidArgument("sendbuff and recvbuff overlap without being equal (in place means "
-                         "sendbuff == recvbuff)");
-  }
-  if (!st.isOk()) return finish(comm, st);
-  if (stream == nullptr) return finish(comm, runAllReduce(comm, sendbuff, recvbuff, count,
-                                                          datatype, op));
-  comm->inflight.fetch_add(1);
-  stream->impl.enqueue([=] {
-    Status result = runAllReduce(comm, sendbuff, recvbuff, count, datatype, op);
-    if (!result.isOk()) {
-      comm->comm->raiseAsyncError(result);
-      finish(comm, result);
+  if (!call.status.isOk()) return finish(comm, call.status);
+  const int n = call.nranks();
+  for (int p = 0; p < n && call.status.isOk(); ++p) {
+    call.status = checkCount(sendcounts[p], call.es(), 1, "sendcounts[p]");
+    if (call.status.isOk()) call.status = checkCount(recvcounts[p], call.es(), 1, "recvcounts[p]");
+    if (call.status.isOk()) call.status = checkCount(sdispls[p], call.es(), 1, "sdispls[p]");
+    if (call.status.isOk()) call.status = checkCount(rdispls[p], call.es(), 1, "rdispls[p]");
+    if (call.status.isOk() && sendcounts[p] > 0 && sendbuff == nullptr) {
+      call.status = invalidArgument("sendbuff is NULL but sendcounts[" + std::to_string(p) + "] > 0");
     }
-    comm->inflight.fetch_sub(1);
-  });
-  return braidSuccess;
+    if (call.status.isOk() && recvcounts[p] > 0 && recvbuff == nullptr) {
+      call.status = invalidArgument("recvbuff is NULL but recvcounts[" + std::to_string(p) + "] > 0");
+    }
+    for (int q = 0; q < p && call.status.isOk(); ++q) {  // received blocks must not overlap
+      if (recvcounts[p] && recvcounts[q] && rdispls[p] < rdispls[q] + recvcounts[q] &&
+          rdispls[q] < rdispls[p] + recvcounts[p]) {
+        call.status = invalidArgument("recv blocks of ranks " + std::to_string(q) + " and " +
+                                      std::to_string(p) + " overlap (rdispls/recvcounts)");
+      }
+    }
+  }
+  call.op.sendCounts.assign(sendcounts, sendcounts + n);
+  call.op.sendDispls.assign(sdispls, sdispls + n);
+  call.op.recvCounts.assign(recvcounts, recvcounts + n);
+  call.op.recvDispls.assign(rdispls, rdispls + n);
+  return issue(call);
+}
+
+braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer,
+                        braidComm_t comm, braidStream_t stream) {
+  Call call = pointToPoint(comm, stream, OpRequest::Kind::kSend, sendbuff, nullptr, count,
+                           datatype, peer);
+  return issue(call);
+}
+
+braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer,
+                        braidComm_t comm, braidStream_t stream) {
+  Call call = pointToPoint(comm, stream, OpRequest::Kind::kRecv, nullptr, recvbuff, count,
+                           datatype, peer);
+  return issue(call);
+}
+
+braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream) {
+  Status st = checkComm(comm, stream);
+  if (!st.isOk()) return finish(comm, st);
+  Call call = collective(comm, stream, Collective::kAllReduce, &comm->barrierByte,
+                         &comm->barrierByte, 1, braidUint8, braidMax, 0);
+  return issue(call);
 }
 
 braidResult_t braidStreamCreate(braidStream_t* stream) {

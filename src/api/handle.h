@@ -10,9 +10,11 @@
 #include <mutex>
 #include <string>
 
+#include "algorithms/registry.h"
 #include "algorithms/schedule.h"
 #include "core/comm.h"
 #include "exec/host_executor.h"
+#include "select/select.h"
 
 struct braidComm {
   std::unique_ptr<braid::Comm> comm;
@@ -21,11 +23,16 @@ struct braidComm {
   std::atomic<int> inflight{0};    // operations enqueued on streams, not yet finished
   std::mutex errorMu;
   std::string lastError;
+  braid::AlgoPolicy policy;         // BRAID_ALGO, read at init
+  uint8_t barrierByte = 0;          // the barrier's all-reduce buffer
   // Recently used schedules, most recent first (building one is cheap, but not free).
   struct CachedSchedule {
+    braid::algo::Collective collective;
+    braid::algo::Algorithm algorithm;
     uint64_t count;
     uint32_t elemSize;
     bool inPlace;
+    int root;
     braid::algo::Schedule schedule;
   };
   std::list<CachedSchedule> schedules;

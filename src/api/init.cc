@@ -43,6 +43,10 @@ Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(const std::stri
   return out;
 }
 
+}  // namespace
+
+namespace braid {
+
 Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int rank,
                 const braidConfig_t* config) {
   if (out == nullptr) return invalidArgument("comm (the output pointer) is NULL");
@@ -57,6 +61,7 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   BRAID_ASSIGN_OR_RETURN(auto transports, makeTransports(transportList));
   setLogRank(rank);
   auto handle = std::make_unique<braidComm>();
+  BRAID_ASSIGN_OR_RETURN(handle->policy, AlgoPolicy::parse(envString("BRAID_ALGO")));
   BRAID_ASSIGN_OR_RETURN(handle->comm, Comm::create(id, nranks, rank, cfg, std::move(transports)));
   handle->exec = std::make_unique<HostExecutor>(*handle->comm);
   BRAID_INFO("rank %d of %d ready (reduction kernels: %s)", rank, nranks, reduceIsa());
@@ -65,6 +70,10 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   *out = raw;
   return Status::ok();
 }
+
+}  // namespace braid
+
+namespace {
 
 Status checkComm(const braidComm* comm) {
   if (comm == nullptr) return invalidArgument("comm is NULL");

@@ -37,7 +37,10 @@ const std::vector<EnvVar>& envTable() {
        "microseconds a wait yields (sched_yield) before it blocks in the kernel"},
       {"BRAID_REDUCE_ISA", nullptr, nullptr,
        "force the reduction kernels' build: 'generic' (default: AVX2+F16C when the CPU has it)"},
-      {"BRAID_ALGO", "NCCL_ALGO", nullptr, "force an algorithm (only 'ring' exists today)"},
+      // No NCCL_ALGO fallback: its values (NVLS, CollnetDirect...) are not Braid's.
+      {"BRAID_ALGO", nullptr, nullptr,
+       "force algorithms: 'ring', 'allreduce:ring,tree', "
+       "'allreduce:0-64k:tree#allreduce:64k-inf:ring', '^tree'"},
   };
   return table;
 }

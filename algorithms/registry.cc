@@ -1,0 +1,87 @@
+#include "algorithms/registry.h"
+
+#include <cctype>
+
+#include "algorithms/halving_doubling/halving_doubling.h"
+#include "algorithms/linear/linear.h"
+#include "algorithms/pairwise/pairwise.h"
+#include "algorithms/ring/ring.h"
+#include "algorithms/tree/tree.h"
+
+namespace braid::algo {
+
+const char* algorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kTree: return "tree";
+    case Algorithm::kHalvingDoubling: return "halving_doubling";
+    case Algorithm::kBruck: return "bruck";
+    case Algorithm::kPairwise: return "pairwise";
+    case Algorithm::kLinear: return "linear";
+  }
+  return "?";
+}
+
+bool parseAlgorithm(const std::string& name, Algorithm* out) {
+  std::string s;
+  for (char c : name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "hd" || s == "rabenseifner" || s == "halving-doubling") s = "halving_doubling";
+  for (int i = 0; i < kNumAlgorithms; ++i) {
+    if (s == algorithmName(static_cast<Algorithm>(i))) {
+      *out = static_cast<Algorithm>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool supports(Algorithm a, Collective c) {
+  switch (a) {
+    case Algorithm::kRing:
+      return c == Collective::kAllReduce || c == Collective::kAllGather ||
+             c == Collective::kReduceScatter || c == Collective::kBroadcast ||
+             c == Collective::kReduce;
+    case Algorithm::kTree:
+      return c == Collective::kAllReduce || c == Collective::kBroadcast || c == Collective::kReduce;
+    case Algorithm::kHalvingDoubling:
+      return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
+             c == Collective::kAllGather;
+    case Algorithm::kBruck: return c == Collective::kAllToAll || c == Collective::kAllGather;
+    case Algorithm::kPairwise: return c == Collective::kAllToAll || c == Collective::kAllToAllv;
+    case Algorithm::kLinear: return c == Collective::kGather || c == Collective::kScatter;
+  }
+  return false;
+}
+
+Schedule buildSchedule(Algorithm a, const CollArgs& args) {
+  using C = Collective;
+  const C c = args.collective;
+  switch (a) {
+    case Algorithm::kRing:
+      if (c == C::kAllReduce) return ringAllReduce(args);
+      if (c == C::kAllGather) return ringAllGather(args);
+      if (c == C::kReduceScatter) return ringReduceScatter(args);
+      if (c == C::kBroadcast) return ringBroadcast(args);
+      return ringReduce(args);
+    case Algorithm::kTree:
+      if (c == C::kAllReduce) return treeAllReduce(args);
+      if (c == C::kBroadcast) return treeBroadcast(args);
+      return treeReduce(args);
+    case Algorithm::kHalvingDoubling:
+      if (c == C::kAllReduce) return halvingDoublingAllReduce(args);
+      if (c == C::kReduceScatter) return halvingDoublingReduceScatter(args);
+      return halvingDoublingAllGather(args);
+    case Algorithm::kBruck:
+      if (c == C::kAllToAll) return bruckAllToAll(args);
+      return bruckAllGather(args);
+    case Algorithm::kPairwise:
+      if (c == C::kAllToAll) return pairwiseAllToAll(args);
+      return pairwiseAllToAllv(args);
+    case Algorithm::kLinear:
+      if (c == C::kGather) return linearGather(args);
+      return linearScatter(args);
+  }
+  return Schedule{};
+}
+
+}  // namespace braid::algo

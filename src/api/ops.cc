@@ -1,0 +1,212 @@
+#include "api/ops.h"
+
+#include <cstring>
+
+#include "core/stream.h"
+#include "exec/reduce.h"
+
+namespace braid {
+namespace {
+
+using algo::Collective;
+
+constexpr size_t kMaxCachedSchedules = 32;
+
+struct Queued {
+  braidComm* comm;
+  OpRequest op;
+  braidStream_t stream;
+};
+thread_local int tGroupDepth = 0;
+thread_local std::vector<Queued> tGroup;
+
+bool isInPlace(const OpRequest& op, int rank, size_t es) {
+  auto at = [](const void* p, size_t bytes) { return static_cast<const char*>(p) + bytes; };
+  const size_t block = op.count * es;
+  switch (op.collective) {
+    case Collective::kAllGather: return op.send == at(op.recv, rank * block);
+    case Collective::kReduceScatter: return op.recv == at(op.send, rank * block);
+    case Collective::kGather: return rank == op.root && op.send == at(op.recv, rank * block);
+    case Collective::kScatter: return rank == op.root && op.recv == at(op.send, rank * block);
+    case Collective::kAllToAllv: return false;
+    default: return op.send == op.recv;
+  }
+}
+
+const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
+                                     algo::Algorithm alg) {
+  auto& cache = comm->schedules;
+  for (auto it = cache.begin(); it != cache.end(); ++it) {
+    if (it->collective == args.collective && it->algorithm == alg && it->count == args.count &&
+        it->elemSize == args.elemSize && it->inPlace == args.inPlace && it->root == args.root) {
+      cache.splice(cache.begin(), cache, it);
+      return cache.front().schedule;
+    }
+  }
+  cache.push_front({args.collective, alg, args.count, args.elemSize, args.inPlace, args.root,
+                    algo::buildSchedule(alg, args)});
+  if (cache.size() > kMaxCachedSchedules) cache.pop_back();
+  return cache.front().schedule;
+}
+
+Status runCollective(braidComm* comm, const OpRequest& op) {
+  Comm& c = *comm->comm;
+  const size_t es = datatypeSize(op.datatype);
+  algo::CollArgs args;
+  args.collective = op.collective;
+  args.rank = c.rank();
+  args.nranks = c.nranks();
+  args.count = op.count;
+  args.elemSize = static_cast<uint32_t>(es);
+  args.inPlace = isInPlace(op, c.rank(), es);
+  args.root = op.root;
+  // Half the FIFO per step: the first send of a round always fits, and a rank
+  // can run a step ahead of its neighbour.
+  args.maxStepElems =
+      std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2) / es);
+  BRAID_ASSIGN_OR_RETURN(algo::Algorithm alg,
+                         comm->policy.choose(op.collective, op.count * es, c.nranks()));
+  OpDesc desc;
+  desc.collective = algo::collectiveName(op.collective);
+  desc.algorithm = algo::algorithmName(alg);
+  desc.seq = c.nextSeq();
+  desc.bytes = op.count * es;
+  desc.datatype = op.datatype;
+  desc.op = op.op;
+  if (op.collective == Collective::kAllToAllv) {
+    args.sendCounts = op.sendCounts;
+    args.sendDispls = op.sendDispls;
+    args.recvCounts = op.recvCounts;
+    args.recvDispls = op.recvDispls;
+    algo::Schedule s = algo::buildSchedule(alg, args);
+    return comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc);
+  }
+  const algo::Schedule& s = cachedSchedule(comm, args, alg);
+  return comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc);
+}
+
+// Every send and receive of a group as one batch. Buffers are addressed
+// absolutely (base 0, one-byte elements), so one schedule covers them all.
+Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops) {
+  Comm& c = *comm->comm;
+  algo::Schedule s;
+  s.rank = c.rank();
+  s.nranks = c.nranks();
+  std::vector<const OpRequest*> selfSends, selfRecvs;
+  for (const OpRequest* op : ops) {
+    const uint64_t bytes = op->count * datatypeSize(op->datatype);
+    if (op->peer == c.rank()) {
+      (op->kind == OpRequest::Kind::kSend ? selfSends : selfRecvs).push_back(op);
+      continue;
+    }
+    algo::Step st;
+    st.count = bytes;
+    if (op->kind == OpRequest::Kind::kSend) {
+      st.op = algo::OpKind::kSend;
+      st.src = algo::BufRef::kInput;
+      st.srcOffset = reinterpret_cast<uintptr_t>(op->send);
+      st.sendPeer = op->peer;
+    } else {
+      st.op = algo::OpKind::kRecv;
+      st.dst = algo::BufRef::kOutput;
+      st.dstOffset = reinterpret_cast<uintptr_t>(op->recv);
+      st.recvPeer = op->peer;
+    }
+    st.batchWithNext = true;
+    s.steps.push_back(st);
+  }
+  if (selfSends.size() != selfRecvs.size()) {
+    return invalidUsage("a group sends " + std::to_string(selfSends.size()) +
+                        " message(s) to this rank itself but receives " +
+                        std::to_string(selfRecvs.size()) + " from itself");
+  }
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    size_t sb = selfSends[i]->count * datatypeSize(selfSends[i]->datatype);
+    size_t rb = selfRecvs[i]->count * datatypeSize(selfRecvs[i]->datatype);
+    if (sb != rb) return invalidUsage("a send to self and its receive differ in size");
+    if (sb > 0) std::memmove(selfRecvs[i]->recv, selfSends[i]->send, sb);
+  }
+  if (s.steps.empty()) return Status::ok();
+  s.steps.back().batchWithNext = false;
+  OpDesc desc;
+  desc.collective = "sendrecv";
+  desc.algorithm = "p2p";
+  desc.seq = c.nextSeq();
+  for (const algo::Step& st : s.steps) desc.bytes += st.count;
+  desc.datatype = braidUint8;
+  return comm->exec->run(s, ExecBuffers{nullptr, nullptr}, desc);
+}
+
+}  // namespace
+
+Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
+  std::lock_guard<std::mutex> lock(comm->opMu);
+  std::vector<const OpRequest*> p2p;
+  for (const OpRequest& op : ops) {
+    if (op.kind == OpRequest::Kind::kCollective) {
+      BRAID_TRY(runCollective(comm, op));
+    } else {
+      p2p.push_back(&op);
+    }
+  }
+  return p2p.empty() ? Status::ok() : runPointToPoint(comm, p2p);
+}
+
+braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  if (stream == nullptr) return finish(comm, runOps(comm, ops));
+  comm->inflight.fetch_add(1);
+  stream->impl.enqueue([comm, ops = std::move(ops)] {
+    Status result = runOps(comm, ops);
+    if (!result.isOk()) {
+      comm->comm->raiseAsyncError(result);
+      finish(comm, result);
+    }
+    comm->inflight.fetch_sub(1);
+  });
+  return braidSuccess;
+}
+
+bool queueInGroup(braidComm* comm, OpRequest op, braidStream_t stream) {
+  if (tGroupDepth == 0) return false;
+  tGroup.push_back({comm, std::move(op), stream});
+  return true;
+}
+
+}  // namespace braid
+
+using namespace braid;
+
+extern "C" {
+
+braidResult_t braidGroupStart(void) {
+  ++tGroupDepth;
+  return braidSuccess;
+}
+
+braidResult_t braidGroupEnd(void) {
+  if (tGroupDepth == 0) {
+    return finish(nullptr, invalidUsage("braidGroupEnd without a matching braidGroupStart"));
+  }
+  if (--tGroupDepth > 0) return braidSuccess;
+  std::vector<Queued> group;
+  group.swap(tGroup);
+  // One issue per communicator, in the order each was first used.
+  braidResult_t first = braidSuccess;
+  std::vector<bool> done(group.size(), false);
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<OpRequest> ops;
+    for (size_t j = i; j < group.size(); ++j) {
+      if (group[j].comm != group[i].comm) continue;
+      ops.push_back(std::move(group[j].op));
+      done[j] = true;
+    }
+    braidResult_t r = isLiveComm(group[i].comm)
+                          ? issueOps(group[i].comm, std::move(ops), group[i].stream)
+                          : finish(nullptr, invalidArgument("a group used a destroyed comm"));
+    if (first == braidSuccess) first = r;
+  }
+  return first;
+}
+
+}  // extern "C"

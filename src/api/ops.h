@@ -1,0 +1,38 @@
+// One requested operation (a collective, a send or a receive), and running a
+// list of them: alone, or as a group. Used by the C entry points.
+#pragma once
+
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "api/handle.h"
+
+namespace braid {
+
+struct OpRequest {
+  enum class Kind { kCollective, kSend, kRecv };
+  Kind kind = Kind::kCollective;
+  algo::Collective collective = algo::Collective::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  braidDataType_t datatype = braidFloat32;
+  braidRedOp_t op = braidSum;
+  int root = 0;  // collectives with a root
+  int peer = -1; // send / recv
+  std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;  // all-to-all-v
+};
+
+// Runs `ops` on comm: collectives one after another in order, then every
+// send and receive together as one batch (so any pattern completes). Holds
+// comm->opMu throughout.
+Status runOps(braidComm* comm, const std::vector<OpRequest>& ops);
+
+// Issues `ops` now (NULL stream) or on `stream`, reporting asynchronous
+// failures through the communicator.
+braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream);
+
+// Inside braidGroupStart/End on this thread: queues the op and returns true.
+bool queueInGroup(braidComm* comm, OpRequest op, braidStream_t stream);
+
+}  // namespace braid

@@ -1,0 +1,89 @@
+// braidCommSplit: ranks with the same color form a communicator ordered by
+// (key, parent rank). The parent all-gathers (color, key); the lowest parent
+// rank of each color starts a rendezvous and the parent all-gathers its unique
+// id; then each group bootstraps on its own.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "api/ops.h"
+#include "core/bootstrap.h"
+#include "core/env.h"
+
+using namespace braid;
+
+namespace braid {
+Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int rank,
+                const braidConfig_t* config);
+}
+
+namespace {
+
+Status allGatherBytes(braidComm* comm, const void* mine, void* all, size_t bytes) {
+  OpRequest op;
+  op.collective = algo::Collective::kAllGather;
+  op.send = mine;
+  op.recv = all;
+  op.count = bytes;
+  op.datatype = braidUint8;
+  return runOps(comm, {op});
+}
+
+Status split(braidComm* comm, int color, int key, braidComm_t* newcomm, braidConfig_t* config) {
+  const int n = comm->comm->nranks();
+  const int me = comm->comm->rank();
+  int32_t mine[2] = {color, key};
+  std::vector<int32_t> all(2 * static_cast<size_t>(n));
+  BRAID_TRY(allGatherBytes(comm, mine, all.data(), sizeof(mine)));
+  std::vector<int> members;  // parent ranks of my color, in new-rank order
+  for (int r = 0; r < n; ++r) {
+    if (color != BRAID_SPLIT_NOCOLOR && all[2 * r] == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+  // The first member of each group serves its rendezvous.
+  braidUniqueId id{};
+  std::shared_ptr<RootHandle> root;
+  if (!members.empty() && members.front() == me) {
+    UniqueIdData data;
+    data.secret = randomSecret();
+    SockAddr bind = comm->comm->peer(me).listenAddr;
+    bind.setPort(0);
+    BRAID_ASSIGN_OR_RETURN(root, startRootService(bind, data.secret, comm->comm->config().timeoutMs,
+                                                  &data.root));
+    packUniqueId(data, &id);
+  }
+  std::vector<braidUniqueId> ids(n);
+  BRAID_TRY(allGatherBytes(comm, &id, ids.data(), sizeof(id)));
+  if (members.empty()) {
+    *newcomm = nullptr;
+    return Status::ok();
+  }
+  const int newRank = static_cast<int>(std::find(members.begin(), members.end(), me) -
+                                       members.begin());
+  braidConfig_t inherited = BRAID_CONFIG_INITIALIZER;
+  if (config == nullptr) {
+    inherited.timeoutMs = static_cast<int>(comm->comm->config().timeoutMs);
+    config = &inherited;
+  }
+  Status st = initComm(newcomm, static_cast<int>(members.size()), ids[members.front()], newRank,
+                       config);
+  if (root) root->wait();
+  return st;
+}
+
+}  // namespace
+
+extern "C" braidResult_t braidCommSplit(braidComm_t comm, int color, int key,
+                                        braidComm_t* newcomm, braidConfig_t* config) {
+  Status st;
+  if (comm == nullptr || !isLiveComm(comm)) {
+    st = invalidArgument("comm is not a live communicator");
+  } else if (newcomm == nullptr) {
+    st = invalidArgument("newcomm is NULL");
+  } else if (color < 0 && color != BRAID_SPLIT_NOCOLOR) {
+    st = invalidArgument("color must be >= 0 or BRAID_SPLIT_NOCOLOR");
+  }
+  if (st.isOk()) st = split(comm, color, key, newcomm, config);
+  return finish(comm, st);
+}

@@ -1,0 +1,164 @@
+#include "select/select.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "core/env.h"
+
+namespace braid {
+namespace {
+
+using algo::Algorithm;
+using algo::Collective;
+
+std::vector<std::string> split(const std::string& s, const char* seps) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (std::strchr(seps, c) != nullptr) {
+      out.push_back(cur);
+      cur.clear();
+    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+bool parseBound(const std::string& s, uint64_t* out) {
+  if (s == "inf" || s == "INF") {
+    *out = UINT64_MAX;
+    return true;
+  }
+  int64_t v = parseSize(s);
+  if (v < 0) return false;
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
+bool isPowerOfTwo(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+bool parseCollective(const std::string& name, Collective* out) {
+  static const std::pair<const char*, Collective> kNames[] = {
+      {"allreduce", Collective::kAllReduce},   {"allgather", Collective::kAllGather},
+      {"reducescatter", Collective::kReduceScatter}, {"broadcast", Collective::kBroadcast},
+      {"reduce", Collective::kReduce},         {"gather", Collective::kGather},
+      {"scatter", Collective::kScatter},       {"alltoall", Collective::kAllToAll},
+      {"alltoallv", Collective::kAllToAllv}};
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& [n, c] : kNames) {
+    if (lower == n) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<Algorithm> defaultAlgorithms(Collective c, uint64_t bytes, int nranks) {
+  const bool small = bytes <= (32u << 10);
+  switch (c) {
+    case Collective::kAllReduce:
+      if (nranks <= 2) return {Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kTree};
+      if (small) {
+        return isPowerOfTwo(nranks)
+                   ? std::vector{Algorithm::kHalvingDoubling, Algorithm::kTree, Algorithm::kRing}
+                   : std::vector{Algorithm::kTree, Algorithm::kHalvingDoubling, Algorithm::kRing};
+      }
+      return {Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kTree};
+    case Collective::kAllGather:
+      return small ? std::vector{Algorithm::kBruck, Algorithm::kHalvingDoubling, Algorithm::kRing}
+                   : std::vector{Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kBruck};
+    case Collective::kReduceScatter:
+      return small ? std::vector{Algorithm::kHalvingDoubling, Algorithm::kRing}
+                   : std::vector{Algorithm::kRing, Algorithm::kHalvingDoubling};
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      return small ? std::vector{Algorithm::kTree, Algorithm::kRing}
+                   : std::vector{Algorithm::kRing, Algorithm::kTree};
+    case Collective::kGather:
+    case Collective::kScatter: return {Algorithm::kLinear};
+    case Collective::kAllToAll:
+      return small ? std::vector{Algorithm::kBruck, Algorithm::kPairwise}
+                   : std::vector{Algorithm::kPairwise, Algorithm::kBruck};
+    case Collective::kAllToAllv: return {Algorithm::kPairwise};
+  }
+  return {Algorithm::kRing};
+}
+
+Expected<AlgoPolicy::Rule> AlgoPolicy::parseItem(const std::string& item) {
+  Rule rule;
+  std::vector<std::string> parts = split(item, ":");
+  std::string algos = parts.back();
+  parts.pop_back();
+  auto bad = [&](const std::string& why) {
+    return invalidArgument("BRAID_ALGO item '" + item + "': " + why);
+  };
+  for (const std::string& p : parts) {
+    Collective c;
+    if (parseCollective(p, &c)) {
+      rule.collective = static_cast<int>(c);
+      continue;
+    }
+    size_t dash = p.find('-');
+    if (dash == std::string::npos || !parseBound(p.substr(0, dash), &rule.lo) ||
+        !parseBound(p.substr(dash + 1), &rule.hi) || rule.lo > rule.hi) {
+      return bad("'" + p + "' is neither a collective nor a size range like 0-64k");
+    }
+  }
+  if (!algos.empty() && algos[0] == '^') {
+    rule.exclude = true;
+    algos = algos.substr(1);
+  }
+  for (const std::string& a : split(algos, ",")) {
+    Algorithm alg;
+    if (!algo::parseAlgorithm(a, &alg)) {
+      return bad("unknown algorithm '" + a +
+                 "' (known: ring, tree, halving_doubling, bruck, pairwise, linear)");
+    }
+    rule.algos.push_back(alg);
+  }
+  return rule;
+}
+
+Expected<AlgoPolicy> AlgoPolicy::parse(const std::string& spec) {
+  AlgoPolicy policy;
+  policy.spec_ = spec;
+  for (const std::string& item : split(spec, "#;")) {
+    if (item.empty()) continue;
+    BRAID_ASSIGN_OR_RETURN(Rule rule, parseItem(item));
+    policy.rules_.push_back(std::move(rule));
+  }
+  return policy;
+}
+
+Expected<Algorithm> AlgoPolicy::choose(Collective c, uint64_t bytes, int nranks) const {
+  std::vector<Algorithm> candidates = defaultAlgorithms(c, bytes, nranks);
+  for (const Rule& r : rules_) {
+    if (r.collective >= 0 && r.collective != static_cast<int>(c)) continue;
+    if (bytes < r.lo || bytes >= r.hi) continue;
+    if (r.exclude) {
+      for (Algorithm a : candidates) {
+        if (std::find(r.algos.begin(), r.algos.end(), a) == r.algos.end()) return a;
+      }
+      return invalidArgument(std::string("BRAID_ALGO='") + spec_ + "' excludes every algorithm "
+                             "that implements " + algo::collectiveName(c));
+    }
+    for (Algorithm a : r.algos) {
+      if (algo::supports(a, c)) return a;
+    }
+    std::string names;
+    for (Algorithm a : r.algos) names += std::string(names.empty() ? "" : ", ") + algorithmName(a);
+    return invalidArgument(std::string("BRAID_ALGO='") + spec_ + "' asks for " + names + " for " +
+                           algo::collectiveName(c) + ", which " +
+                           (r.algos.size() > 1 ? "none of them implements" : "it does not implement"));
+  }
+  return candidates.front();
+}
+
+}  // namespace braid

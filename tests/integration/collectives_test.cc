@@ -1,0 +1,258 @@
+// Every collective over real processes (shm and socket): each algorithm that
+// implements it, random sequences of mixed calls on the world and on split
+// communicators, groups of sends and receives, each result checked against
+// tests/common/reference.h.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "braid/braid.h"
+#include "spawn.h"
+#include "tests/common/reference.h"
+
+namespace braid::test {
+namespace {
+
+enum Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kGather, kScatter,
+            kAllToAll, kAllToAllv, kNumColls };
+const char* kCollNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                            "gather",    "scatter",   "alltoall",      "alltoallv"};
+
+bool reduces(int c) { return c == kAllReduce || c == kReduceScatter || c == kReduce; }
+
+// Runs one collective with checked data; returns the number of wrong elements
+// (or a large number when the call failed).
+size_t runAndCheck(braidComm_t comm, int c, size_t k, braidDataType_t t, braidRedOp_t op,
+                   int root, bool inPlace, std::mt19937& rng) {
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  const size_t es = elemSize(t);
+  const braidRedOp_t vop = reduces(c) ? op : braidSum;
+  const bool big = c == kAllGather || c == kGather || c == kAllToAll;
+  const bool bigIn = c == kReduceScatter || c == kScatter || c == kAllToAll;
+  // all-to-all-v: counts m[src*n+dst] from the generator every rank shares;
+  // blocks are packed with a one-element gap after each.
+  std::vector<size_t> m(static_cast<size_t>(n) * n), sc(n), sd(n), rc(n), rd(n);
+  size_t vin = 0, vout = 0;
+  if (c == kAllToAllv) {
+    for (auto& x : m) x = rng() % (k + 1);
+    for (int p = 0; p < n; ++p) {
+      sc[p] = m[r * n + p], sd[p] = vin, vin += sc[p] + 1;
+      rc[p] = m[p * n + r], rd[p] = vout, vout += rc[p] + 1;
+    }
+  }
+  // Where rank p's block for rank r starts in p's input.
+  auto sendDisplOf = [&](int p) {
+    size_t at = 0;
+    for (int q = 0; q < r; ++q) at += m[p * n + q] + 1;
+    return at;
+  };
+  size_t inElems = c == kAllToAllv ? vin : bigIn ? n * k : k;
+  size_t outElems = c == kAllToAllv ? vout : big ? n * k : k;
+  std::vector<char> out((outElems + inElems + 1) * es, 0x5a), in(inElems * es + 1);
+  for (size_t i = 0; i < inElems; ++i) store(t, in.data(), i, inputValue(t, vop, r, n, i));
+  const void* send = in.data();
+  void* recv = out.data();
+  if (inPlace && c != kAllToAllv) {
+    // Place the input where NCCL's in-place form puts it.
+    size_t at = (c == kAllGather || c == kGather) ? r * k : 0;
+    std::memcpy(out.data() + at * es, in.data(), inElems * es);
+    send = out.data() + at * es;
+    if (c == kReduceScatter || c == kScatter) recv = out.data() + r * k * es;
+  }
+  braidResult_t res = braidSuccess;
+  switch (c) {
+    case kAllReduce: res = braidAllReduce(send, recv, k, t, op, comm, nullptr); break;
+    case kAllGather: res = braidAllGather(send, recv, k, t, comm, nullptr); break;
+    case kReduceScatter: res = braidReduceScatter(send, recv, k, t, op, comm, nullptr); break;
+    case kBroadcast: res = braidBroadcast(send, recv, k, t, root, comm, nullptr); break;
+    case kReduce: res = braidReduce(send, recv, k, t, op, root, comm, nullptr); break;
+    case kGather: res = braidGather(send, recv, k, t, root, comm, nullptr); break;
+    case kScatter: res = braidScatter(send, recv, k, t, root, comm, nullptr); break;
+    case kAllToAll: res = braidAlltoAll(send, recv, k, t, comm, nullptr); break;
+    case kAllToAllv:
+      res = braidAlltoAllv(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), t, comm,
+                           nullptr);
+      break;
+  }
+  if (res != braidSuccess) {
+    fprintf(stderr, "rank %d: %s failed: %s\n", r, kCollNames[c], braidGetLastError(comm));
+    return 1u << 30;
+  }
+  auto in_ = [&](int p, size_t i) { return inputValue(t, vop, p, n, i); };
+  size_t wrong = 0;
+  for (size_t j = 0; j < outElems; ++j) {
+    double want = 0;
+    bool defined = true;
+    switch (c) {
+      case kAllReduce: want = expectedValue(t, op, n, j); break;
+      case kReduce: want = expectedValue(t, op, n, j); defined = r == root; break;
+      case kReduceScatter: want = expectedValue(t, op, n, r * k + j); break;
+      case kAllGather: want = in_(j / k, j % k); break;
+      case kGather: want = in_(j / k, j % k); defined = r == root; break;
+      case kBroadcast: want = in_(root, j); break;
+      case kScatter: want = in_(root, r * k + j); break;
+      case kAllToAll: want = in_(j / k, r * k + j % k); break;
+      case kAllToAllv:
+        defined = false;
+        for (int p = 0; p < n; ++p) {
+          if (j >= rd[p] && j < rd[p] + rc[p]) {
+            defined = true;
+            want = in_(p, sendDisplOf(p) + (j - rd[p]));
+          }
+        }
+        break;
+    }
+    if (!defined) continue;
+    double got = load(t, static_cast<char*>(recv), j);
+    if (got != want && wrong++ < 3) {
+      fprintf(stderr, "rank %d %s n=%d k=%zu t=%d op=%d root=%d inPlace=%d: [%zu]=%g want %g\n", r,
+              kCollNames[c], n, k, t, op, root, inPlace, j, got, want);
+    }
+  }
+  return wrong;
+}
+
+struct AlgoCase {
+  const char* algo;
+  std::vector<int> colls;
+};
+const AlgoCase kAlgos[] = {
+    {"ring", {kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce}},
+    {"tree", {kAllReduce, kBroadcast, kReduce}},
+    {"halving_doubling", {kAllReduce, kReduceScatter, kAllGather}},
+    {"bruck", {kAllToAll, kAllGather}},
+    {"pairwise", {kAllToAll, kAllToAllv}},
+    {"linear", {kGather, kScatter}},
+};
+
+// A communicator over the same ranks whose BRAID_ALGO forces `a` for its colls.
+braidComm_t commForcing(braidComm_t world, const AlgoCase& a) {
+  std::string spec;
+  for (int c : a.colls) spec += std::string(spec.empty() ? "" : "#") + kCollNames[c] + ":" + a.algo;
+  setenv("BRAID_ALGO", spec.c_str(), 1);
+  int r = 0;
+  braidCommUserRank(world, &r);
+  braidComm_t sub = nullptr;
+  braidResult_t res = braidCommSplit(world, 0, r, &sub, nullptr);
+  unsetenv("BRAID_ALGO");
+  if (res != braidSuccess) fprintf(stderr, "split: %s\n", braidGetLastError(world));
+  return sub;
+}
+
+int everyAlgorithmBody() {
+  braidComm_t world;
+  if (braidCommInitFromEnv(&world, nullptr) != braidSuccess) return 2;
+  int n = 0;
+  braidCommCount(world, &n);
+  std::mt19937 rng(1234);  // identical on every rank
+  const std::pair<braidDataType_t, braidRedOp_t> kTypeOps[] = {
+      {braidFloat32, braidSum}, {braidInt32, braidMax},  {braidFloat16, braidAvg},
+      {braidBfloat16, braidSum}, {braidInt8, braidProd}, {braidUint64, braidMin},
+      {braidFloat64, braidAvg}, {braidUint8, braidSum},  {braidInt64, braidMin},
+      {braidUint32, braidProd}};
+  size_t wrong = 0;
+  for (const AlgoCase& a : kAlgos) {
+    braidComm_t comm = commForcing(world, a);
+    if (comm == nullptr) return 3;
+    for (int c : a.colls) {
+      for (size_t k : {size_t{0}, size_t{1}, size_t(n + 1), size_t{1009}, size_t{70001}}) {
+        for (bool inPlace : {false, true}) {
+          for (const auto& [t, op] : kTypeOps) {
+            if (k != 1009 && t != braidFloat32) continue;
+            int root = static_cast<int>(rng() % n);
+            wrong += runAndCheck(comm, c, k, t, op, root, inPlace, rng);
+          }
+        }
+      }
+    }
+    braidCommDestroy(comm);
+  }
+  braidCommDestroy(world);
+  return wrong == 0 ? 0 : 1;
+}
+
+struct Job {
+  int nranks;
+  const char* transport;
+};
+
+class Collectives : public ::testing::TestWithParam<Job> {};
+
+TEST_P(Collectives, EveryAlgorithmOfEveryCollectiveIsExact) {
+  Job j = GetParam();
+  Env env = jobEnv(j.nranks);
+  env["BRAID_TRANSPORTS"] = j.transport;
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  auto outcomes = runRanks(j.nranks, env, [](int) { return everyAlgorithmBody(); }, 300);
+  for (int r = 0; r < j.nranks; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+// Random mixed calls on the world and on split communicators, interleaved.
+int randomSequenceBody(int ops) {
+  braidComm_t world;
+  if (braidCommInitFromEnv(&world, nullptr) != braidSuccess) return 2;
+  int n = 0, r = 0;
+  braidCommCount(world, &n);
+  braidCommUserRank(world, &r);
+  braidComm_t halves = nullptr, allButLast = nullptr;
+  if (braidCommSplit(world, r % 2, -r, &halves, nullptr) != braidSuccess) return 3;
+  if (braidCommSplit(world, r == n - 1 ? BRAID_SPLIT_NOCOLOR : 0, r, &allButLast, nullptr) !=
+      braidSuccess) {
+    return 3;
+  }
+  if ((r == n - 1) != (allButLast == nullptr)) return 4;
+  std::mt19937 rng(99);  // identical on every rank
+  const braidDataType_t kTypes[] = {braidInt8,  braidUint8,   braidInt32,   braidUint32,
+                                    braidInt64, braidUint64,  braidFloat16, braidFloat32,
+                                    braidFloat64, braidBfloat16};
+  size_t wrong = 0;
+  for (int i = 0; i < ops; ++i) {
+    int which = rng() % 3;
+    braidComm_t comm = which == 0 ? world : which == 1 ? halves : allButLast;
+    int c = rng() % kNumColls;
+    size_t k = rng() % 3 == 0 ? rng() % 20000 : rng() % 64;
+    braidDataType_t t = kTypes[rng() % 10];
+    braidRedOp_t op = static_cast<braidRedOp_t>(rng() % 5);
+    bool inPlace = rng() % 2;
+    int seed = rng();
+    if (comm == nullptr) continue;  // this rank is not in that communicator
+    int cn = 0;
+    braidCommCount(comm, &cn);
+    std::mt19937 local(seed);
+    wrong += runAndCheck(comm, c, k, t, op, seed % cn < 0 ? 0 : seed % cn, inPlace, local);
+  }
+  if (allButLast) braidCommDestroy(allButLast);
+  braidCommDestroy(halves);
+  braidCommDestroy(world);
+  return wrong == 0 ? 0 : 1;
+}
+
+TEST_P(Collectives, RandomMixedCallsOnWorldAndSplitCommunicators) {
+  Job j = GetParam();
+  Env env = jobEnv(j.nranks);
+  env["BRAID_TRANSPORTS"] = j.transport;
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  auto outcomes = runRanks(j.nranks, env, [](int) { return randomSequenceBody(150); }, 300);
+  for (int r = 0; r < j.nranks; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, Collectives,
+                         ::testing::Values(Job{2, "shm"}, Job{3, "shm"}, Job{4, "shm"},
+                                           Job{5, "shm"}, Job{7, "shm"}, Job{2, "socket"},
+                                           Job{4, "socket"}, Job{5, "socket"}),
+                         [](const auto& info) {
+                           return std::string(info.param.transport) + "_" +
+                                  std::to_string(info.param.nranks);
+                         });
+
+}  // namespace
+}  // namespace braid::test

@@ -1,0 +1,160 @@
+// Groups, send/recv, barrier and split semantics over real processes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "spawn.h"
+
+namespace braid::test {
+namespace {
+
+int initWorld(braidComm_t* world, int* n, int* r) {
+  if (braidCommInitFromEnv(world, nullptr) != braidSuccess) return 2;
+  braidCommCount(*world, n);
+  braidCommUserRank(*world, r);
+  return 0;
+}
+
+void expectAllZero(const std::vector<RankOutcome>& outcomes) {
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+// All-to-all built from sends and receives in one group, 8 MiB per pair: far
+// more than a FIFO holds, so it completes only if the group runs them together.
+TEST(Groups, AllToAllFromSendRecvLargerThanTheFifos) {
+  const int n = 4;
+  for (const char* transport : {"shm", "socket"}) {
+    Env env = jobEnv(n);
+    env["BRAID_TRANSPORTS"] = transport;
+    auto outcomes = runRanks(n, env, [](int) {
+      braidComm_t w;
+      int n = 0, r = 0;
+      if (initWorld(&w, &n, &r)) return 2;
+      const size_t k = 2 << 20;  // int32 elements per pair
+      std::vector<int32_t> out(n * k), in(n * k, -1);
+      for (int p = 0; p < n; ++p) {
+        for (size_t i = 0; i < k; ++i) out[p * k + i] = r * 1000 + p + static_cast<int>(i % 7);
+      }
+      braidGroupStart();
+      for (int p = 0; p < n; ++p) {
+        braidSend(out.data() + p * k, k, braidInt32, p, w, nullptr);
+        braidRecv(in.data() + p * k, k, braidInt32, p, w, nullptr);
+      }
+      if (braidGroupEnd() != braidSuccess) {
+        fprintf(stderr, "group: %s\n", braidGetLastError(w));
+        return 3;
+      }
+      int bad = 0;
+      for (int p = 0; p < n; ++p) {
+        for (size_t i = 0; i < k; ++i) bad += in[p * k + i] != p * 1000 + r + static_cast<int>(i % 7);
+      }
+      braidCommDestroy(w);
+      return bad == 0 ? 0 : 1;
+    });
+    SCOPED_TRACE(transport);
+    expectAllZero(outcomes);
+  }
+}
+
+TEST(Groups, NestedGroupsRingExchangeAndCollectivesTogether) {
+  const int n = 5;
+  auto outcomes = runRanks(n, jobEnv(n), [](int) {
+    braidComm_t w;
+    int n = 0, r = 0;
+    if (initWorld(&w, &n, &r)) return 2;
+    std::vector<float> right(300000, static_cast<float>(r)), left(300000, -1);
+    int32_t sum = r, bcast = r == 2 ? 77 : 0;
+    braidGroupStart();
+    braidGroupStart();  // nested: only the outermost end issues
+    braidSend(right.data(), right.size(), braidFloat32, (r + 1) % n, w, nullptr);
+    braidRecv(left.data(), left.size(), braidFloat32, (r + n - 1) % n, w, nullptr);
+    braidGroupEnd();
+    braidAllReduce(&sum, &sum, 1, braidInt32, braidSum, w, nullptr);
+    braidBroadcast(&bcast, &bcast, 1, braidInt32, 2, w, nullptr);
+    if (sum != r) return 4;  // nothing has run yet
+    if (braidGroupEnd() != braidSuccess) return 3;
+    int bad = sum != n * (n - 1) / 2 || bcast != 77;
+    for (float x : left) bad += x != static_cast<float>((r + n - 1) % n);
+    braidCommDestroy(w);
+    return bad == 0 ? 0 : 1;
+  });
+  expectAllZero(outcomes);
+}
+
+TEST(Groups, SendToSelfAndMismatchedSizesAreReported) {
+  const int n = 2;
+  auto outcomes = runRanks(n, jobEnv(n), [](int) {
+    braidComm_t w;
+    int n = 0, r = 0;
+    if (initWorld(&w, &n, &r)) return 2;
+    int32_t a = 41 + r, b = 0;
+    braidGroupStart();
+    braidSend(&a, 1, braidInt32, r, w, nullptr);
+    braidRecv(&b, 1, braidInt32, r, w, nullptr);
+    if (braidGroupEnd() != braidSuccess || b != 41 + r) return 3;
+    // Rank 0 sends 2 elements where rank 1 expects 1: an error, not a hang.
+    int32_t two[2] = {1, 2};
+    braidResult_t res = r == 0 ? braidSend(two, 2, braidInt32, 1, w, nullptr)
+                               : braidRecv(two, 1, braidInt32, 0, w, nullptr);
+    if (r == 1) {
+      fprintf(stderr, "MISMATCH %d: %s\n", res, braidGetLastError(w));
+      if (res != braidInvalidUsage) return 4;
+    }
+    braidCommAbort(w);
+    return 0;
+  });
+  expectAllZero(outcomes);
+  EXPECT_NE(outcomes[1].output.find("sent 8 bytes where this rank expected 4"), std::string::npos)
+      << outcomes[1].output;
+}
+
+TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {
+  const int n = 4;
+  auto outcomes = runRanks(n, jobEnv(n), [](int) {
+    braidComm_t w;
+    int n = 0, r = 0;
+    if (initWorld(&w, &n, &r)) return 2;
+    braidBarrier(w, nullptr);
+    auto t0 = std::chrono::steady_clock::now();
+    if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    if (braidBarrier(w, nullptr) != braidSuccess) return 3;
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count();
+    braidCommDestroy(w);
+    return ms >= 380 ? 0 : 1;
+  });
+  expectAllZero(outcomes);
+}
+
+TEST(Split, KeysOrderRanksAndNoColorGivesNull) {
+  const int n = 6;
+  auto outcomes = runRanks(n, jobEnv(n), [](int) {
+    braidComm_t w, sub;
+    int n = 0, r = 0;
+    if (initWorld(&w, &n, &r)) return 2;
+    int color = r == 5 ? BRAID_SPLIT_NOCOLOR : r % 2;
+    if (braidCommSplit(w, color, -r, &sub, nullptr) != braidSuccess) return 3;
+    if (r == 5) return sub == nullptr ? 0 : 4;
+    int sn = 0, sr = 0;
+    braidCommCount(sub, &sn);
+    braidCommUserRank(sub, &sr);
+    // color 0: ranks 0,2,4 -> keys 0,-2,-4 -> order 4,2,0; color 1: 1,3 -> 3,1.
+    int wantSize = r % 2 == 0 ? 3 : 2;
+    int wantRank = r % 2 == 0 ? (4 - r) / 2 : (3 - r) / 2;
+    int32_t x = r;
+    braidAllReduce(&x, &x, 1, braidInt32, braidSum, sub, nullptr);
+    int wantSum = r % 2 == 0 ? 6 : 4;
+    braidCommDestroy(sub);
+    braidCommDestroy(w);
+    return sn == wantSize && sr == wantRank && x == wantSum ? 0 : 1;
+  });
+  expectAllZero(outcomes);
+}
+
+}  // namespace
+}  // namespace braid::test
