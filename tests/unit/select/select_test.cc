@@ -1,0 +1,84 @@
+// BRAID_ALGO parsing and the choice it makes, including the errors for
+// choices that cannot be honoured.
+#include "select/select.h"
+
+#include <gtest/gtest.h>
+
+namespace braid {
+namespace {
+
+using algo::Algorithm;
+using algo::Collective;
+
+Algorithm pick(const std::string& spec, Collective c, uint64_t bytes, int n = 4) {
+  Expected<AlgoPolicy> p = AlgoPolicy::parse(spec);
+  EXPECT_TRUE(p.isOk()) << p.status().message();
+  Expected<Algorithm> a = p.value().choose(c, bytes, n);
+  EXPECT_TRUE(a.isOk()) << a.status().message();
+  return a.isOk() ? a.value() : Algorithm::kLinear;
+}
+
+TEST(AlgoPolicy, EmptySpecUsesTheRuleOfThumb) {
+  EXPECT_EQ(pick("", Collective::kAllReduce, 64 << 20), Algorithm::kRing);
+  EXPECT_EQ(pick("", Collective::kAllReduce, 8, 8), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(pick("", Collective::kAllReduce, 8, 6), Algorithm::kTree);
+  EXPECT_EQ(pick("", Collective::kGather, 8), Algorithm::kLinear);
+  EXPECT_EQ(pick("", Collective::kAllToAllv, 1 << 20), Algorithm::kPairwise);
+}
+
+TEST(AlgoPolicy, PlainListAppliesToEveryCollectiveThatHasOne) {
+  EXPECT_EQ(pick("tree", Collective::kAllReduce, 64 << 20), Algorithm::kTree);
+  EXPECT_EQ(pick("tree,ring", Collective::kAllGather, 8), Algorithm::kRing);
+}
+
+TEST(AlgoPolicy, PerCollectiveAndPerSizeRules) {
+  const std::string spec = "allreduce:0-64k:tree#allreduce:64k-inf:ring;alltoall:bruck";
+  EXPECT_EQ(pick(spec, Collective::kAllReduce, 8), Algorithm::kTree);
+  EXPECT_EQ(pick(spec, Collective::kAllReduce, (64 << 10) - 1), Algorithm::kTree);
+  EXPECT_EQ(pick(spec, Collective::kAllReduce, 64 << 10), Algorithm::kRing);
+  EXPECT_EQ(pick(spec, Collective::kAllToAll, 1 << 30), Algorithm::kBruck);
+  EXPECT_EQ(pick(spec, Collective::kBroadcast, 1 << 30), Algorithm::kRing);  // untouched
+  EXPECT_EQ(pick("ALLREDUCE:HD", Collective::kAllReduce, 1 << 30), Algorithm::kHalvingDoubling);
+}
+
+TEST(AlgoPolicy, ExclusionRemovesFromTheDefaultChoice) {
+  EXPECT_EQ(pick("^ring", Collective::kAllReduce, 64 << 20), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(pick("allreduce:^ring,halving_doubling", Collective::kAllReduce, 64 << 20),
+            Algorithm::kTree);
+  Expected<Algorithm> none =
+      AlgoPolicy::parse("gather:^linear").value().choose(Collective::kGather, 8, 4);
+  ASSERT_FALSE(none.isOk());
+  EXPECT_NE(none.status().message().find("excludes every algorithm"), std::string::npos);
+}
+
+TEST(AlgoPolicy, AnUnsupportedChoiceIsAnErrorNotAFallback) {
+  Expected<Algorithm> a =
+      AlgoPolicy::parse("alltoall:tree").value().choose(Collective::kAllToAll, 8, 4);
+  ASSERT_FALSE(a.isOk());
+  EXPECT_EQ(a.status().code(), braidInvalidArgument);
+  EXPECT_NE(a.status().message().find("tree for alltoall"), std::string::npos)
+      << a.status().message();
+}
+
+TEST(AlgoPolicy, BadSpecsNameTheProblem) {
+  for (const char* spec : {"allreduce:warp", "allreduce:64k-0:ring", "allreduce:1x-2:ring",
+                           "allreduce:"}) {
+    Expected<AlgoPolicy> p = AlgoPolicy::parse(spec);
+    EXPECT_FALSE(p.isOk()) << spec;
+    if (!p.isOk()) EXPECT_NE(p.status().message().find("BRAID_ALGO"), std::string::npos);
+  }
+}
+
+TEST(Registry, NamesRoundTripAndSupportIsConsistent) {
+  for (int i = 0; i < algo::kNumAlgorithms; ++i) {
+    Algorithm a = static_cast<Algorithm>(i), back;
+    ASSERT_TRUE(algo::parseAlgorithm(algo::algorithmName(a), &back));
+    EXPECT_EQ(back, a);
+  }
+  EXPECT_TRUE(algo::supports(Algorithm::kRing, Collective::kReduceScatter));
+  EXPECT_FALSE(algo::supports(Algorithm::kTree, Collective::kAllGather));
+  EXPECT_FALSE(algo::supports(Algorithm::kLinear, Collective::kAllReduce));
+}
+
+}  // namespace
+}  // namespace braid
