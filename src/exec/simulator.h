@@ -5,19 +5,27 @@
 // SimOptions::fifoMessages messages; a message is one step's whole `count`
 // elements (executors slice a step, but both sides slice it the same way, so
 // whole steps are the right model). Ranks take turns, round-robin, in rank
-// order: a rank runs its next step when its receive (if any) has a message at
-// the head of the FIFO from recvPeer and its send (if any) has room. Steps mean
-// exactly what they mean to HostExecutor::runStep, with the real reduction
-// kernels, so results are bitwise what a real run computes. Steps with count 0
-// are skipped by both sides, as executors do.
+// order: a step can run when its receive (if any) has a message at the head of
+// the FIFO from recvPeer and its send (if any) has room. A step outside any
+// batch runs on its own, one per turn. In a batch (Step::batchWithNext) a turn
+// runs every step of the batch that can run, in any order, except that a step
+// waits for the batch's earlier steps that send to its sendPeer and that
+// receive from its recvPeer; the rank moves past the batch when all of its
+// steps are done. Steps mean exactly what they mean to HostExecutor::runStep,
+// with the real reduction kernels, so results are bitwise what a real run
+// computes. Steps with count 0 are skipped by both sides, as executors do.
 //
 // Errors (a Status; step indexes in messages are 0-based indexes into
 // Schedule::steps):
 //  - a malformed schedule or step (wrong rank or nranks, a peer out of range or
 //    missing for the op, a buffer the op needs is kNone, a write to the input),
 //  - out of bounds: a step reads or writes past a buffer's declared size,
+//  - race in a batch: a step of a batch writes elements another step of the
+//    same batch reads or writes (a real executor runs them concurrently),
 //  - size mismatch: a receive expects count elements, the message has another,
-//  - deadlock: no rank can run its next step while some have steps left,
+//  - deadlock: no rank can run a step while some have steps left; names each
+//    blocked rank's waiting steps (in a batch: the steps that head their
+//    per-peer order, with what each waits for),
 //  - leftover messages: sent but never received.
 // Deterministic; stateless between calls; thread-safe for distinct arguments.
 #pragma once

@@ -100,6 +100,20 @@ inline double inputValue(braidDataType_t t, braidRedOp_t op, int rank, int nrank
   return isSigned(t) ? v - 5 : v;
 }
 
+// For collectives that only move data: a value distinct for every (rank,
+// index) within the range the type holds exactly, so misplaced blocks show.
+inline double movementValue(braidDataType_t t, int rank, size_t i) {
+  uint64_t range = 1ull << 24;
+  switch (t) {
+    case braidInt8: case braidUint8: case braidBfloat16: range = 256; break;
+    case braidFloat16: range = 2048; break;
+    default: break;
+  }
+  uint64_t v = (static_cast<uint64_t>(rank) * 1009 + i) % range;
+  if (t == braidInt8) return static_cast<double>(v) - 128;
+  return static_cast<double>(v);
+}
+
 inline double expectedValue(braidDataType_t t, braidRedOp_t op, int nranks, size_t i) {
   double acc = inputValue(t, op, 0, nranks, i);
   for (int r = 1; r < nranks; ++r) {

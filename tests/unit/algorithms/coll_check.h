@@ -133,6 +133,12 @@ inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c) 
       rd[r] = detail::displs(rc[r], &lay[r].outputElems);
     }
   }
+  // Reductions need values whose results stay exact; movement needs values
+  // that tell every (rank, index) apart.
+  const bool reducing = detail::reduces(c.collective);
+  auto value = [&](int p, uint64_t i) {
+    return reducing ? inputValue(c.datatype, valueOp, p, n, i) : movementValue(c.datatype, p, i);
+  };
   std::vector<algo::Schedule> scheds;
   std::vector<SimRank> ranks(n);
   for (int r = 0; r < n; ++r) {
@@ -154,7 +160,7 @@ inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c) 
     SimRank& sr = ranks[r];
     sr.input.assign(l.inputElems * es, 0);
     for (uint64_t i = 0; i < l.inputElems; ++i) {
-      store(c.datatype, sr.input.data(), i, inputValue(c.datatype, valueOp, r, n, i));
+      store(c.datatype, sr.input.data(), i, value(r, i));
     }
     sr.output.assign((l.inPlace ? l.storageElems : l.outputElems) * es, 0x5a);
     if (l.inPlace) {
@@ -172,7 +178,7 @@ inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c) 
   // Expected value of rank r's output element j, or false when not defined.
   auto expected = [&](int r, uint64_t j, double* v) -> bool {
     const uint64_t k = c.count;
-    auto in = [&](int p, uint64_t i) { return inputValue(c.datatype, valueOp, p, n, i); };
+    auto in = [&](int p, uint64_t i) { return value(p, i); };
     switch (c.collective) {
       case Collective::kAllReduce: *v = expectedValue(c.datatype, c.op, n, j); return true;
       case Collective::kReduce: *v = expectedValue(c.datatype, c.op, n, j); return r == c.root;

@@ -35,6 +35,19 @@ Step recv(int peer, uint64_t off, uint64_t count, BufRef dst = kOut) {
   return step(OpKind::kRecv, kNo, dst, -1, peer, 0, off, count);
 }
 
+Step copy(BufRef src, BufRef dst, uint64_t srcOff, uint64_t dstOff, uint64_t count) {
+  return step(OpKind::kCopy, src, dst, -1, -1, srcOff, dstOff, count);
+}
+// The steps as one batch: every step but the last has batchWithNext.
+std::vector<Step> batch(std::vector<Step> steps) {
+  for (size_t i = 0; i + 1 < steps.size(); ++i) steps[i].batchWithNext = true;
+  return steps;
+}
+std::vector<Step> concat(std::vector<Step> a, const std::vector<Step>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 std::vector<Schedule> schedules(std::vector<std::vector<Step>> steps) {
   std::vector<Schedule> out(steps.size());
   for (size_t r = 0; r < steps.size(); ++r) {
@@ -249,6 +262,133 @@ TEST(Simulator, StepSemantics) {
   ranks[0].inPlace = true;
   ASSERT_TRUE(run(s, ranks, 2, braidMax).isOk());
   EXPECT_EQ(outputOf(ranks[0]), (std::vector<int32_t>{3, 1, 2, 3}));
+}
+
+TEST(Simulator, BatchCompletesWhereSequentialStepsDeadlock) {
+  // Each rank sends two messages, then receives two, over FIFOs of one
+  // message: one after another the second send never finds room; as one batch
+  // the receives drain the FIFOs while the sends wait.
+  std::vector<Step> a = {send(1, 0, 5), send(1, 5, 5), recv(1, 0, 5), recv(1, 5, 5)};
+  std::vector<Step> b = {send(0, 0, 5), send(0, 5, 5), recv(0, 0, 5), recv(0, 5, 5)};
+  auto ranks = int32Ranks(2, 10, 10);
+  EXPECT_ERROR(run(schedules({a, b}), ranks, 1), braidInvalidUsage,
+               "rank 0 step 1 of 4 (send, 5 elements) waits for room to send to rank 1 "
+               "(FIFO full: 1 messages)");
+  ranks = int32Ranks(2, 10, 10);
+  ASSERT_TRUE(run(schedules({batch(a), batch(b)}), ranks, 1).isOk());
+  std::vector<int32_t> want0, want1;
+  for (int32_t i = 0; i < 10; ++i) {
+    want0.push_back(100 + i);
+    want1.push_back(i);
+  }
+  EXPECT_EQ(outputOf(ranks[0]), want0);
+  EXPECT_EQ(outputOf(ranks[1]), want1);
+}
+
+TEST(Simulator, BatchStepsWithDifferentPeersDoNotWaitForEachOther) {
+  // Rank 0's receive from rank 1 needs rank 0's later send to rank 2 first
+  // (2 -> 1 -> 0): a deadlock in order, fine in a batch.
+  std::vector<Step> r0 = {recv(1, 0, 1), recv(2, 1, 1), send(2, 0, 1)};
+  std::vector<Step> r1 = {recv(2, 0, 1), send(0, 0, 1)};
+  std::vector<Step> r2 = {send(0, 0, 1), recv(0, 0, 1), send(1, 1, 1)};
+  auto ranks = int32Ranks(3, 2, 2);
+  EXPECT_ERROR(run(schedules({r0, r1, r2}), ranks), braidInvalidUsage, "deadlock");
+  ranks = int32Ranks(3, 2, 2);
+  ASSERT_TRUE(run(schedules({batch(r0), r1, r2}), ranks).isOk());
+  EXPECT_EQ(outputOf(ranks[0]), (std::vector<int32_t>{100, 200}));
+  EXPECT_EQ(outputOf(ranks[1]), (std::vector<int32_t>{201, -1}));
+  EXPECT_EQ(outputOf(ranks[2]), (std::vector<int32_t>{0, -1}));
+}
+
+TEST(Simulator, BatchKeepsStepOrderPerPeer) {
+  // Rank 1 lists its receives from rank 0 in the order rank 0 sends: the
+  // first lands at offset 4; different sizes would mismatch if reordered.
+  auto s = schedules({batch({send(1, 0, 2), send(1, 2, 3), send(2, 0, 1)}),
+                      batch({recv(2, 6, 1), recv(0, 4, 2), recv(0, 0, 3)}),
+                      batch({recv(0, 0, 1), send(1, 1, 1)})});
+  auto ranks = int32Ranks(3, 7, 7);
+  ASSERT_TRUE(run(s, ranks, 1).isOk());
+  EXPECT_EQ(outputOf(ranks[1]), (std::vector<int32_t>{2, 3, 4, -1, 0, 1, 201}));
+  // A step that both receives and sends waits for the earlier steps of both
+  // its peers: rank 1 forwards rank 0's second message to rank 2 only after
+  // its first send to rank 2.
+  s = schedules(
+      {{send(1, 0, 1), send(1, 1, 1)},
+       batch({recv(0, 0, 1), send(2, 3, 1), step(OpKind::kRecvCopySend, kNo, kOut, 2, 0, 0, 1, 1)}),
+       {recv(1, 0, 1), recv(1, 1, 1)}});
+  ranks = int32Ranks(3, 4, 2);
+  ASSERT_TRUE(run(s, ranks, 1).isOk());
+  EXPECT_EQ(outputOf(ranks[1]), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(outputOf(ranks[2]), (std::vector<int32_t>{103, 1}));
+}
+
+TEST(Simulator, BatchZeroCountStepsAreDoneAtOnce) {
+  Step junk = step(OpKind::kRecv, kNo, kOut, -1, 1, 0, 0, 0);
+  auto s = schedules({concat(batch({junk, junk}), batch({junk, send(1, 0, 2), junk})),
+                      batch({junk, recv(0, 0, 2), copy(kIn, kOut, 1, 2, 1), junk})});
+  s[1].steps.back().batchWithNext = true;  // a batch may end the schedule
+  auto ranks = int32Ranks(2, 3, 3);
+  ASSERT_TRUE(run(s, ranks).isOk());
+  EXPECT_EQ(outputOf(ranks[1]), (std::vector<int32_t>{0, 1, 101}));
+}
+
+TEST(Simulator, BatchDeadlockNamesTheWaitingStepsOfTheBatch) {
+  // Rank 1's first receive has no matching send; its second waits behind it
+  // (not named), its forwarding step heads the lane to rank 2 but waits for
+  // the first receive; rank 2 waits outside any batch.
+  Step fwd = step(OpKind::kRecvCopySend, kNo, kOut, 2, 0, 0, 3, 1);
+  auto s = schedules(
+      {{}, batch({recv(0, 0, 1), recv(0, 1, 1), fwd, copy(kIn, kOut, 0, 2, 1)}), {recv(1, 0, 1)}});
+  auto ranks = int32Ranks(3, 4, 4);
+  Status st = run(s, ranks);
+  EXPECT_ERROR(st, braidInvalidUsage,
+               "deadlock: no rank can run its next step; rank 1 batch of steps 0-3 (3 not "
+               "done): step 0 of 4 (recv, 1 elements) waits for a message from rank 0, step 2 "
+               "of 4 (recvCopySend, 1 elements) waits for step 0 (an earlier receive from rank "
+               "0); rank 2 step 0 of 1 (recv, 1 elements) waits for a message from rank 1");
+  EXPECT_EQ(st.message().find("step 1 of 4"), std::string::npos) << st.message();
+  // Rank 1 never receives: rank 0's second send waits for room (FIFOs of one
+  // message) once its receive is done.
+  auto a = batch({send(1, 0, 1), send(1, 1, 1), recv(1, 0, 1)});
+  auto b = batch({send(0, 0, 1), send(0, 1, 1)});
+  ranks = int32Ranks(2, 2, 2);
+  st = run(schedules({a, b}), ranks, 1);
+  EXPECT_ERROR(st, braidInvalidUsage,
+               "no rank can run its next step; rank 0 batch of steps 0-2 (1 not done): step 1 of "
+               "3 (send, 1 elements) waits for room to send to rank 1 (FIFO full: 1 messages)");
+  EXPECT_EQ(st.message().find("; rank 1"), std::string::npos) << st.message();
+}
+
+TEST(Simulator, RaceInABatchIsMalformed) {
+  // The receive writes output [0, 4) while the copy reads [2, 4) of it.
+  auto s = schedules({batch({recv(1, 0, 4), copy(kOut, kScr, 2, 0, 2)}), {send(0, 0, 4)}});
+  s[0].scratchElems = 2;
+  auto ranks = int32Ranks(2, 4, 4);
+  EXPECT_ERROR(run(s, ranks), braidInvalidUsage,
+               "race in a batch: rank 0 step 0 of 2 (recv, 4 elements) writes output elements "
+               "[0, 4) and step 1 reads output elements [2, 4), but the steps of a batch (here "
+               "0-1) run concurrently");
+  // In order, the same steps are fine; so are a batch's reads of one region.
+  s[0].steps[0].batchWithNext = false;
+  ASSERT_TRUE(run(s, ranks).isOk());
+  s = schedules({batch({send(1, 0, 4), send(2, 1, 2), copy(kIn, kOut, 0, 0, 4)}),
+                 {recv(0, 0, 4)},
+                 {recv(0, 0, 2)}});
+  ranks = int32Ranks(3, 4, 4);
+  ASSERT_TRUE(run(s, ranks).isOk());
+  // Two writes race too, in place through the input/output alias as well.
+  s = schedules({batch({recv(1, 0, 2), recv(1, 1, 2, kScr)}), {send(0, 0, 2), send(0, 0, 2)}});
+  s[0].steps[1].dst = kOut;
+  ranks = int32Ranks(2, 4, 4);
+  EXPECT_ERROR(run(s, ranks), braidInvalidUsage,
+               "step 0 of 2 (recv, 2 elements) writes output elements [0, 2) and step 1 writes "
+               "output elements [1, 3)");
+  s = schedules({batch({send(1, 2, 2), recv(1, 3, 1)}), {recv(0, 0, 2), send(0, 0, 1)}});
+  ranks = int32Ranks(2, 4, 4);
+  ranks[0].output = ranks[0].input;
+  ranks[0].inPlace = true;
+  EXPECT_ERROR(run(s, ranks), braidInvalidUsage,
+               "reads input elements [2, 4) and step 1 writes output elements [3, 4)");
 }
 
 }  // namespace
