@@ -199,7 +199,8 @@ braidResult_t braidAlltoAllv(const void* sendbuff, const size_t sendcounts[],
                              braidStream_t stream);
 
 /* Point to point. Matched in order per (sender, receiver) pair; counts must
- * agree. Inside a group, any pattern of sends and receives completes. */
+ * agree. Inside a group, any pattern of sends and receives completes; a
+ * group's receive buffers must not overlap its other buffers (invalid usage). */
 braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer,
                         braidComm_t comm, braidStream_t stream);
 braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer,

@@ -3,20 +3,12 @@
 #include "braid/braid.h"
 #include "perf/coll/perf_common.h"
 #include "perf/coll/perf_data.h"
+#include "perf/coll/perf_sizes.h"
 #include "perf/coll/perf_util.h"
 
 namespace {
 
 using braid::perf::PerfCase;
-using braid::perf::PerfSizes;
-
-PerfSizes allReduceSizes(size_t bytes, size_t elemSize, int /*rank*/, int /*nranks*/) {
-  size_t count = bytes / elemSize;
-  PerfSizes s;
-  s.sendCount = s.recvCount = s.paramCount = s.rowCount = count;
-  s.rowBytes = count * elemSize;
-  return s;  // in place: input and output both at the start of recvbuff
-}
 
 void allReduceFillInput(const PerfCase& c, void* input) {
   braid::perf::fillCheckInput(c.type, c.op, c.rank, c.nranks, input, c.sizes.sendCount);
@@ -37,10 +29,11 @@ braidResult_t allReduceRun(const PerfCase& c, const void* sendbuff, void* recvbu
 int main(int argc, char** argv) {
   const braid::perf::PerfCollective kAllReduce = {
       .name = "all_reduce_perf",
+      .algoCollective = "allreduce",
       .hasOp = true,
       .hasRoot = false,
       .busBwFactor = braid::perf::allReduceBusBwFactor,
-      .getSizes = allReduceSizes,
+      .getSizes = braid::perf::wholeBufferSizes,  // in place: sendbuff == recvbuff
       .fillInput = allReduceFillInput,
       .fillExpected = allReduceFillExpected,
       .run = allReduceRun,

@@ -29,6 +29,7 @@ struct PerfArgs {
   int blocking = 0;         // accepted; host calls on a NULL stream always block
   std::string jsonPath;     // -J: "" for none
   double timeoutSec = 0.0;  // -T: 0 for the library's default
+  std::string algo;         // -A: "" for the library's choice
   bool help = false;
 };
 
@@ -51,6 +52,9 @@ inline const char* perfUsage() {
          "block\n"
          "  -J, --output_file <f>    also write the results to f as JSON (rank 0)\n"
          "  -T, --timeout <s>        seconds any wait may take (sets BRAID_TIMEOUT_MS)\n"
+         "  -A, --algo <name>        algorithm of the measured collective: ring tree\n"
+         "                           halving_doubling bruck pairwise linear (sets\n"
+         "                           BRAID_ALGO=<collective>:<name>; default: the library's)\n"
          "  -h, --help               this text\n";
 }
 
@@ -90,6 +94,10 @@ inline bool applyPerfFlag(int flag, const char* arg, PerfArgs* args, std::string
       args->average = static_cast<AverageMode>(v);
       return true;
     case 'J': args->jsonPath = arg; return true;
+    case 'A':
+      if (*arg == '\0') return bad("-A algorithm");
+      args->algo = arg;
+      return true;
     case 'T': {
       char* end = nullptr;
       double sec = std::strtod(arg, &end);
@@ -122,13 +130,14 @@ inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* er
       {"blocking", required_argument, nullptr, 'z'},
       {"output_file", required_argument, nullptr, 'J'},
       {"timeout", required_argument, nullptr, 'T'},
+      {"algo", required_argument, nullptr, 'A'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   optind = 0;  // glibc: full reset, so a second parse (tests) starts afresh
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:A:h", kLong, nullptr)) != -1) {
     if (c == '?' || c == ':') {
       char opt[2] = {static_cast<char>(optopt), '\0'};
       *error = optopt ? std::string("unknown flag or missing value: -") + opt
@@ -150,6 +159,20 @@ inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* er
     return false;
   }
   return true;
+}
+
+// BRAID_ALGO's value for -A `name` on `collective` (BRAID_ALGO's name for it):
+// "allreduce" and "tree" give "allreduce:tree".
+inline std::string algoSpec(const char* collective, const std::string& name) {
+  return std::string(collective) + ":" + name;
+}
+
+// The header's "# Algorithm:" text: -A's name, else what a BRAID_ALGO from the
+// environment (envAlgo, nullptr when unset) says, else "default".
+inline std::string algoLabel(const std::string& algo, const char* envAlgo) {
+  if (!algo.empty()) return algo;
+  if (envAlgo != nullptr && *envAlgo != '\0') return std::string("BRAID_ALGO=") + envAlgo;
+  return "default";
 }
 
 }  // namespace braid::perf

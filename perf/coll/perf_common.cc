@@ -16,6 +16,7 @@
 
 #include "perf/coll/perf_args.h"
 #include "perf/coll/perf_data.h"
+#include "perf/coll/perf_report.h"
 #include "perf/coll/perf_util.h"
 
 namespace braid::perf {
@@ -55,18 +56,6 @@ class HostBuffer {
   char* data_ = nullptr;
 };
 
-struct Placement {
-  double timeUs = 0.0;
-  double algBw = 0.0;
-  double busBw = 0.0;
-  int64_t wrong = 0;  // summed over ranks; -1 when not checked
-};
-
-struct Row {
-  PerfCase c;
-  Placement out, in;
-};
-
 class Harness {
  public:
   Harness(const PerfCollective& coll, const PerfArgs& args) : coll_(coll), args_(args) {}
@@ -91,9 +80,7 @@ class Harness {
   double combineTime(double seconds);
   int64_t sumOverRanks(int64_t v);
   void barrier();
-  void printRow(const Row& row) const;
-  void printFooter() const;
-  bool writeJson() const;
+  RunSummary summary() const;
   size_t rowBytes(size_t bytes, size_t elemSize) const { return bytes / elemSize * elemSize; }
 
   const PerfCollective& coll_;
@@ -105,6 +92,7 @@ class Harness {
   HostBuffer send_, recv_, expected_, scratch_;
   size_t recvBytes_ = 0;  // bytes of recv_ a row may touch, at most
   std::vector<Row> rows_;
+  std::string algorithm_;  // for the header: "default" or -A's name
   int64_t wrongTotal_ = 0;
   double busBwSum_ = 0.0;
   int busBwCount_ = 0;
@@ -124,6 +112,10 @@ void Harness::init() {
     std::string ms = std::to_string(static_cast<long long>(args_.timeoutSec * 1000.0 + 0.5));
     setenv("BRAID_TIMEOUT_MS", ms.c_str(), 1);
   }
+  // Before the communicator: it reads BRAID_ALGO once, at init.
+  if (!args_.algo.empty())
+    setenv("BRAID_ALGO", algoSpec(coll_.algoCollective, args_.algo).c_str(), 1);
+  algorithm_ = algoLabel(args_.algo, std::getenv("BRAID_ALGO"));
   braidComm_t comm = nullptr;
   check(braidCommInitFromEnv(&comm, nullptr));
   comm_ = comm;
@@ -161,9 +153,10 @@ void Harness::printHeader() {
   bool factor = args_.stepFactor > 1;
   std::printf(
       "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
-      "agg iters: 1 validation: %d graph: 0\n#\n",
+      "agg iters: 1 validation: %d graph: 0\n",
       args_.minBytes, args_.maxBytes, factor ? args_.stepFactor : args_.stepBytes,
       factor ? "factor" : "bytes", args_.warmupIters, args_.iters, args_.check);
+  std::printf("# Algorithm: %s\n#\n", algorithm_.c_str());
 }
 
 // Gathers every rank's pid and host name to rank 0 with sum all-reduces over
@@ -188,15 +181,7 @@ void Harness::printDevices() {
                 pids[static_cast<size_t>(r)], static_cast<int>(kHostSlot - 1), host);
   }
   std::printf("#\n");
-  std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place\n",
-              "", "", "", "", "");
-  std::printf("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
-  for (int p = 0; p < 2; ++p)
-    std::printf("  %7s  %6s  %6s %6s", "time", "algbw", "busbw", "#wrong");
-  std::printf("\n# %10s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
-  for (int p = 0; p < 2; ++p) std::printf("  %7s  %6s  %6s %6s", "(us)", "(GB/s)", "(GB/s)", "");
-  std::printf("\n");
-  std::fflush(stdout);
+  printColumnTitles();
 }
 
 void Harness::barrier() {
@@ -250,7 +235,8 @@ Placement Harness::runPlacement(const PerfCase& c, bool inPlace) {
   char* recv = recv_.data() + (inPlace ? c.sizes.recvInplaceOffset * c.elemSize : 0);
   char* send = inPlace ? recv_.data() + c.sizes.sendInplaceOffset * c.elemSize : send_.data();
   Placement p;
-  p.wrong = args_.check > 0 ? sumOverRanks(checkPlacement(c, send, recv)) : -1;
+  bool checked = args_.check > 0 && (!inPlace || coll_.checkInPlace);
+  p.wrong = checked ? sumOverRanks(checkPlacement(c, send, recv)) : -1;
   for (int i = 0; i < args_.warmupIters; ++i) check(coll_.run(c, send, recv, comm_));
   barrier();
   auto t0 = std::chrono::steady_clock::now();
@@ -282,67 +268,18 @@ void Harness::runType(braidDataType_t type, braidRedOp_t op) {
       busBwSum_ += p->busBw;
       ++busBwCount_;
     }
-    printRow(row);
+    if (rank_ == 0) printRow(coll_, row);
     rows_.push_back(row);
   }
 }
 
-void Harness::printRow(const Row& row) const {
-  if (rank_ != 0) return;
-  const PerfCase& c = row.c;
-  std::printf("%12zu  %12zu  %8s  %6s  %6d", c.sizes.rowBytes, c.sizes.rowCount,
-              typeInfo(c.type).name, coll_.hasOp ? opName(c.op) : "none",
-              coll_.hasRoot ? c.root : -1);
-  for (const Placement* p : {&row.out, &row.in}) {
-    std::string wrong = p->wrong < 0 ? "N/A" : std::to_string(p->wrong);
-    std::printf("  %7s  %6.2f  %6.2f  %5s", formatTime(p->timeUs).c_str(), p->algBw, p->busBw,
-                wrong.c_str());
-  }
-  std::printf("\n");
-  std::fflush(stdout);
-}
-
-void Harness::printFooter() const {
-  if (rank_ != 0) return;
-  std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrongTotal_),
-              wrongTotal_ == 0 ? "OK" : "FAILED");
-  std::printf("# Avg bus bandwidth    : %g \n#\n", busBwCount_ > 0 ? busBwSum_ / busBwCount_ : 0.0);
-  std::fflush(stdout);
-}
-
-bool Harness::writeJson() const {
-  if (rank_ != 0 || args_.jsonPath.empty()) return true;
-  FILE* f = std::fopen(args_.jsonPath.c_str(), "w");
-  if (f == nullptr) {
-    std::fprintf(stderr, "%s: rank 0: cannot write -J %s: %s\n", coll_.name, args_.jsonPath.c_str(),
-                 std::strerror(errno));
-    return false;
-  }
-  std::fprintf(f, "{\"tool\": \"%s\", \"nranks\": %d, \"results\": [", coll_.name, nranks_);
-  for (size_t i = 0; i < rows_.size(); ++i) {
-    const Row& r = rows_[i];
-    std::fprintf(f,
-                 "%s\n  {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
-                 "\"root\": %d",
-                 i ? "," : "", r.c.sizes.rowBytes, r.c.sizes.rowCount, typeInfo(r.c.type).name,
-                 coll_.hasOp ? opName(r.c.op) : "none", coll_.hasRoot ? r.c.root : -1);
-    for (const auto& [key, p] : {std::pair{"out_of_place", &r.out}, std::pair{"in_place", &r.in}}) {
-      std::string wrong = p->wrong < 0 ? "null" : std::to_string(p->wrong);
-      std::fprintf(f,
-                   ", \"%s\": {\"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
-                   "\"wrong\": %s}",
-                   key, p->timeUs, p->algBw, p->busBw, wrong.c_str());
-    }
-    std::fprintf(f, "}");
-  }
-  std::fprintf(f, "\n], \"out_of_bounds\": %lld, \"avg_busbw\": %.6f}\n",
-               static_cast<long long>(wrongTotal_),
-               busBwCount_ > 0 ? busBwSum_ / busBwCount_ : 0.0);
-  bool ok = std::ferror(f) == 0;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok)
-    std::fprintf(stderr, "%s: rank 0: error writing -J %s\n", coll_.name, args_.jsonPath.c_str());
-  return ok;
+RunSummary Harness::summary() const {
+  RunSummary run;
+  run.nranks = nranks_;
+  run.algorithm = algorithm_;
+  run.wrong = wrongTotal_;
+  run.avgBusBw = busBwCount_ > 0 ? busBwSum_ / busBwCount_ : 0.0;
+  return run;
 }
 
 int Harness::run() {
@@ -362,8 +299,9 @@ int Harness::run() {
   for (braidDataType_t type : args_.types) {
     for (braidRedOp_t op : ops) runType(type, op);
   }
-  printFooter();
-  bool jsonOk = writeJson();
+  if (rank_ == 0) printFooter(summary());
+  bool jsonOk =
+      rank_ != 0 || args_.jsonPath.empty() || writeJson(args_.jsonPath, coll_, summary(), rows_);
   check(braidCommFinalize(comm_));
   check(braidCommDestroy(comm_));
   comm_ = nullptr;
@@ -385,6 +323,13 @@ int perfMain(int argc, char** argv, const PerfCollective& coll) {
       std::fprintf(stderr, "%s: %s (see %s -h)\n", coll.name, error.c_str(), coll.name);
     }
     return ok ? 0 : 1;
+  }
+  if (!args.algo.empty() && coll.algoCollective == nullptr) {
+    if (!quiet) {
+      std::fprintf(stderr, "%s: -A %s: there is no algorithm to choose for %s\n", coll.name,
+                   args.algo.c_str(), coll.name);
+    }
+    return 1;
   }
   Harness harness(coll, args);
   return harness.run();

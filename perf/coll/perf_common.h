@@ -41,8 +41,12 @@ struct PerfCase {
 // What a tool supplies. Callbacks must not fail except `run`.
 struct PerfCollective {
   const char* name;  // "all_reduce_perf": the prefix of every error message
-  bool hasOp;        // false: the op column prints "none" and -o is ignored
-  bool hasRoot;      // false: the root column prints -1 and -r is ignored
+  // BRAID_ALGO's name of the collective ("allreduce"), which -A NAME turns
+  // into BRAID_ALGO=allreduce:NAME; nullptr where there is no algorithm to
+  // choose (sendrecv), and -A is refused.
+  const char* algoCollective;
+  bool hasOp;    // false: the op column prints "none" and -o is ignored
+  bool hasRoot;  // false: the root column prints -1 and -r is ignored
   // busbw = algbw x busBwFactor(nranks).
   double (*busBwFactor)(int nranks);
   // Counts for a row of `bytes` (already a multiple of elemSize).
@@ -54,6 +58,10 @@ struct PerfCollective {
   size_t (*fillExpected)(const PerfCase& c, void* expected);
   // The call. sendbuff == recvbuff + sendInplaceOffset in place.
   braidResult_t (*run)(const PerfCase& c, const void* sendbuff, void* recvbuff, braidComm_t comm);
+  // false: the in-place placement is timed but not checked (#wrong N/A), as
+  // nccl-tests does for sendrecv, whose in-place send and receive share one
+  // buffer (neither NCCL nor Braid defines what that yields).
+  bool checkInPlace = true;
 };
 
 // Runs the tool; returns the process exit status (0: every value right).

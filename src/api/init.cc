@@ -154,9 +154,13 @@ braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config) {
   braidUniqueId packed;
   packUniqueId(id.value(), &packed);
   Status result = initComm(comm, nranks, packed, rank, config);
-  // The service ends once it has answered everyone; leaving earlier (say, to
-  // exit on an error) would cut off ranks still waiting for their answer.
-  if (root) root->wait();
+  // The service ends once it has answered everyone; leaving earlier would cut
+  // off ranks still waiting for their answer. When this rank failed on its own
+  // (bad settings), the others cannot complete anyway: do not wait for them.
+  if (root && (result.isOk() || result.code() == braidRemoteError ||
+               result.code() == braidTimeout)) {
+    root->wait();
+  }
   return finish(nullptr, result);
 }
 

@@ -115,6 +115,25 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
     st.batchWithNext = true;
     s.steps.push_back(st);
   }
+  // Sends and receives of a group run at the same time: a receive may not
+  // land on memory a send still reads (or another receive writes).
+  for (const OpRequest* a : ops) {
+    if (a->kind != OpRequest::Kind::kRecv) continue;
+    const auto lo = reinterpret_cast<uintptr_t>(a->recv);
+    const auto hi = lo + a->count * datatypeSize(a->datatype);
+    for (const OpRequest* b : ops) {
+      if (b == a) continue;
+      const void* p = b->kind == OpRequest::Kind::kSend ? b->send : b->recv;
+      const auto blo = reinterpret_cast<uintptr_t>(p);
+      const auto bhi = blo + b->count * datatypeSize(b->datatype);
+      if (lo < bhi && blo < hi) {
+        return invalidUsage("a group's receive buffer overlaps another of its " +
+                            std::string(b->kind == OpRequest::Kind::kSend ? "send" : "receive") +
+                            " buffers (peers " + std::to_string(a->peer) + " and " +
+                            std::to_string(b->peer) + "); give each its own memory");
+      }
+    }
+  }
   if (selfSends.size() != selfRecvs.size()) {
     return invalidUsage("a group sends " + std::to_string(selfSends.size()) +
                         " message(s) to this rank itself but receives " +
