@@ -64,7 +64,9 @@ TEST_P(KilledRank, EveryOtherRankNamesItWithinTheTimeout) {
   }
   // Noticed through the liveness watch, far inside BRAID_TIMEOUT_MS (30 s).
   for (int r = 0; r < n; ++r) {
-    if (r != victim) EXPECT_LT(outcomes[r].endSeconds, 1.5 + 10.0) << "rank " << r;
+    if (r != victim) {
+      EXPECT_LT(outcomes[r].endSeconds, 1.5 + 10.0) << "rank " << r;
+    }
   }
 }
 
