@@ -65,7 +65,9 @@ TEST(AlgoPolicy, BadSpecsNameTheProblem) {
                            "allreduce:"}) {
     Expected<AlgoPolicy> p = AlgoPolicy::parse(spec);
     EXPECT_FALSE(p.isOk()) << spec;
-    if (!p.isOk()) EXPECT_NE(p.status().message().find("BRAID_ALGO"), std::string::npos);
+    if (!p.isOk()) {
+      EXPECT_NE(p.status().message().find("BRAID_ALGO"), std::string::npos);
+    }
   }
 }
 
