@@ -47,7 +47,7 @@ Expected<CommConfig> configFrom(const braidConfig_t* config, std::string* transp
   cfg.timeoutMs = braid::envInt("BRAID_TIMEOUT_MS", 300000);
   cfg.sliceBytes = static_cast<size_t>(braid::envInt("BRAID_SHM_SLOT_BYTES", 128 << 10));
   cfg.slots = static_cast<int>(braid::envInt("BRAID_SHM_SLOTS", 8));
-  cfg.spinUs = static_cast<int>(braid::envInt("BRAID_SPIN_US", 20));
+  cfg.spinUs = static_cast<int>(braid::envInt("BRAID_SPIN_US", 1000));
   cfg.yieldUs = static_cast<int>(braid::envInt("BRAID_YIELD_US", 2000));
   *transports = envString("BRAID_TRANSPORTS");
   if (config != nullptr) {

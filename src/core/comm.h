@@ -28,7 +28,7 @@ struct CommConfig {
   int64_t timeoutMs = 300000;
   size_t sliceBytes = 128 << 10;
   int slots = 8;
-  int spinUs = 20;
+  int spinUs = 1000;
   int yieldUs = 2000;
 };
 
