@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "algorithms/direct/direct.h"
 #include "algorithms/halving_doubling/halving_doubling.h"
 #include "algorithms/linear/linear.h"
 #include "algorithms/pairwise/pairwise.h"
@@ -18,6 +19,8 @@ const char* algorithmName(Algorithm a) {
     case Algorithm::kBruck: return "bruck";
     case Algorithm::kPairwise: return "pairwise";
     case Algorithm::kLinear: return "linear";
+    case Algorithm::kDirect: return "direct";
+    case Algorithm::kTwoShot: return "two_shot";
   }
   return "?";
 }
@@ -26,6 +29,8 @@ bool parseAlgorithm(const std::string& name, Algorithm* out) {
   std::string s;
   for (char c : name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (s == "hd" || s == "rabenseifner" || s == "halving-doubling") s = "halving_doubling";
+  if (s == "one_shot" || s == "oneshot" || s == "one-shot") s = "direct";
+  if (s == "twoshot" || s == "two-shot") s = "two_shot";
   for (int i = 0; i < kNumAlgorithms; ++i) {
     if (s == algorithmName(static_cast<Algorithm>(i))) {
       *out = static_cast<Algorithm>(i);
@@ -49,6 +54,10 @@ bool supports(Algorithm a, Collective c) {
     case Algorithm::kBruck: return c == Collective::kAllToAll || c == Collective::kAllGather;
     case Algorithm::kPairwise: return c == Collective::kAllToAll || c == Collective::kAllToAllv;
     case Algorithm::kLinear: return c == Collective::kGather || c == Collective::kScatter;
+    case Algorithm::kDirect:
+      return c == Collective::kAllReduce || c == Collective::kAllGather ||
+             c == Collective::kReduceScatter || c == Collective::kBroadcast;
+    case Algorithm::kTwoShot: return c == Collective::kAllReduce;
   }
   return false;
 }
@@ -80,6 +89,12 @@ Schedule buildSchedule(Algorithm a, const CollArgs& args) {
     case Algorithm::kLinear:
       if (c == C::kGather) return linearGather(args);
       return linearScatter(args);
+    case Algorithm::kDirect:
+      if (c == C::kAllReduce) return directAllReduce(args);
+      if (c == C::kAllGather) return directAllGather(args);
+      if (c == C::kReduceScatter) return directReduceScatter(args);
+      return directBroadcast(args);
+    case Algorithm::kTwoShot: return twoShotAllReduce(args);
   }
   return Schedule{};
 }

@@ -36,6 +36,7 @@ enum class OpKind : uint8_t {
   kRecvReduceCopySend,  // dst = src op recv (finalised, e.g. avg divides); send dst
   kRecvCopySend,        // dst = recv; send it on
   kCopy,                // dst = src (local)
+  kReduceLocal,         // dst = dst op src (local; final: avg divides)
 };
 
 enum class BufRef : uint8_t { kNone, kInput, kOutput, kScratch };

@@ -31,6 +31,7 @@ const char* opKindName(OpKind op) {
     case OpKind::kRecvReduceCopySend: return "recvReduceCopySend";
     case OpKind::kRecvCopySend: return "recvCopySend";
     case OpKind::kCopy: return "copy";
+    case OpKind::kReduceLocal: return "reduceLocal";
   }
   return "?";
 }

@@ -130,7 +130,16 @@ void HostExecutor::copyStep(const Step& step, const OpDesc& desc) {
   const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
   char* src = address(step.src, step.srcOffset);
   char* dst = address(step.dst, step.dstOffset);
-  if (step.final || src != dst) k.finalize(dst, src, step.count, step.final ? comm_.nranks() : 1);
+  const int divisor = step.final ? comm_.nranks() : 1;
+  if (step.op == OpKind::kReduceLocal) {
+    if (step.final) {
+      k.reduceFinal(dst, nullptr, dst, src, step.count, divisor);
+    } else {
+      k.reduce(dst, dst, src, step.count);
+    }
+    return;
+  }
+  if (step.final || src != dst) k.finalize(dst, src, step.count, divisor);
 }
 
 Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
@@ -186,7 +195,8 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       std::memcpy(dst, in, bytes);
       std::memcpy(out, in, bytes);
       break;
-    case OpKind::kCopy: break;
+    case OpKind::kCopy:
+    case OpKind::kReduceLocal: break;
   }
   if (s.recvEp != nullptr) s.recvEp->recvRelease();
   if (s.sendEp != nullptr) {
@@ -216,8 +226,8 @@ Status HostExecutor::runBatch(size_t begin, size_t end, const OpDesc& desc) {
   for (size_t i = begin; i < end; ++i) {
     const Step& step = schedule_->steps[i];
     if (step.count == 0) continue;
-    if (step.op == OpKind::kCopy) {
-      copyStep(step, desc);
+    if (step.op == OpKind::kCopy || step.op == OpKind::kReduceLocal) {
+      copyStep(step, desc);  // local steps do not wait: a schedule batches them alone
       continue;
     }
     StepRun s;

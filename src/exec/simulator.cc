@@ -54,7 +54,8 @@ size_t batchEnd(const std::vector<Step>& steps, size_t begin) {
   return std::min(e + 1, steps.size());
 }
 
-bool needsRecv(OpKind op) { return op != OpKind::kSend && op != OpKind::kCopy; }
+bool isLocal(OpKind op) { return op == OpKind::kCopy || op == OpKind::kReduceLocal; }
+bool needsRecv(OpKind op) { return op != OpKind::kSend && !isLocal(op); }
 bool needsSend(OpKind op) {
   return op == OpKind::kSend || op == OpKind::kRecvReduceSend ||
          op == OpKind::kRecvReduceCopySend || op == OpKind::kRecvCopySend;
@@ -293,6 +294,14 @@ Status Simulator::execute(int r, size_t i) {
     if (st.final || s != d) k.finalize(d, s, st.count, divisor);
     return Status::ok();
   }
+  if (st.op == OpKind::kReduceLocal) {  // dst = dst op src
+    if (st.final) {
+      k.reduceFinal(d, nullptr, d, s, st.count, divisor);
+    } else {
+      k.reduce(d, d, s, st.count);
+    }
+    return Status::ok();
+  }
   Message in;
   if (st.recvPeer >= 0) {
     std::deque<Message>& q = fifo(st.recvPeer, r);
@@ -324,7 +333,8 @@ Status Simulator::execute(int r, size_t i) {
       std::memcpy(d, m, bytes);
       std::memcpy(out.data.data(), m, bytes);
       break;
-    case OpKind::kCopy: break;
+    case OpKind::kCopy:
+    case OpKind::kReduceLocal: break;
   }
   if (st.sendPeer >= 0) fifo(r, st.sendPeer).push_back(std::move(out));
   return Status::ok();

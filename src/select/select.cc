@@ -119,7 +119,7 @@ Expected<AlgoPolicy::Rule> AlgoPolicy::parseItem(const std::string& item) {
     Algorithm alg;
     if (!algo::parseAlgorithm(a, &alg)) {
       return bad("unknown algorithm '" + a +
-                 "' (known: ring, tree, halving_doubling, bruck, pairwise, linear)");
+                 "' (known: ring, tree, halving_doubling, bruck, pairwise, linear, direct, two_shot)");
     }
     rule.algos.push_back(alg);
   }

@@ -128,6 +128,8 @@ const AlgoCase kAlgos[] = {
     {"bruck", {kAllToAll, kAllGather}},
     {"pairwise", {kAllToAll, kAllToAllv}},
     {"linear", {kGather, kScatter}},
+    {"direct", {kAllReduce, kAllGather, kReduceScatter, kBroadcast}},
+    {"two_shot", {kAllReduce}},
 };
 
 // A communicator over the same ranks whose BRAID_ALGO forces `a` for its colls.
