@@ -20,8 +20,8 @@ Algorithm pick(const std::string& spec, Collective c, uint64_t bytes, int n = 4)
 
 TEST(AlgoPolicy, EmptySpecUsesTheRuleOfThumb) {
   EXPECT_EQ(pick("", Collective::kAllReduce, 64 << 20), Algorithm::kRing);
-  EXPECT_EQ(pick("", Collective::kAllReduce, 8, 8), Algorithm::kHalvingDoubling);
-  EXPECT_EQ(pick("", Collective::kAllReduce, 8, 6), Algorithm::kTree);
+  EXPECT_EQ(pick("", Collective::kAllReduce, 8, 8), Algorithm::kDirect);
+  EXPECT_EQ(pick("", Collective::kAllReduce, 8, 2), Algorithm::kRing);
   EXPECT_EQ(pick("", Collective::kGather, 8), Algorithm::kLinear);
   EXPECT_EQ(pick("", Collective::kAllToAllv, 1 << 20), Algorithm::kPairwise);
 }
@@ -42,9 +42,9 @@ TEST(AlgoPolicy, PerCollectiveAndPerSizeRules) {
 }
 
 TEST(AlgoPolicy, ExclusionRemovesFromTheDefaultChoice) {
-  EXPECT_EQ(pick("^ring", Collective::kAllReduce, 64 << 20), Algorithm::kHalvingDoubling);
-  EXPECT_EQ(pick("allreduce:^ring,halving_doubling", Collective::kAllReduce, 64 << 20),
-            Algorithm::kTree);
+  EXPECT_EQ(pick("^ring", Collective::kAllReduce, 64 << 20), Algorithm::kTwoShot);
+  EXPECT_EQ(pick("allreduce:^ring,two_shot", Collective::kAllReduce, 64 << 20),
+            Algorithm::kHalvingDoubling);
   Expected<Algorithm> none =
       AlgoPolicy::parse("gather:^linear").value().choose(Collective::kGather, 8, 4);
   ASSERT_FALSE(none.isOk());
