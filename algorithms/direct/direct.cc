@@ -151,7 +151,9 @@ Schedule twoShotAllReduce(const CollArgs& a) {
   const int n = a.nranks;
   const uint64_t m = pieceOf(a);
   const uint64_t perRound = m * n;
-  s.scratchElems = m * n;
+  // A chunk never exceeds m nor ceil(count / n): scratch slots of that size.
+  const uint64_t slot = std::min<uint64_t>(m, (a.count + n - 1) / n);
+  s.scratchElems = slot * n;
   for (uint64_t start = 0; start < a.count; start += perRound) {
     const uint64_t roundCount = std::min(perRound, a.count - start);
     // Chunk p of the round: near-equal parts, at most m elements.
@@ -166,16 +168,16 @@ Schedule twoShotAllReduce(const CollArgs& a) {
       if (p != a.rank && chunkLen(p) > 0) s.steps.push_back(send(p, BufRef::kInput, chunkOff(p), chunkLen(p)));
     }
     for (int p = 0; p < n; ++p) {
-      if (p != a.rank && mine > 0) s.steps.push_back(recv(p, BufRef::kScratch, p * m, mine));
+      if (p != a.rank && mine > 0) s.steps.push_back(recv(p, BufRef::kScratch, p * slot, mine));
     }
     endBatch(s);
     if (mine > 0) {
       s.steps.push_back(local(OpKind::kCopy, BufRef::kInput, chunkOff(a.rank), BufRef::kScratch,
-                              a.rank * m, mine, false));
+                              a.rank * slot, mine, false));
       s.steps.push_back(local(OpKind::kCopy, BufRef::kScratch, 0, BufRef::kOutput,
                               chunkOff(a.rank), mine, false));
       for (int p = 1; p < n; ++p) {
-        s.steps.push_back(local(OpKind::kReduceLocal, BufRef::kScratch, p * m, BufRef::kOutput,
+        s.steps.push_back(local(OpKind::kReduceLocal, BufRef::kScratch, p * slot, BufRef::kOutput,
                                 chunkOff(a.rank), mine, p == n - 1));
       }
     }
