@@ -78,29 +78,28 @@ uint64_t pieceOf(const CollArgs& a) { return std::max<uint64_t>(1, a.maxStepElem
 
 }  // namespace
 
-Schedule directAllReduce(const CollArgs& a) {
+namespace {
+
+// All-reduce (every rank's whole input) and reduce-scatter (block r of every
+// rank's input) differ only in where a peer's piece starts.
+Schedule reduceDirect(const CollArgs& a,
+                      uint64_t (*srcOffsetFor)(const CollArgs&, int, uint64_t)) {
   Schedule s = base(a);
   if (single(a, s, true)) return s;
   const uint64_t m = std::min(pieceOf(a), a.count);
   s.scratchElems = m * a.nranks;
   for (uint64_t off = 0; off < a.count; off += m) {
     const uint64_t len = std::min(m, a.count - off);
-    exchangeAndReduce(s, a, m, len, sameOffset, off, BufRef::kOutput, off);
+    exchangeAndReduce(s, a, m, len, srcOffsetFor, off, BufRef::kOutput, off);
   }
   return s;
 }
 
-Schedule directReduceScatter(const CollArgs& a) {
-  Schedule s = base(a);
-  if (single(a, s, true)) return s;
-  const uint64_t m = std::min(pieceOf(a), a.count);
-  s.scratchElems = m * a.nranks;
-  for (uint64_t off = 0; off < a.count; off += m) {
-    const uint64_t len = std::min(m, a.count - off);
-    exchangeAndReduce(s, a, m, len, blockOffset, off, BufRef::kOutput, off);
-  }
-  return s;
-}
+}  // namespace
+
+Schedule directAllReduce(const CollArgs& a) { return reduceDirect(a, sameOffset); }
+
+Schedule directReduceScatter(const CollArgs& a) { return reduceDirect(a, blockOffset); }
 
 Schedule directAllGather(const CollArgs& a) {
   Schedule s = base(a);
