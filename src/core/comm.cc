@@ -21,17 +21,6 @@ constexpr uint32_t kMsgBye = 1;
 constexpr uint32_t kMsgDead = 2;    // rank is gone (relayed by rank 0, or reported to it)
 constexpr uint32_t kMsgFailed = 3;  // leaving after an error caused by rank (not a death)
 
-struct LinkHello {
-  uint32_t magic;
-  uint32_t kind;
-  uint8_t secret[16];
-  int32_t from;
-  int32_t to;
-  char transport[16];
-  uint64_t sliceBytes;
-  int32_t slots;
-};
-
 struct ControlMsg {
   uint32_t type;
   int32_t rank;
@@ -78,6 +67,7 @@ Status Comm::init(const UniqueIdData& id, int nranks, int rank) {
   if (!local.isOk()) return local.status();
   SockAddr bound;
   BRAID_ASSIGN_OR_RETURN(listenFd_, listenOn(local.value(), &bound));
+  BRAID_INFO("rank %d: peers connect to %s", rank, bound.toString().c_str());
   PeerInfo self;
   self.rank = rank;
   self.pid = getpid();
@@ -120,7 +110,43 @@ Expected<int> Comm::openLink(int peer, uint32_t kind, const Deadline& deadline) 
   return fd;
 }
 
+// Reads what a not-yet-identified connection has sent; once its hello is
+// complete, keeps it (stashed by kind and rank) or drops it. True when done
+// with the connection.
+bool Comm::readLinkHello(PendingLink& p, Status* fatal) {
+  char* dst = reinterpret_cast<char*>(&p.hello) + p.got;
+  ssize_t n = recv(p.fd, dst, sizeof(LinkHello) - p.got, MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    close(p.fd);
+    return true;
+  }
+  if (n > 0) p.got += static_cast<size_t>(n);
+  if (p.got < sizeof(LinkHello)) return false;
+  const LinkHello& h = p.hello;
+  if (h.magic != kLinkMagic || !secretEquals(h.secret, secret_.data()) || h.to != rank_ ||
+      h.from < 0 || h.from >= nranks_) {
+    BRAID_WARN("rank %d: dropped a connection that did not present this job's secret", rank_);
+    close(p.fd);
+    return true;
+  }
+  if (h.sliceBytes != config_.sliceBytes || h.slots != config_.slots) {
+    close(p.fd);
+    *fatal = invalidUsage(describePeer(h.from) + " uses slice size " +
+                          std::to_string(h.sliceBytes) + " x " + std::to_string(h.slots) +
+                          " slots, this rank " + std::to_string(config_.sliceBytes) + " x " +
+                          std::to_string(config_.slots) +
+                          ": set BRAID_SHM_SLOT_BYTES / BRAID_SHM_SLOTS alike on every rank");
+    return true;
+  }
+  setNonBlocking(p.fd, false).isOk();
+  stashedLinks_[{h.kind, h.from}] = p.fd;
+  return true;
+}
+
+// Waits for the link of `kind` from `peer`. New connections and their hellos
+// are read together with poll, so a silent or slow stranger holds nothing up.
 Expected<int> Comm::acceptLink(int peer, uint32_t kind, const Deadline& deadline) {
+  constexpr uint64_t kStrangerNs = 5000000000ull;
   for (;;) {
     auto it = stashedLinks_.find({kind, peer});
     if (it != stashedLinks_.end()) {
@@ -128,29 +154,36 @@ Expected<int> Comm::acceptLink(int peer, uint32_t kind, const Deadline& deadline
       stashedLinks_.erase(it);
       return fd;
     }
-    Expected<int> fd = acceptBefore(listenFd_, deadline);
-    if (!fd.isOk()) {
-      return fd.status().withContext("waiting for " + describePeer(peer) + " to connect: ");
+    std::string waiting = "waiting for " + describePeer(peer) + " to connect";
+    if (deadline.cancelled()) return invalidUsage(waiting + ": the communicator was aborted");
+    if (deadline.expired()) return timeoutError(waiting + ": timed out (BRAID_TIMEOUT_MS)");
+    std::vector<pollfd> pfds{{listenFd_, POLLIN, 0}};
+    for (const PendingLink& p : pendingLinks_) pfds.push_back({p.fd, POLLIN, 0});
+    if (poll(pfds.data(), pfds.size(), std::min(deadline.remainingMs(), 100)) < 0 &&
+        errno != EINTR) {
+      return systemError(waiting + ": poll");
     }
-    LinkHello h{};
-    // A stranger gets a short deadline so it cannot hold the job up for long.
-    Deadline helloDeadline(std::min<int64_t>(deadline.remainingMs(), 2000), &aborted_);
-    Status st = recvAll(fd.value(), &h, sizeof(h), helloDeadline, "link hello");
-    if (!st.isOk() || h.magic != kLinkMagic || !secretEquals(h.secret, secret_.data()) ||
-        h.to != rank_ || h.from < 0 || h.from >= nranks_) {
-      BRAID_WARN("rank %d: dropped a connection that did not present this job's secret", rank_);
-      close(fd.value());
-      continue;
+    if (pfds[0].revents & POLLIN) {
+      int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        setNoDelay(fd);
+        pendingLinks_.push_back(PendingLink{fd, 0, LinkHello{}, nowNs()});
+      }
     }
-    if (h.sliceBytes != config_.sliceBytes || h.slots != config_.slots) {
-      close(fd.value());
-      return invalidUsage(describePeer(h.from) + " uses slice size " +
-                          std::to_string(h.sliceBytes) + " x " + std::to_string(h.slots) +
-                          " slots, this rank " + std::to_string(config_.sliceBytes) + " x " +
-                          std::to_string(config_.slots) +
-                          ": set BRAID_SHM_SLOT_BYTES / BRAID_SHM_SLOTS alike on every rank");
+    Status fatal;
+    std::vector<PendingLink> keep;
+    for (size_t i = 0; i < pendingLinks_.size(); ++i) {
+      PendingLink& p = pendingLinks_[i];
+      bool done = i + 1 < pfds.size() && pfds[i + 1].revents != 0 && readLinkHello(p, &fatal);
+      if (!done && nowNs() - p.acceptedNs > kStrangerNs) {
+        BRAID_WARN("rank %d: dropped a connection that sent no hello in time", rank_);
+        close(p.fd);
+        done = true;
+      }
+      if (!done) keep.push_back(p);
     }
-    stashedLinks_[{h.kind, h.from}] = fd.value();
+    pendingLinks_.swap(keep);
+    if (!fatal.isOk()) return fatal;
   }
 }
 
@@ -324,6 +357,7 @@ Comm::~Comm() {
     if (fd >= 0) close(fd);
   }
   for (auto& [key, fd] : stashedLinks_) close(fd);
+  for (const PendingLink& p : pendingLinks_) close(p.fd);
   if (listenFd_ >= 0) close(listenFd_);
   if (wakeFd_ >= 0) close(wakeFd_);
 }

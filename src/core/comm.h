@@ -75,7 +75,27 @@ class Comm {
   void finalize();
 
  private:
+  // The first message on every peer link (wire format).
+  struct LinkHello {
+    uint32_t magic;
+    uint32_t kind;
+    uint8_t secret[16];
+    int32_t from;
+    int32_t to;
+    char transport[16];
+    uint64_t sliceBytes;
+    int32_t slots;
+  };
+  // An accepted connection whose hello has not fully arrived.
+  struct PendingLink {
+    int fd;
+    size_t got;
+    LinkHello hello;
+    uint64_t acceptedNs;
+  };
+
   Comm() = default;
+  bool readLinkHello(PendingLink& p, Status* fatal);
   Status init(const UniqueIdData& id, int nranks, int rank);
   Status connectControl(const Deadline& deadline);
   Expected<int> openLink(int peer, uint32_t kind, const Deadline& deadline);
@@ -96,6 +116,7 @@ class Comm {
   std::vector<const char*> endpointTransport_;
   int listenFd_ = -1;
   std::map<std::pair<uint32_t, int>, int> stashedLinks_;  // (kind, rank) -> fd
+  std::vector<PendingLink> pendingLinks_;
 
   std::vector<int> controlFds_;  // rank 0: by rank; others: [0] is rank 0
   std::vector<bool> saidBye_;

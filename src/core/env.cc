@@ -38,6 +38,11 @@ const std::vector<EnvVar>& envTable() {
       {"BRAID_REDUCE_ISA", nullptr, nullptr,
        "force the reduction kernels' build: 'generic' (default: AVX2+F16C when the CPU has it)"},
       // No NCCL_ALGO fallback: its values (NVLS, CollnetDirect...) are not Braid's.
+      // No NCCL_TOPO_* fallbacks: NCCL's topology XML is a different format.
+      {"BRAID_TOPO_FILE", nullptr, nullptr,
+       "load the topology from this XML file instead of discovering it (braid-topo)"},
+      {"BRAID_TOPO_DUMP_FILE", nullptr, nullptr,
+       "write the topology Braid uses to this XML file"},
       {"BRAID_ALGO", nullptr, nullptr,
        "force algorithms: 'ring', 'allreduce:ring,tree', "
        "'allreduce:0-64k:tree#allreduce:64k-inf:ring', '^tree'"},

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -123,6 +124,43 @@ TEST(Bootstrap, StrangersWithoutTheSecretDoNotDisturbTheJob) {
   }
   EXPECT_NE(outcomes[0].output.find("did not present this job's secret"), std::string::npos)
       << outcomes[0].output;
+}
+
+// A stranger that connects to a rank's peer listener and says nothing must
+// not hold up that rank's link set-up (hellos are read with poll, together).
+TEST(PeerListener, ASilentStrangerDoesNotDelayTheLinks) {
+  const int n = 2;
+  Env env = jobEnv(n);
+  env["BRAID_DEBUG"] = "INFO";
+  int stranger = -1;
+  auto outcomes = runRanks(
+      n, env,
+      [](int rank) {
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        return allReduceUntilError(3);
+      },
+      60,
+      [&](const std::vector<pid_t>&) {
+        // Rank 0 logs where peers connect before it waits for the rendezvous.
+        std::string log = "/tmp/braid-test-" + std::to_string(getpid()) + "-0.log";
+        for (int i = 0; i < 200 && stranger < 0; ++i) {
+          std::ifstream f(log);
+          std::string line;
+          while (std::getline(f, line)) {
+            size_t at = line.find("peers connect to 127.0.0.1:");
+            if (at != std::string::npos) {
+              stranger = connectLoopback(std::stoi(line.substr(at + 27)));
+            }
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      });
+  ASSERT_GE(stranger, 0) << outcomes[0].output;
+  close(stranger);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(outcomes[r].exitCode, 0) << outcomes[r].output;
+  // Rank 1 arrives at 1.5 s; a hello read that waited on the stranger would
+  // add its 2 s or more.
+  EXPECT_LT(outcomes[0].endSeconds, 3.0);
 }
 
 TEST(Bootstrap, MissingRanksAreNamedAtTheDeadline) {
