@@ -104,6 +104,9 @@ struct CollArgs {
   uint64_t maxStepElems = 1 << 16;
   // all-to-all-v only: this rank's counts and displacements per peer (elements).
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;
+  // Node index of every rank (ranks sharing memory share a node); empty means
+  // one node. Hierarchical algorithms split their work by it.
+  std::vector<int> nodeOf;
 };
 
 const char* opKindName(OpKind op);
