@@ -45,6 +45,10 @@ class Comm {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   int localRanks() const { return localRanks_; }
+  // Node index of every rank (ranks with the same host id share a node),
+  // numbered in order of first appearance; and the number of nodes.
+  const std::vector<int>& nodeOf() const { return nodeOf_; }
+  int nodes() const { return nodes_; }
   const PeerInfo& peer(int rank) const { return peers_[rank]; }
   const CommConfig& config() const { return config_; }
   // "rank 3 (pid 123 on host1)"
@@ -108,6 +112,8 @@ class Comm {
   int rank_ = 0;
   int nranks_ = 0;
   int localRanks_ = 1;
+  std::vector<int> nodeOf_;
+  int nodes_ = 1;
   CommConfig config_;
   Secret secret_{};
   std::vector<PeerInfo> peers_;
