@@ -149,13 +149,15 @@ LinkCost intraLink(const topo::Node& node, int ranksPerNode) {
   }
   // The slowest GPU sets the pace of every ring and tree through it.
   double nvlink = node.gpus[0].nvlinkGBps;
-  double pcie = node.gpus[0].pcieGBps;
+  double pcie = std::numeric_limits<double>::infinity();
   for (const topo::Gpu& g : node.gpus) {
     nvlink = std::min(nvlink, g.nvlinkGBps);
     const double p = g.pcieGBps > 0 ? g.pcieGBps : topo::pcieGBps(g.pcieGen, g.pcieWidth);
-    pcie = std::min(pcie > 0 ? pcie : p, p > 0 ? p : pcie);
+    if (p > 0) pcie = std::min(pcie, p);
   }
   if (nvlink > 0) return {kC.nvlinkHopUs, nvlink * kC.nvlinkEfficiency};
+  // No GPU says its link: assume Gen3 x16, the slowest a current GPU ships with.
+  if (std::isinf(pcie)) pcie = topo::pcieGBps(3, 16);
   return {kC.pcieHopUs, pcie * kC.pcieEfficiency};
 }
 
