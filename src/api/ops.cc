@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/logging.h"
 #include "core/stream.h"
 #include "exec/reduce.h"
 
@@ -73,6 +74,7 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   desc.bytes = op.count * es;
   desc.datatype = op.datatype;
   desc.op = op.op;
+  BRAID_TRACE("%s: algorithm %s", desc.describe().c_str(), desc.algorithm);
   if (op.collective == Collective::kAllToAllv) {
     args.sendCounts = op.sendCounts;
     args.sendDispls = op.sendDispls;

@@ -1,0 +1,206 @@
+// The alpha-beta cost model against published figures. Sources:
+//  - NCCL on a DGX H100 (8 x H100 SXM, NVLink 4 through NVSwitch): ring
+//    all-reduce ~370 GB/s busbw at large sizes, all-gather ~350, reduce-scatter
+//    ~360, 8 B all-reduce ~12.5-15 us (/work/shared/REFERENCE.md, "Published GPU
+//    figures", which also gives NCCL's 8 B model: 6.6 us + 0.6 us per NVLink hop).
+//  - Across nodes: one 400 Gb/s NDR NIC per GPU gives ~48 GB/s; all-to-all
+//    across nodes gets about one NIC's worth (same section).
+//  - Topology files: tests/data/topo/*.xml, whose comments cite their specs.
+// busbw = algbw x factor as nccl-tests: 2(n-1)/n for all-reduce, (n-1)/n for
+// all-gather, reduce-scatter and all-to-all (S = the whole array for those).
+// Caveat: the model's NVLink efficiency is calibrated on the 370 GB/s ring
+// figure, so that check is one of consistency; the others are predictions.
+#include "select/cost_model.h"
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "topo/xml.h"
+
+namespace braid {
+namespace {
+
+using algo::Algorithm;
+using algo::Collective;
+
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr double kTolerance = 0.15;  // issue 4: within 15% of each published figure
+
+// A DGX H100 node (or several) built from the published figures directly, so
+// these tests do not depend on costInputsFor: NVLink at NCCL's achieved 370 GB/s,
+// 0.6 us per hop, 6.6 us per call; one 48 GB/s NIC per GPU, 2.7 us per network
+// hop (NCCL src/graph/tuning.cc, hwLat NET ring LL).
+CostInputs dgx(int nodes) {
+  CostInputs in;
+  in.ranksPerNode = 8;
+  in.nodes = nodes;
+  in.nranks = 8 * nodes;
+  in.intra = {0.6, 370.0};
+  in.inter = {2.7, 48.0};
+  in.baseUs = 6.6;
+  return in;
+}
+
+double busBwGBps(double factor, uint64_t bytes, double us) {
+  return factor * static_cast<double>(bytes) / (us * 1e3);  // bytes/us / 1e3 = GB/s
+}
+
+void expectNear(double predicted, double published, const char* what) {
+  EXPECT_NEAR(predicted, published, kTolerance * published) << what;
+}
+
+TEST(CostModel, DgxRingAllReduceBusBwAt1GiB) {
+  const double us = predictUs(Algorithm::kRing, Collective::kAllReduce, kGiB, dgx(1));
+  expectNear(busBwGBps(2.0 * 7 / 8, kGiB, us), 370.0, "ring all-reduce busbw, 8 x H100");
+}
+
+TEST(CostModel, DgxSmallAllReduceLatency) {
+  // NCCL's 8-rank 8 B all-reduce is a ring (LL): 12.5-15 us published.
+  const double us = predictUs(Algorithm::kRing, Collective::kAllReduce, 8, dgx(1));
+  EXPECT_GE(us, 12.5 * (1 - kTolerance));
+  EXPECT_LE(us, 15.0 * (1 + kTolerance));
+}
+
+TEST(CostModel, DgxAllGatherAndReduceScatterBusBw) {
+  const double ag = predictUs(Algorithm::kRing, Collective::kAllGather, kGiB, dgx(1));
+  const double rs = predictUs(Algorithm::kRing, Collective::kReduceScatter, kGiB, dgx(1));
+  expectNear(busBwGBps(7.0 / 8, kGiB, ag), 350.0, "ring all-gather busbw");
+  expectNear(busBwGBps(7.0 / 8, kGiB, rs), 360.0, "ring reduce-scatter busbw");
+}
+
+TEST(CostModel, TwoDgxNodesRunAtOneNicPerGpu) {
+  const CostInputs in = dgx(2);
+  const double ar = predictUs(Algorithm::kRing, Collective::kAllReduce, kGiB, in);
+  expectNear(busBwGBps(2.0 * 15 / 16, kGiB, ar), 48.0, "16-rank ring all-reduce, per NIC");
+  const double a2a = predictUs(Algorithm::kPairwise, Collective::kAllToAll, kGiB, in);
+  expectNear(busBwGBps(15.0 / 16, kGiB, a2a), 48.0, "16-rank all-to-all, one NIC's worth");
+}
+
+TEST(CostModel, DgxRankingPicksLatencyAlgorithmSmallAndRingLarge) {
+  const auto small = rankAlgorithms(Collective::kAllReduce, 8, dgx(1));
+  ASSERT_FALSE(small.empty());
+  const Algorithm s = small.front().first;
+  EXPECT_TRUE(s == Algorithm::kTree || s == Algorithm::kHalvingDoubling ||
+              s == Algorithm::kDirect)
+      << algo::algorithmName(s);
+  const auto large = rankAlgorithms(Collective::kAllReduce, kGiB, dgx(1));
+  ASSERT_FALSE(large.empty());
+  EXPECT_EQ(large.front().first, Algorithm::kRing) << algo::algorithmName(large.front().first);
+}
+
+TEST(CostModel, RankingHoldsExactlyTheSupportingAlgorithmsFastestFirst) {
+  const Collective all[] = {Collective::kAllReduce, Collective::kAllGather,
+                            Collective::kReduceScatter, Collective::kBroadcast,
+                            Collective::kReduce, Collective::kGather,
+                            Collective::kScatter, Collective::kAllToAll,
+                            Collective::kAllToAllv};
+  for (Collective c : all) {
+    for (int nodes : {1, 2}) {
+      const auto ranked = rankAlgorithms(c, 1 << 20, dgx(nodes));
+      int supported = 0;
+      for (int i = 0; i < algo::kNumAlgorithms; ++i) {
+        supported += algo::supports(static_cast<Algorithm>(i), c) ? 1 : 0;
+      }
+      EXPECT_EQ(static_cast<int>(ranked.size()), supported);
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        EXPECT_TRUE(algo::supports(ranked[i].first, c));
+        EXPECT_TRUE(std::isfinite(ranked[i].second) && ranked[i].second > 0);
+        if (i > 0) EXPECT_LE(ranked[i - 1].second, ranked[i].second);
+      }
+    }
+  }
+  EXPECT_TRUE(std::isinf(predictUs(Algorithm::kLinear, Collective::kAllReduce, 8, dgx(1))));
+}
+
+// ---------------------------------------------------------------- from topology files
+
+std::string findTopo(const char* name) {
+  const std::string here = __FILE__;  // .../tests/unit/select/cost_model_test.cc
+  const std::string candidates[] = {
+      here.substr(0, here.rfind("/unit/")) + "/data/topo/" + name,
+      std::string("../tests/data/topo/") + name,
+      std::string("../../tests/data/topo/") + name,
+      std::string("tests/data/topo/") + name,
+  };
+  for (const std::string& path : candidates) {
+    if (std::ifstream(path).good()) return path;
+  }
+  return "";
+}
+
+// The shipped file, or nullopt with the reason (a parse error also fails the test).
+std::optional<topo::Topology> loadTopo(const char* name, std::string* why) {
+  const std::string path = findTopo(name);
+  if (path.empty()) {
+    *why = std::string(name) + " not found from " + __FILE__ + " or the working directory";
+    return std::nullopt;
+  }
+  Expected<topo::Topology> t = topo::loadXmlFile(path);
+  if (!t.isOk()) {
+    ADD_FAILURE() << t.status().message();
+    *why = "parse error";
+    return std::nullopt;
+  }
+  return t.value();
+}
+
+TEST(CostInputsFor, DgxH100File) {
+  std::string why;
+  const std::optional<topo::Topology> t = loadTopo("dgx_h100.xml", &why);
+  if (!t) GTEST_SKIP() << why;
+  // 450 GB/s NVLink 4 derated to NCCL's ~370; 8 x 400 Gb/s NICs, one per GPU.
+  CostInputs in = costInputsFor(*t, 8, 8);
+  EXPECT_EQ(in.nodes, 1);
+  expectNear(in.intra.gbps, 370.0, "NVLink per GPU");
+  EXPECT_DOUBLE_EQ(in.intra.alphaUs, 0.6);  // per NVLink hop
+  EXPECT_DOUBLE_EQ(in.baseUs, 6.6);        // per call
+  in = costInputsFor(*t, 16, 8);
+  EXPECT_EQ(in.nodes, 2);
+  EXPECT_EQ(in.ranksPerNode, 8);
+  expectNear(in.inter.gbps, 48.0, "one NDR NIC per GPU");
+  const double us = predictUs(Algorithm::kRing, Collective::kAllReduce, kGiB, in);
+  expectNear(busBwGBps(2.0 * 15 / 16, kGiB, us), 48.0, "2 x DGX ring all-reduce per NIC");
+  const auto small = rankAlgorithms(Collective::kAllReduce, 8, costInputsFor(*t, 8, 8));
+  EXPECT_NE(small.front().first, Algorithm::kRing);
+}
+
+TEST(CostInputsFor, PcieServerUsesPcieNotNvlink) {
+  std::string why;
+  const std::optional<topo::Topology> t = loadTopo("pcie_8gpu.xml", &why);
+  if (!t) GTEST_SKIP() << why;
+  const CostInputs in = costInputsFor(*t, 8, 8);
+  // A100 PCIe at Gen4 x16 is 31.5 GB/s nominal: achieved must be below it and
+  // far below any NVLink figure.
+  EXPECT_GT(in.intra.gbps, 0.5 * 31.5);
+  EXPECT_LT(in.intra.gbps, 31.5);
+  EXPECT_GT(in.intra.alphaUs, 0.6);  // a PCIe hop is slower than an NVLink hop
+  // 2 x 100 Gb/s Ethernet shared by 8 ranks: at most 200/8/8 = 3.125 GB/s each.
+  EXPECT_GT(in.inter.gbps, 0.0);
+  EXPECT_LE(in.inter.gbps, 3.125);
+}
+
+TEST(CostInputsFor, VmHostRanksUseSharedMemory) {
+  std::string why;
+  const std::optional<topo::Topology> t = loadTopo("vm_2core.xml", &why);
+  if (!t) GTEST_SKIP() << why;
+  // REFERENCE, this VM: cross-core spin 0.17 us; same-core hand-off 0.8 us once
+  // ranks outnumber the 2 cores; one core copies 24-29 GB/s; no GPU launch.
+  CostInputs in = costInputsFor(*t, 2, 2);
+  EXPECT_DOUBLE_EQ(in.intra.alphaUs, 0.17);
+  EXPECT_GE(in.intra.gbps, 24.0 * (1 - kTolerance));
+  EXPECT_LE(in.intra.gbps, 29.0 * (1 + kTolerance));
+  EXPECT_EQ(in.baseUs, 0.0);
+  in = costInputsFor(*t, 4, 4);
+  EXPECT_DOUBLE_EQ(in.intra.alphaUs, 0.8);
+  // eth0 reports no speed: TCP's one-stream 5.8 GB/s stands in.
+  in = costInputsFor(*t, 4, 2);
+  EXPECT_EQ(in.nodes, 2);
+  EXPECT_DOUBLE_EQ(in.inter.gbps, 5.8);
+}
+
+}  // namespace
+}  // namespace braid
