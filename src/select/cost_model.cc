@@ -69,9 +69,11 @@ Form allReduceForm(Algorithm a, int n) {
   const double frac = static_cast<double>(n - 1) / n;
   const double sync = kC.stepSyncEfficiency;
   switch (a) {
-    case Algorithm::kRing: return {2.0 * (n - 1), 2 * frac, 1};
+    case Algorithm::kRing:
+      return {2.0 * (n - 1), 2 * frac, 1};
     // Pipelined double binary tree: up then down, each moving S through a rank.
-    case Algorithm::kTree: return {2 * log2Ceil(n), 2, 1};
+    case Algorithm::kTree:
+      return {2 * log2Ceil(n), 2, 1};
     case Algorithm::kHalvingDoubling: {
       // Non-powers of two fold the excess ranks in first and out last: 2 more
       // steps, each carrying the whole buffer (Rabenseifner's pre/post steps).
@@ -79,9 +81,12 @@ Form allReduceForm(Algorithm a, int n) {
       return {2 * std::floor(std::log2(n)) + (fold ? 2 : 0), 2 * frac + (fold ? 2 : 0), sync};
     }
     // One-shot: every rank reads all n-1 peers' buffers after one flag.
-    case Algorithm::kDirect: return {1, static_cast<double>(n - 1), sync};
-    case Algorithm::kTwoShot: return {2, 2 * frac, sync};
-    default: return {};
+    case Algorithm::kDirect:
+      return {1, static_cast<double>(n - 1), sync};
+    case Algorithm::kTwoShot:
+      return {2, 2 * frac, sync};
+    default:
+      return {};
   }
 }
 
@@ -90,26 +95,34 @@ Form gatherScatterForm(Algorithm a, int n) {
   const double frac = static_cast<double>(n - 1) / n;
   const double sync = kC.stepSyncEfficiency;
   switch (a) {
-    case Algorithm::kRing: return {static_cast<double>(n - 1), frac, 1};
+    case Algorithm::kRing:
+      return {static_cast<double>(n - 1), frac, 1};
     case Algorithm::kHalvingDoubling: {
       const bool fold = !isPow2(n);
       return {std::floor(std::log2(n)) + (fold ? 1 : 0), frac + (fold ? 1 : 0), sync};
     }
-    case Algorithm::kBruck: return {log2Ceil(n), frac, sync};
-    case Algorithm::kDirect: return {1, frac, sync};
-    default: return {};
+    case Algorithm::kBruck:
+      return {log2Ceil(n), frac, sync};
+    case Algorithm::kDirect:
+      return {1, frac, sync};
+    default:
+      return {};
   }
 }
 
 Form rootedForm(Algorithm a, int n) {
   switch (a) {
     // Pipelined chain: the whole buffer passes each rank once.
-    case Algorithm::kRing: return {static_cast<double>(n - 1), 1, 1};
+    case Algorithm::kRing:
+      return {static_cast<double>(n - 1), 1, 1};
     // Double binary tree: half the buffer down each tree; a rank forwards ~S.
-    case Algorithm::kTree: return {log2Ceil(n), 1, 1};
+    case Algorithm::kTree:
+      return {log2Ceil(n), 1, 1};
     // Peers read the root's buffer at once: its link carries n-1 copies.
-    case Algorithm::kDirect: return {1, static_cast<double>(n - 1), kC.stepSyncEfficiency};
-    default: return {};
+    case Algorithm::kDirect:
+      return {1, static_cast<double>(n - 1), kC.stepSyncEfficiency};
+    default:
+      return {};
   }
 }
 
@@ -118,24 +131,30 @@ Form allToAllForm(Algorithm a, int n) {
     case Algorithm::kPairwise:
       return {static_cast<double>(n - 1), static_cast<double>(n - 1) / n, 1};
     // log2 n steps, each moving about half of the array.
-    case Algorithm::kBruck: return {log2Ceil(n), log2Ceil(n) / 2, kC.stepSyncEfficiency};
-    default: return {};
+    case Algorithm::kBruck:
+      return {log2Ceil(n), log2Ceil(n) / 2, kC.stepSyncEfficiency};
+    default:
+      return {};
   }
 }
 
 Form formFor(Algorithm a, Collective c, int n) {
   switch (c) {
-    case Collective::kAllReduce: return allReduceForm(a, n);
+    case Collective::kAllReduce:
+      return allReduceForm(a, n);
     case Collective::kAllGather:
-    case Collective::kReduceScatter: return gatherScatterForm(a, n);
+    case Collective::kReduceScatter:
+      return gatherScatterForm(a, n);
     case Collective::kBroadcast:
-    case Collective::kReduce: return rootedForm(a, n);
+    case Collective::kReduce:
+      return rootedForm(a, n);
     // Linear: the root posts n-1 messages, its link carries (n-1)/n of S.
     case Collective::kGather:
     case Collective::kScatter:
       return {static_cast<double>(n - 1), static_cast<double>(n - 1) / n, 1};
     case Collective::kAllToAll:
-    case Collective::kAllToAllv: return allToAllForm(a, n);
+    case Collective::kAllToAllv:
+      return allToAllForm(a, n);
   }
   return {};
 }

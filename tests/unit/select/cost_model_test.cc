@@ -12,12 +12,12 @@
 // figure, so that check is one of consistency; the others are predictions.
 #include "select/cost_model.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <fstream>
 #include <optional>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "topo/xml.h"
 
@@ -84,8 +84,7 @@ TEST(CostModel, DgxRankingPicksLatencyAlgorithmSmallAndRingLarge) {
   const auto small = rankAlgorithms(Collective::kAllReduce, 8, dgx(1));
   ASSERT_FALSE(small.empty());
   const Algorithm s = small.front().first;
-  EXPECT_TRUE(s == Algorithm::kTree || s == Algorithm::kHalvingDoubling ||
-              s == Algorithm::kDirect)
+  EXPECT_TRUE(s == Algorithm::kTree || s == Algorithm::kHalvingDoubling || s == Algorithm::kDirect)
       << algo::algorithmName(s);
   const auto large = rankAlgorithms(Collective::kAllReduce, kGiB, dgx(1));
   ASSERT_FALSE(large.empty());
@@ -93,11 +92,10 @@ TEST(CostModel, DgxRankingPicksLatencyAlgorithmSmallAndRingLarge) {
 }
 
 TEST(CostModel, RankingHoldsExactlyTheSupportingAlgorithmsFastestFirst) {
-  const Collective all[] = {Collective::kAllReduce, Collective::kAllGather,
-                            Collective::kReduceScatter, Collective::kBroadcast,
-                            Collective::kReduce, Collective::kGather,
-                            Collective::kScatter, Collective::kAllToAll,
-                            Collective::kAllToAllv};
+  const Collective all[] = {
+      Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+      Collective::kBroadcast, Collective::kReduce,    Collective::kGather,
+      Collective::kScatter,   Collective::kAllToAll,  Collective::kAllToAllv};
   for (Collective c : all) {
     for (int nodes : {1, 2}) {
       const auto ranked = rankAlgorithms(c, 1 << 20, dgx(nodes));
@@ -109,7 +107,9 @@ TEST(CostModel, RankingHoldsExactlyTheSupportingAlgorithmsFastestFirst) {
       for (size_t i = 0; i < ranked.size(); ++i) {
         EXPECT_TRUE(algo::supports(ranked[i].first, c));
         EXPECT_TRUE(std::isfinite(ranked[i].second) && ranked[i].second > 0);
-        if (i > 0) EXPECT_LE(ranked[i - 1].second, ranked[i].second);
+        if (i > 0) {
+          EXPECT_LE(ranked[i - 1].second, ranked[i].second);
+        }
       }
     }
   }
@@ -157,7 +157,7 @@ TEST(CostInputsFor, DgxH100File) {
   EXPECT_EQ(in.nodes, 1);
   expectNear(in.intra.gbps, 370.0, "NVLink per GPU");
   EXPECT_DOUBLE_EQ(in.intra.alphaUs, 0.6);  // per NVLink hop
-  EXPECT_DOUBLE_EQ(in.baseUs, 6.6);        // per call
+  EXPECT_DOUBLE_EQ(in.baseUs, 6.6);         // per call
   in = costInputsFor(*t, 16, 8);
   EXPECT_EQ(in.nodes, 2);
   EXPECT_EQ(in.ranksPerNode, 8);
