@@ -4,6 +4,7 @@
 
 #include "algorithms/direct/direct.h"
 #include "algorithms/halving_doubling/halving_doubling.h"
+#include "algorithms/hierarchical/hierarchical.h"
 #include "algorithms/linear/linear.h"
 #include "algorithms/pairwise/pairwise.h"
 #include "algorithms/ring/ring.h"
@@ -21,6 +22,7 @@ const char* algorithmName(Algorithm a) {
     case Algorithm::kLinear: return "linear";
     case Algorithm::kDirect: return "direct";
     case Algorithm::kTwoShot: return "two_shot";
+    case Algorithm::kHierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -58,6 +60,9 @@ bool supports(Algorithm a, Collective c) {
       return c == Collective::kAllReduce || c == Collective::kAllGather ||
              c == Collective::kReduceScatter || c == Collective::kBroadcast;
     case Algorithm::kTwoShot: return c == Collective::kAllReduce;
+    case Algorithm::kHierarchical:
+      return c == Collective::kAllReduce || c == Collective::kAllGather ||
+             c == Collective::kReduceScatter || c == Collective::kBroadcast;
   }
   return false;
 }
@@ -95,6 +100,11 @@ Schedule buildSchedule(Algorithm a, const CollArgs& args) {
       if (c == C::kReduceScatter) return directReduceScatter(args);
       return directBroadcast(args);
     case Algorithm::kTwoShot: return twoShotAllReduce(args);
+    case Algorithm::kHierarchical:
+      if (c == C::kAllReduce) return hierarchicalAllReduce(args);
+      if (c == C::kAllGather) return hierarchicalAllGather(args);
+      if (c == C::kReduceScatter) return hierarchicalReduceScatter(args);
+      return hierarchicalBroadcast(args);
   }
   return Schedule{};
 }

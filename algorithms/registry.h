@@ -17,12 +17,14 @@ enum class Algorithm : uint8_t {
   kLinear,           // root exchanges with every rank directly (gather, scatter)
   kDirect,           // every rank with every rank at once; one-shot all-reduce
   kTwoShot,          // all-reduce as direct reduce-scatter + direct all-gather
+  kHierarchical,     // inside nodes, then across nodes along rails (CollArgs::nodeOf)
 };
-constexpr int kNumAlgorithms = 8;
+constexpr int kNumAlgorithms = 9;
 
 const char* algorithmName(Algorithm a);
 // "ring", "tree", "halving_doubling" (or "hd", "rabenseifner"), "bruck",
-// "pairwise", "linear", "direct" (or "one_shot"), "two_shot"; case-insensitive.
+// "pairwise", "linear", "direct" (or "one_shot"), "two_shot", "hierarchical";
+// case-insensitive.
 bool parseAlgorithm(const std::string& name, Algorithm* out);
 bool supports(Algorithm a, Collective c);
 // Requires supports(a, args.collective).

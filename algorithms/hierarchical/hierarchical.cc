@@ -250,8 +250,8 @@ Schedule hierarchicalReduceScatter(const CollArgs& a) {
     for (int q = 0; q < nodes; ++q) {
       blocks.push_back(staged ? Block{q * slot, len} : Block{rail.ranks[q] * c + w, len});
     }
-    ringReduceScatter(s, rail, staged ? BufRef::kScratch : BufRef::kInput, blocks,
-                      BufRef::kOutput, w, true);
+    ringReduceScatter(s, rail, staged ? BufRef::kScratch : BufRef::kInput, blocks, BufRef::kOutput,
+                      w, true);
   }
   return s;
 }

@@ -65,8 +65,9 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   // can run a step ahead of its neighbour.
   args.maxStepElems =
       std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2) / es);
+  if (c.nodes() > 1) args.nodeOf = c.nodeOf();
   BRAID_ASSIGN_OR_RETURN(algo::Algorithm alg,
-                         comm->policy.choose(op.collective, op.count * es, c.nranks()));
+                         comm->policy.choose(op.collective, op.count * es, c.nranks(), c.nodes()));
   OpDesc desc;
   desc.collective = algo::collectiveName(op.collective);
   desc.algorithm = algo::algorithmName(alg);

@@ -76,9 +76,11 @@ Status Comm::init(const UniqueIdData& id, int nranks, int rank) {
   self.listenAddr = bound;
   BRAID_ASSIGN_OR_RETURN(peers_, bootstrapJoin(id, rank, nranks, self, config_.timeoutMs));
   localRanks_ = 0;
+  machineRanks_ = 0;
   std::vector<std::string> hosts;
   for (const PeerInfo& p : peers_) {
     localRanks_ += p.hostId == self.hostId ? 1 : 0;
+    machineRanks_ += p.hostName == self.hostName ? 1 : 0;
     auto it = std::find(hosts.begin(), hosts.end(), p.hostId);
     nodeOf_.push_back(static_cast<int>(it - hosts.begin()));
     if (it == hosts.end()) hosts.push_back(p.hostId);

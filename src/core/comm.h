@@ -45,6 +45,9 @@ class Comm {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   int localRanks() const { return localRanks_; }
+  // Ranks whose processes share this machine's CPUs (same host name), which
+  // BRAID_HOST_ID may split into several nodes; for the spin-or-yield choice.
+  int machineRanks() const { return machineRanks_; }
   // Node index of every rank (ranks with the same host id share a node),
   // numbered in order of first appearance; and the number of nodes.
   const std::vector<int>& nodeOf() const { return nodeOf_; }
@@ -112,6 +115,7 @@ class Comm {
   int rank_ = 0;
   int nranks_ = 0;
   int localRanks_ = 1;
+  int machineRanks_ = 1;
   std::vector<int> nodeOf_;
   int nodes_ = 1;
   CommConfig config_;

@@ -40,7 +40,7 @@ HostExecutor::HostExecutor(Comm& comm) : comm_(comm) {
   // More ranks than cores on this node: the rank we wait for may need our
   // core, so hand it over at once instead of spinning (unless told otherwise).
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (std::getenv("BRAID_SPIN_US") == nullptr && cores > 0 && comm.localRanks() > cores) {
+  if (std::getenv("BRAID_SPIN_US") == nullptr && cores > 0 && comm.machineRanks() > cores) {
     spinUs_ = 0;
   }
 }

@@ -58,8 +58,13 @@ bool parseCollective(const std::string& name, Collective* out) {
   return false;
 }
 
-std::vector<Algorithm> defaultAlgorithms(Collective c, uint64_t bytes, int nranks) {
+std::vector<Algorithm> defaultAlgorithms(Collective c, uint64_t bytes, int nranks, int nodes) {
   const bool small = bytes < (32u << 10);  // measured: ring wins from 32 KiB (4 ranks, shm)
+  // Across nodes with several ranks per node, keep most traffic inside nodes.
+  const bool layered = nodes > 1 && nodes < nranks && !small;
+  if (layered && algo::supports(Algorithm::kHierarchical, c)) {
+    return {Algorithm::kHierarchical, Algorithm::kRing};
+  }
   switch (c) {
     case Collective::kAllReduce:
       // Measured, 4 ranks over shm on a 2-core VM: direct (one-shot) wins from
@@ -118,7 +123,8 @@ Expected<AlgoPolicy::Rule> AlgoPolicy::parseItem(const std::string& item) {
     Algorithm alg;
     if (!algo::parseAlgorithm(a, &alg)) {
       return bad("unknown algorithm '" + a +
-                 "' (known: ring, tree, halving_doubling, bruck, pairwise, linear, direct, two_shot)");
+                 "' (known: ring, tree, halving_doubling, bruck, pairwise, linear, direct, two_shot, "
+                 "hierarchical)");
     }
     rule.algos.push_back(alg);
   }
@@ -136,8 +142,9 @@ Expected<AlgoPolicy> AlgoPolicy::parse(const std::string& spec) {
   return policy;
 }
 
-Expected<Algorithm> AlgoPolicy::choose(Collective c, uint64_t bytes, int nranks) const {
-  std::vector<Algorithm> candidates = defaultAlgorithms(c, bytes, nranks);
+Expected<Algorithm> AlgoPolicy::choose(Collective c, uint64_t bytes, int nranks,
+                                       int nodes) const {
+  std::vector<Algorithm> candidates = defaultAlgorithms(c, bytes, nranks, nodes);
   for (const Rule& r : rules_) {
     if (r.collective >= 0 && r.collective != static_cast<int>(c)) continue;
     if (bytes < r.lo || bytes >= r.hi) continue;

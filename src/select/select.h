@@ -23,8 +23,10 @@ namespace braid {
 class AlgoPolicy {
  public:
   static Expected<AlgoPolicy> parse(const std::string& spec);
-  // The algorithm for one call (bytes: the collective's per-rank buffer size).
-  Expected<algo::Algorithm> choose(algo::Collective c, uint64_t bytes, int nranks) const;
+  // The algorithm for one call (bytes: the collective's per-rank buffer size;
+  // nodes: how many nodes the communicator spans).
+  Expected<algo::Algorithm> choose(algo::Collective c, uint64_t bytes, int nranks,
+                                   int nodes = 1) const;
   const std::string& spec() const { return spec_; }
 
  private:
@@ -42,7 +44,8 @@ class AlgoPolicy {
 };
 
 // The rule of thumb: candidates for (collective, bytes, nranks), best first.
-std::vector<algo::Algorithm> defaultAlgorithms(algo::Collective c, uint64_t bytes, int nranks);
+std::vector<algo::Algorithm> defaultAlgorithms(algo::Collective c, uint64_t bytes, int nranks,
+                                               int nodes = 1);
 bool parseCollective(const std::string& name, algo::Collective* out);
 
 }  // namespace braid

@@ -130,6 +130,7 @@ const AlgoCase kAlgos[] = {
     {"linear", {kGather, kScatter}},
     {"direct", {kAllReduce, kAllGather, kReduceScatter, kBroadcast}},
     {"two_shot", {kAllReduce}},
+    {"hierarchical", {kAllReduce, kAllGather, kReduceScatter, kBroadcast}},
 };
 
 // A communicator over the same ranks whose BRAID_ALGO forces `a` for its colls.

@@ -55,6 +55,16 @@ TEST(MultiNode, TwoNodesOfTwoRanksMixShmAndSocket) {
   EXPECT_NE(outcomes[1].output.find("over shm"), std::string::npos) << outcomes[1].output;
 }
 
+TEST(MultiNode, HierarchicalForcedForEveryCollectiveItImplements) {
+  const int n = 6;  // 3 nodes of 2
+  Env env = jobEnv(n);
+  env["BRAID_ALGO"] = "hierarchical";
+  auto outcomes = runRanks(n, env, [](int r) { return mixedTransportBody(r, 2); }, 120);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
 TEST(MultiNode, ThreeNodesOfUnevenSize) {
   const int n = 5;  // nodes of 2, 2 and 1 ranks
   auto outcomes = runRanks(n, jobEnv(n), [](int r) { return mixedTransportBody(r, 2); }, 120);

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -42,22 +43,25 @@ std::vector<int> grid(int nodes, int locals) {
 
 std::vector<std::vector<int>> shapes() {
   std::vector<std::vector<int>> s;
-  for (auto [n, l] : {std::pair{1, 1}, {1, 4}, {2, 1}, {2, 2}, {2, 3}, {3, 2}, {4, 2}, {2, 4},
-                      {3, 3}}) {
+  for (auto [n, l] :
+       {std::pair{1, 1}, {1, 4}, {2, 1}, {2, 2}, {2, 3}, {3, 2}, {4, 2}, {2, 4}, {3, 3}}) {
     s.push_back(grid(n, l));
   }
-  s.push_back({0, 0, 0, 1});                    // uneven [3, 1]
-  s.push_back({0, 1, 1, 2, 2});                 // uneven [1, 2, 2]
-  s.push_back({0, 1, 0, 1, 0, 1});              // interleaved, r % 2
-  s.push_back({7, 3, 3, 7, 5, 5});              // arbitrary ids, equal sizes
-  s.push_back({2, 0, 1, 0, 2, 2, 1});           // arbitrary ids, uneven [3, 2, 2]
+  s.push_back({0, 0, 0, 1});           // uneven [3, 1]
+  s.push_back({0, 1, 1, 2, 2});        // uneven [1, 2, 2]
+  s.push_back({0, 1, 0, 1, 0, 1});     // interleaved, r % 2
+  s.push_back({7, 3, 3, 7, 5, 5});     // arbitrary ids, equal sizes
+  s.push_back({2, 0, 1, 0, 2, 2, 1});  // arbitrary ids, uneven [3, 2, 2]
   return s;
 }
 
+// Builds with `nodes` as nodeOf, and checks every step fits maxStepElems.
 ScheduleFn withNodes(const Family& f, const std::vector<int>& nodes) {
   return [fn = f.fn, nodes](algo::CollArgs a) {
     a.nodeOf = nodes;
-    return fn(a);
+    Schedule s = fn(a);
+    for (const algo::Step& st : s.steps) EXPECT_LE(st.count, a.maxStepElems);
+    return s;
   };
 }
 
@@ -65,16 +69,16 @@ std::string run(const Family& f, const std::vector<int>& nodes, CheckCase c) {
   c.collective = f.c;
   c.nranks = static_cast<int>(nodes.size());
   const std::string err = checkCollective(withNodes(f, nodes), c);
-  return err.empty() ? err : std::string(f.name) + " nodes=" + std::to_string(nodes.size()) +
-                                 ": " + err;
+  return err.empty() ? err
+                     : std::string(f.name) + " nodes=" + std::to_string(nodes.size()) + ": " + err;
 }
 
 TEST(Hierarchical, EveryShapeCountStepAndPlacement) {
   for (const Family& f : kFamily) {
     for (const auto& nodes : shapes()) {
       const int n = static_cast<int>(nodes.size());
-      for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t(n - 1), uint64_t(n + 1),
-                             uint64_t{1009}}) {
+      for (uint64_t count :
+           {uint64_t{0}, uint64_t{1}, uint64_t(n - 1), uint64_t(n + 1), uint64_t{1009}}) {
         for (uint64_t step : {uint64_t{3}, uint64_t{64}, uint64_t{1} << 16}) {
           for (bool inPlace : {false, true}) {
             for (int root : {0, n - 1, n / 2}) {
@@ -159,16 +163,20 @@ std::vector<Schedule> build(const Family& f, const std::vector<int>& nodes, uint
 }
 
 // Elements each rank sends to other nodes, checking on the way that every
-// step fits maxStepElems and every network message stays on a rail (the
-// nodes are a grid of `locals` ranks per node, so local index is r % locals).
+// step fits maxStepElems and every network message stays on a rail: between
+// ranks of the same local index (how many lower ranks share the node).
 std::vector<uint64_t> networkSent(const std::vector<Schedule>& scheds,
-                                  const std::vector<int>& nodes, int locals, uint64_t step) {
+                                  const std::vector<int>& nodes, uint64_t step) {
   std::vector<uint64_t> sent(scheds.size(), 0);
+  std::vector<int> local(nodes.size(), 0);
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    for (size_t p = 0; p < r; ++p) local[r] += nodes[p] == nodes[r] ? 1 : 0;
+  }
   for (size_t r = 0; r < scheds.size(); ++r) {
     for (const algo::Step& st : scheds[r].steps) {
       EXPECT_LE(st.count, step);
       if (st.sendPeer < 0 || nodes[st.sendPeer] == nodes[r]) continue;
-      EXPECT_EQ(st.sendPeer % locals, static_cast<int>(r) % locals) << "rank " << r;
+      EXPECT_EQ(local[st.sendPeer], local[r]) << "rank " << r;
       sent[r] += st.count;
     }
   }
@@ -176,11 +184,15 @@ std::vector<uint64_t> networkSent(const std::vector<Schedule>& scheds,
 }
 
 TEST(Hierarchical, AllReduceTrafficStaysOnRails) {
-  for (auto [n, l] : {std::pair{4, 2}, {2, 4}, {3, 3}, {4, 4}}) {
-    const std::vector<int> nodes = grid(n, l);
+  // Grids, and nodes interleaved (r % 2) or named out of order.
+  const std::vector<std::vector<int>> shapes = {grid(4, 2), grid(2, 4),         grid(3, 3),
+                                                grid(4, 4), {0, 1, 0, 1, 0, 1}, {7, 3, 3, 7, 5, 5}};
+  for (const auto& nodes : shapes) {
+    const int l = static_cast<int>(std::count(nodes.begin(), nodes.end(), nodes[0]));
+    const int n = static_cast<int>(nodes.size()) / l;
     const uint64_t count = uint64_t{4096} * n * l;  // every round splits evenly
     for (uint64_t step : {uint64_t{64}, uint64_t{1} << 16}) {
-      const auto sent = networkSent(build(kFamily[0], nodes, count, step), nodes, l, step);
+      const auto sent = networkSent(build(kFamily[0], nodes, count, step), nodes, step);
       const uint64_t want = 2 * (count / l) * (n - 1) / n;
       for (uint64_t s : sent) EXPECT_EQ(s, want) << n << "x" << l << " step " << step;
     }
@@ -192,7 +204,7 @@ TEST(Hierarchical, GatherScatterTrafficStaysOnRails) {
   const std::vector<int> nodes = grid(n, l);
   const uint64_t count = 1000;
   for (const Family* f : {&kFamily[1], &kFamily[2]}) {
-    const auto sent = networkSent(build(*f, nodes, count, 64), nodes, l, 64);
+    const auto sent = networkSent(build(*f, nodes, count, 64), nodes, 64);
     for (uint64_t s : sent) EXPECT_EQ(s, (n - 1) * count) << f->name;
   }
 }
@@ -232,7 +244,9 @@ TEST(Hierarchical, OneNodeIsAPlainRing) {
           EXPECT_EQ(s.steps[i].count, ref[r].steps[i].count);
         }
         for (const algo::Step& st : s.steps) {
-          if (st.sendPeer >= 0) EXPECT_EQ(st.sendPeer, (r + 1) % 5) << f.name;
+          if (st.sendPeer >= 0) {
+            EXPECT_EQ(st.sendPeer, (r + 1) % 5) << f.name;
+          }
         }
       }
     }

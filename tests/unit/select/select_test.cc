@@ -26,6 +26,16 @@ TEST(AlgoPolicy, EmptySpecUsesTheRuleOfThumb) {
   EXPECT_EQ(pick("", Collective::kAllToAllv, 1 << 20), Algorithm::kPairwise);
 }
 
+TEST(AlgoPolicy, SeveralNodesPreferHierarchicalAboveSmallSizes) {
+  AlgoPolicy p = AlgoPolicy::parse("").value();
+  EXPECT_EQ(p.choose(Collective::kAllReduce, 1 << 20, 8, 2).value(), Algorithm::kHierarchical);
+  EXPECT_EQ(p.choose(Collective::kBroadcast, 1 << 20, 8, 2).value(), Algorithm::kHierarchical);
+  EXPECT_EQ(p.choose(Collective::kAllReduce, 8, 8, 2).value(), Algorithm::kDirect);
+  // One rank per node: nothing to keep inside nodes.
+  EXPECT_EQ(p.choose(Collective::kAllReduce, 1 << 20, 4, 4).value(), Algorithm::kRing);
+  EXPECT_EQ(p.choose(Collective::kAllToAll, 1 << 20, 8, 2).value(), Algorithm::kPairwise);
+}
+
 TEST(AlgoPolicy, PlainListAppliesToEveryCollectiveThatHasOne) {
   EXPECT_EQ(pick("tree", Collective::kAllReduce, 64 << 20), Algorithm::kTree);
   EXPECT_EQ(pick("tree,ring", Collective::kAllGather, 8), Algorithm::kRing);
