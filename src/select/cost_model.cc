@@ -218,6 +218,9 @@ double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in
     link.gbps = std::min(in.intra.gbps, in.inter.gbps);
   }
   const Form f = formFor(a, c, in.nranks);
+  // An algorithm without a closed form here (hierarchical, for now) is not
+  // priced, so it never wins a ranking it cannot justify.
+  if (f.steps == 0 && f.traffic == 0) return std::numeric_limits<double>::infinity();
   const double bytesPerUs = link.gbps * f.efficiency * 1e3;  // GB/s = 1e3 bytes/us
   return in.baseUs + f.steps * link.alphaUs + f.traffic * static_cast<double>(bytes) / bytesPerUs;
 }
@@ -227,7 +230,9 @@ std::vector<std::pair<Algorithm, double>> rankAlgorithms(Collective c, uint64_t 
   std::vector<std::pair<Algorithm, double>> out;
   for (int i = 0; i < algo::kNumAlgorithms; ++i) {
     const auto a = static_cast<Algorithm>(i);
-    if (algo::supports(a, c)) out.emplace_back(a, predictUs(a, c, bytes, in));
+    if (!algo::supports(a, c)) continue;
+    const double us = predictUs(a, c, bytes, in);
+    if (std::isfinite(us)) out.emplace_back(a, us);  // unpriced algorithms are left out
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& x, const auto& y) { return x.second < y.second; });

@@ -91,7 +91,7 @@ TEST(CostModel, DgxRankingPicksLatencyAlgorithmSmallAndRingLarge) {
   EXPECT_EQ(large.front().first, Algorithm::kRing) << algo::algorithmName(large.front().first);
 }
 
-TEST(CostModel, RankingHoldsExactlyTheSupportingAlgorithmsFastestFirst) {
+TEST(CostModel, RankingHoldsExactlyThePricedSupportingAlgorithmsFastestFirst) {
   const Collective all[] = {
       Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
       Collective::kBroadcast, Collective::kReduce,    Collective::kGather,
@@ -101,7 +101,9 @@ TEST(CostModel, RankingHoldsExactlyTheSupportingAlgorithmsFastestFirst) {
       const auto ranked = rankAlgorithms(c, 1 << 20, dgx(nodes));
       int supported = 0;
       for (int i = 0; i < algo::kNumAlgorithms; ++i) {
-        supported += algo::supports(static_cast<Algorithm>(i), c) ? 1 : 0;
+        // Hierarchical has no closed form in the model yet: never ranked.
+        const auto a = static_cast<Algorithm>(i);
+        supported += algo::supports(a, c) && a != Algorithm::kHierarchical ? 1 : 0;
       }
       EXPECT_EQ(static_cast<int>(ranked.size()), supported);
       for (size_t i = 0; i < ranked.size(); ++i) {
