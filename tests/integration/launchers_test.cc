@@ -55,5 +55,20 @@ TEST(Launchers, OpenMpiMpirun) {
   expectCleanTable(rc, out);
 }
 
+TEST(Tools, BraidInfoListsTheBuildAndEveryVariable) {
+  const std::string info = std::string(BRAID_BIN_DIR) + "/src/api/braid-info";
+  std::string out;
+  ASSERT_EQ(runCommand(info, &out), 0) << out;
+  EXPECT_NE(out.find("reduction kernels:"), std::string::npos) << out;
+  EXPECT_NE(out.find("hierarchical"), std::string::npos) << out;
+  ASSERT_EQ(runCommand("BRAID_TIMEOUT_MS=1234 " + info + " --env", &out), 0) << out;
+  for (const char* var : {"BRAID_TIMEOUT_MS", "BRAID_TRANSPORTS", "BRAID_ALGO", "BRAID_SPIN_US",
+                          "BRAID_SOCKET_IFNAME", "BRAID_TOPO_FILE"}) {
+    EXPECT_NE(out.find(var), std::string::npos) << var;
+  }
+  EXPECT_NE(out.find("1234"), std::string::npos) << out;  // the value set here
+  EXPECT_EQ(runCommand(info + " --bogus", &out), 2);
+}
+
 }  // namespace
 }  // namespace braid::test
