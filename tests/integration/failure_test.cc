@@ -160,7 +160,7 @@ TEST(PeerListener, ASilentStrangerDoesNotDelayTheLinks) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(outcomes[r].exitCode, 0) << outcomes[r].output;
   // Rank 1 arrives at 1.5 s; a hello read that waited on the stranger would
   // add its 2 s or more.
-  EXPECT_LT(outcomes[0].endSeconds, 3.0);
+  EXPECT_LT(outcomes[0].endSeconds, 3.4);  // waiting on the stranger: >= 3.5 s
 }
 
 TEST(Bootstrap, MissingRanksAreNamedAtTheDeadline) {
