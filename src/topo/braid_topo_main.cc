@@ -1,14 +1,26 @@
 // braid-topo: prints the topology Braid would use (BRAID_TOPO_FILE's, else the
 // discovered one) as an indented tree. BRAID_TOPO_DUMP_FILE also writes it as XML.
+// With --table it prints instead what the cost model (select/cost_model.h) picks
+// for each collective and size on that topology, with the predicted time and
+// busbw, so a topology file can be checked against nccl-tests figures.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <string_view>
 
+#include "algorithms/registry.h"
+#include "select/cost_model.h"
 #include "topo/topology.h"
 #include "topo/xml.h"
 
 namespace {
 
 using namespace braid::topo;
+using braid::algo::Collective;
 
 std::string mib(uint64_t bytes) {
   char buf[32];
@@ -42,22 +54,167 @@ void printNode(const Node& n) {
   }
   for (const Nic& c : n.nics) {
     std::printf("  NIC %s: %s %.0f Gb/s, %s%s\n", c.name.c_str(), nicKindName(c.kind), c.speedGbps,
-                c.busId.empty() ? "" : (c.busId + ", ").c_str(), where(c.pcieSwitch, c.numa).c_str());
+                c.busId.empty() ? "" : (c.busId + ", ").c_str(),
+                where(c.pcieSwitch, c.numa).c_str());
+  }
+}
+
+// ---------------------------------------------------------------- options
+
+constexpr char kUsage[] =
+    "usage: braid-topo [--table] [--nranks N] [--ranks-per-node L]\n"
+    "  (no option)           print the topology as a tree\n"
+    "  --table               print instead the cost model's fastest algorithm, its\n"
+    "                        time and busbw per collective and size (8 B .. 1 GiB)\n"
+    "  --nranks N            ranks the table is for; default: every GPU of the\n"
+    "                        topology, or the node's cores when it has no GPU\n"
+    "  --ranks-per-node L    default: the node's GPUs (or cores), at most N\n"
+    "  BRAID_TOPO_FILE=f.xml      print f.xml instead of discovering\n"
+    "  BRAID_TOPO_DUMP_FILE=f.xml also write the topology to f.xml\n";
+
+struct Options {
+  bool help = false;
+  bool table = false;
+  int nranks = 0;        // 0: the default (see kUsage)
+  int ranksPerNode = 0;  // 0: the default
+};
+
+// Prints `why` and the usage to stderr; main returns 2 after it.
+bool usageError(const std::string& why) {
+  std::fprintf(stderr, "braid-topo: %s\n%s", why.c_str(), kUsage);
+  return false;
+}
+
+bool parsePositive(const char* option, const char* text, int* out) {
+  const std::string_view s = text ? text : "";
+  int v = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v < 1) {
+    return usageError(std::string(option) + " takes a positive integer, not '" + std::string(s) +
+                      "'");
+  }
+  *out = v;
+  return true;
+}
+
+bool parseOptions(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "-h" || a == "--help") {
+      o->help = true;
+    } else if (a == "--table") {
+      o->table = true;
+    } else if (a == "--nranks" || a == "--ranks-per-node") {
+      if (i + 1 >= argc) return usageError(std::string(a) + " needs a value");
+      if (!parsePositive(argv[i], argv[i + 1], a == "--nranks" ? &o->nranks : &o->ranksPerNode)) {
+        return false;
+      }
+      ++i;
+    } else {
+      return usageError("unknown option '" + std::string(a) + "'");
+    }
+  }
+  if (!o->table && (o->nranks > 0 || o->ranksPerNode > 0)) {
+    return usageError("--nranks and --ranks-per-node apply to --table");
+  }
+  if (o->nranks > 0 && o->ranksPerNode > o->nranks) {
+    return usageError("--ranks-per-node " + std::to_string(o->ranksPerNode) +
+                      " is more than --nranks " + std::to_string(o->nranks));
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- table
+
+// Ranks a node holds by default: one per GPU, else one per core (host ranks).
+int defaultRanks(const Node& n) {
+  if (!n.gpus.empty()) return static_cast<int>(n.gpus.size());
+  return n.cores() > 0 ? n.cores() : std::max(n.pus, 1);
+}
+
+void applyDefaults(const Topology& topo, Options* o) {
+  const bool hasGpus = std::any_of(topo.nodes.begin(), topo.nodes.end(),
+                                   [](const Node& n) { return !n.gpus.empty(); });
+  if (o->nranks == 0) {
+    if (hasGpus) {
+      for (const Node& n : topo.nodes) o->nranks += static_cast<int>(n.gpus.size());
+    } else {
+      o->nranks = topo.nodes.empty() ? 1 : defaultRanks(topo.nodes[0]);
+    }
+  }
+  if (o->ranksPerNode == 0) {
+    o->ranksPerNode = topo.nodes.empty() ? 1 : std::min(defaultRanks(topo.nodes[0]), o->nranks);
+  }
+}
+
+// nccl-tests' busbw factor: what a rank's link must carry relative to S.
+double busBwFactor(Collective c, int n) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::kBroadcast:
+      return 1.0;
+    default:
+      return static_cast<double>(n - 1) / n;  // all-gather, reduce-scatter, all-to-all
+  }
+}
+
+std::string sizeText(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + " " + units[u];
+}
+
+void printTable(Collective c, const braid::CostInputs& in) {
+  std::printf("# %s, %d ranks on %d nodes x %d\n", braid::algo::collectiveName(c), in.nranks,
+              in.nodes, in.ranksPerNode);
+  std::printf("#   %8s  %-18s %12s %12s\n", "size", "algorithm", "time(us)", "busbw(GB/s)");
+  for (uint64_t bytes = 8; bytes <= (1ull << 30); bytes *= 8) {
+    const auto ranked = braid::rankAlgorithms(c, bytes, in);
+    if (ranked.empty() || std::isinf(ranked.front().second)) {
+      std::printf("    %8s  %-18s %12s %12s\n", sizeText(bytes).c_str(), "-", "-", "-");
+      continue;
+    }
+    const double us = ranked.front().second;
+    const double busbw = busBwFactor(c, in.nranks) * static_cast<double>(bytes) / (us * 1e3);
+    std::printf("    %8s  %-18s %12.2f %12.2f\n", sizeText(bytes).c_str(),
+                braid::algo::algorithmName(ranked.front().first), us, busbw);
+  }
+}
+
+void printTables(const Topology& topo, const Options& o) {
+  const braid::CostInputs in = braid::costInputsFor(topo, o.nranks, o.ranksPerNode);
+  const Collective kinds[] = {Collective::kAllReduce, Collective::kAllGather,
+                              Collective::kReduceScatter, Collective::kBroadcast,
+                              Collective::kAllToAll};
+  for (size_t i = 0; i < std::size(kinds); ++i) {
+    if (i > 0) std::printf("\n");
+    printTable(kinds[i], in);
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
-    std::printf("usage: braid-topo\n  BRAID_TOPO_FILE=f.xml      print f.xml instead of discovering\n"
-                "  BRAID_TOPO_DUMP_FILE=f.xml also write the topology to f.xml\n");
+  Options opts;
+  if (!parseOptions(argc, argv, &opts)) return 2;
+  if (opts.help) {
+    std::printf("%s", kUsage);
     return 0;
   }
   braid::Expected<Topology> topo = loadOrDiscover();
   if (!topo.isOk()) {
     std::fprintf(stderr, "braid-topo: %s\n", topo.status().message().c_str());
     return 1;
+  }
+  if (opts.table) {
+    applyDefaults(topo.value(), &opts);
+    printTables(topo.value(), opts);
+    return 0;
   }
   for (const Node& n : topo.value().nodes) printNode(n);
   return 0;
