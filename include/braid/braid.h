@@ -19,12 +19,21 @@
 extern "C" {
 #endif
 
+/* In C++ the enums below are int-based, so any int a caller passes (a bad
+ * datatype, say) is a value Braid can check rather than undefined behaviour.
+ * The layout is the same as C's. */
+#ifdef __cplusplus
+#define BRAID_ENUM_BASE : int
+#else
+#define BRAID_ENUM_BASE
+#endif
+
 #define BRAID_MAJOR 0
 #define BRAID_MINOR 1
 #define BRAID_PATCH 0
 #define BRAID_VERSION_CODE (BRAID_MAJOR * 10000 + BRAID_MINOR * 100 + BRAID_PATCH)
 
-typedef enum {
+typedef enum BRAID_ENUM_BASE {
   braidSuccess = 0,
   braidUnhandledCudaError = 1,
   braidSystemError = 2,
@@ -37,7 +46,7 @@ typedef enum {
   braidNumResults = 9
 } braidResult_t;
 
-typedef enum {
+typedef enum BRAID_ENUM_BASE {
   braidInt8 = 0,
   braidChar = 0,
   braidUint8 = 1,
@@ -56,7 +65,7 @@ typedef enum {
   braidNumTypes = 10
 } braidDataType_t;
 
-typedef enum {
+typedef enum BRAID_ENUM_BASE {
   braidSum = 0,
   braidProd = 1,
   braidMax = 2,
