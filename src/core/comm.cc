@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/env.h"
+#include "core/host.h"
 #include "core/logging.h"
 
 namespace braid {
@@ -25,22 +26,6 @@ struct ControlMsg {
   uint32_t type;
   int32_t rank;
 };
-
-std::string hostIdentity() {
-  std::string id = envString("BRAID_HOST_ID");
-  if (!id.empty()) return id;
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  std::string boot;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  return std::string(host) + "/" + boot;
-}
-
-std::string hostName() {
-  char host[64] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/env.h"
+#include "core/host.h"
 #include "core/logging.h"
 
 #ifdef BRAID_HAVE_HWLOC
@@ -15,20 +16,6 @@
 #endif
 
 namespace braid::topo {
-
-std::string hostIdentity() {
-  std::string id = envString("BRAID_HOST_ID");
-  if (!id.empty()) return id;
-  std::string boot;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  return hostName() + "/" + boot;
-}
-
-std::string hostName() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
 
 Node fallbackNode(const std::string& reason) {
   Node node;

@@ -4,18 +4,16 @@
 
 #include <string>
 
+#include "core/host.h"
 #include "core/status.h"
 #include "topo/topology.h"
 
 namespace braid::topo {
 
-// The identity of this host: BRAID_HOST_ID when set, else host name + "/" +
-// boot id. The boot id tells apart containers that share a host name across
-// machines, and is the same for containers on one machine, which can share
-// memory. Same rule as Comm's peer grouping (src/core/comm.cc).
-std::string hostIdentity();
-// The host name, for messages.
-std::string hostName();
+// Node identity is braid::hostIdentity() (core/host.h), the rule Comm groups
+// ranks by.
+using braid::hostIdentity;
+using braid::hostName;
 
 // A described minimal node: 1 package and 1 NUMA node holding every online CPU,
 // no devices; `reason` says why discovery was not possible.

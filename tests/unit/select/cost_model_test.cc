@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/topo_files.h"
+
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -120,39 +122,10 @@ TEST(CostModel, RankingHoldsExactlyThePricedSupportingAlgorithmsFastestFirst) {
 
 // ---------------------------------------------------------------- from topology files
 
-std::string findTopo(const char* name) {
-  const std::string here = __FILE__;  // .../tests/unit/select/cost_model_test.cc
-  const std::string candidates[] = {
-      here.substr(0, here.rfind("/unit/")) + "/data/topo/" + name,
-      std::string("../tests/data/topo/") + name,
-      std::string("../../tests/data/topo/") + name,
-      std::string("tests/data/topo/") + name,
-  };
-  for (const std::string& path : candidates) {
-    if (std::ifstream(path).good()) return path;
-  }
-  return "";
-}
-
-// The shipped file, or nullopt with the reason (a parse error also fails the test).
-std::optional<topo::Topology> loadTopo(const char* name, std::string* why) {
-  const std::string path = findTopo(name);
-  if (path.empty()) {
-    *why = std::string(name) + " not found from " + __FILE__ + " or the working directory";
-    return std::nullopt;
-  }
-  Expected<topo::Topology> t = topo::loadXmlFile(path);
-  if (!t.isOk()) {
-    ADD_FAILURE() << t.status().message();
-    *why = "parse error";
-    return std::nullopt;
-  }
-  return t.value();
-}
 
 TEST(CostInputsFor, DgxH100File) {
   std::string why;
-  const std::optional<topo::Topology> t = loadTopo("dgx_h100.xml", &why);
+  const std::optional<topo::Topology> t = test::loadTopoFile("dgx_h100.xml", &why);
   if (!t) GTEST_SKIP() << why;
   // 450 GB/s NVLink 4 derated to NCCL's ~370; 8 x 400 Gb/s NICs, one per GPU.
   CostInputs in = costInputsFor(*t, 8, 8);
@@ -172,7 +145,7 @@ TEST(CostInputsFor, DgxH100File) {
 
 TEST(CostInputsFor, PcieServerUsesPcieNotNvlink) {
   std::string why;
-  const std::optional<topo::Topology> t = loadTopo("pcie_8gpu.xml", &why);
+  const std::optional<topo::Topology> t = test::loadTopoFile("pcie_8gpu.xml", &why);
   if (!t) GTEST_SKIP() << why;
   const CostInputs in = costInputsFor(*t, 8, 8);
   // A100 PCIe at Gen4 x16 is 31.5 GB/s nominal: achieved must be below it and
@@ -187,7 +160,7 @@ TEST(CostInputsFor, PcieServerUsesPcieNotNvlink) {
 
 TEST(CostInputsFor, VmHostRanksUseSharedMemory) {
   std::string why;
-  const std::optional<topo::Topology> t = loadTopo("vm_2core.xml", &why);
+  const std::optional<topo::Topology> t = test::loadTopoFile("vm_2core.xml", &why);
   if (!t) GTEST_SKIP() << why;
   // REFERENCE, this VM: cross-core spin 0.17 us; same-core hand-off 0.8 us once
   // ranks outnumber the 2 cores; one core copies 24-29 GB/s; no GPU launch.

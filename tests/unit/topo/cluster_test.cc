@@ -5,6 +5,8 @@
 // 50 GB/s raw, NCCL reaches ~48; NVLink 4 is 450 GB/s raw).
 #include <gtest/gtest.h>
 
+#include "tests/common/topo_files.h"
+
 #include <fstream>
 #include <optional>
 #include <set>
@@ -20,39 +22,10 @@ namespace {
 constexpr char kFile[] = "dgx_h100_128nodes.xml";
 constexpr uint64_t kGiB = 1ull << 30;
 
-std::string findTopo(const char* name) {
-  const std::string here = __FILE__;  // .../tests/unit/topo/cluster_test.cc
-  const std::string candidates[] = {
-      here.substr(0, here.rfind("/unit/")) + "/data/topo/" + name,
-      std::string("../tests/data/topo/") + name,
-      std::string("../../tests/data/topo/") + name,
-      std::string("tests/data/topo/") + name,
-  };
-  for (const std::string& path : candidates) {
-    if (std::ifstream(path).good()) return path;
-  }
-  return "";
-}
-
-// The shipped file, or nullopt with the reason (a parse error also fails the test).
-std::optional<topo::Topology> loadCluster(std::string* why) {
-  const std::string path = findTopo(kFile);
-  if (path.empty()) {
-    *why = std::string(kFile) + " not found from " + __FILE__ + " or the working directory";
-    return std::nullopt;
-  }
-  Expected<topo::Topology> t = topo::loadXmlFile(path);
-  if (!t.isOk()) {
-    ADD_FAILURE() << t.status().message();
-    *why = "parse error";
-    return std::nullopt;
-  }
-  return t.value();
-}
 
 TEST(ClusterTopology, Has128DistinctDgxH100Nodes) {
   std::string why;
-  const std::optional<topo::Topology> t = loadCluster(&why);
+  const std::optional<topo::Topology> t = test::loadTopoFile(kFile, &why);
   if (!t) GTEST_SKIP() << why;
   ASSERT_EQ(t->nodes.size(), 128u);
   std::set<std::string> ids;
@@ -81,7 +54,7 @@ TEST(ClusterTopology, Has128DistinctDgxH100Nodes) {
 
 TEST(ClusterTopology, CostInputsAreNicBound) {
   std::string why;
-  const std::optional<topo::Topology> t = loadCluster(&why);
+  const std::optional<topo::Topology> t = test::loadTopoFile(kFile, &why);
   if (!t) GTEST_SKIP() << why;
   const CostInputs in = costInputsFor(*t, 1024, 8);
   EXPECT_EQ(in.nranks, 1024);

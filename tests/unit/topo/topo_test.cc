@@ -7,6 +7,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "tests/common/topo_files.h"
 #include <sched.h>
 
 #include "topo/discover.h"
@@ -25,10 +27,7 @@ int allowedCpus() {
 }
 
 
-std::string dataFile(const char* name) {
-  std::string here = __FILE__;  // .../tests/unit/topo/topo_test.cc
-  return here.substr(0, here.rfind("/unit/")) + "/data/topo/" + name;
-}
+std::string dataFile(const char* name) { return test::findTopoFile(name); }
 
 Topology load(const char* name) {
   Expected<Topology> t = loadXmlFile(dataFile(name));
