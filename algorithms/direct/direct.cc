@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include "algorithms/builder.h"
+
 namespace braid::algo {
 namespace {
 
@@ -59,14 +61,6 @@ void exchangeAndReduce(Schedule& s, const CollArgs& a, uint64_t slot, uint64_t l
 uint64_t sameOffset(const CollArgs&, int, uint64_t base) { return base; }
 uint64_t blockOffset(const CollArgs& a, int peer, uint64_t base) { return peer * a.count + base; }
 
-Schedule base(const CollArgs& a) {
-  Schedule s;
-  s.rank = a.rank;
-  s.nranks = a.nranks;
-  s.count = a.count;
-  return s;
-}
-
 bool single(const CollArgs& a, Schedule& s, bool final) {
   if (a.count == 0) return true;
   if (a.nranks > 1) return false;
@@ -84,7 +78,7 @@ namespace {
 // rank's input) differ only in where a peer's piece starts.
 Schedule reduceDirect(const CollArgs& a,
                       uint64_t (*srcOffsetFor)(const CollArgs&, int, uint64_t)) {
-  Schedule s = base(a);
+  Schedule s = emptySchedule(a);
   if (single(a, s, true)) return s;
   const uint64_t m = std::min(pieceOf(a), a.count);
   s.scratchElems = m * a.nranks;
@@ -102,7 +96,7 @@ Schedule directAllReduce(const CollArgs& a) { return reduceDirect(a, sameOffset)
 Schedule directReduceScatter(const CollArgs& a) { return reduceDirect(a, blockOffset); }
 
 Schedule directAllGather(const CollArgs& a) {
-  Schedule s = base(a);
+  Schedule s = emptySchedule(a);
   if (single(a, s, false)) return s;
   const uint64_t m = pieceOf(a);
   if (!a.inPlace) {
@@ -123,7 +117,7 @@ Schedule directAllGather(const CollArgs& a) {
 }
 
 Schedule directBroadcast(const CollArgs& a) {
-  Schedule s = base(a);
+  Schedule s = emptySchedule(a);
   if (single(a, s, false)) return s;
   const uint64_t m = pieceOf(a);
   for (uint64_t off = 0; off < a.count; off += m) {
@@ -145,7 +139,7 @@ Schedule directBroadcast(const CollArgs& a) {
 }
 
 Schedule twoShotAllReduce(const CollArgs& a) {
-  Schedule s = base(a);
+  Schedule s = emptySchedule(a);
   if (single(a, s, true)) return s;
   const int n = a.nranks;
   const uint64_t m = pieceOf(a);

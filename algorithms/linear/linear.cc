@@ -10,54 +10,31 @@
 
 #include <algorithm>
 
+#include "algorithms/builder.h"
+
 namespace braid::algo {
 namespace {
-
-Schedule emptySchedule(const CollArgs& a) {
-  Schedule s;
-  s.rank = a.rank;
-  s.nranks = a.nranks;
-  s.count = a.count;
-  return s;
-}
-
-// Appends `count` elements from (or to) `buf` at `off` as pieces of at most
-// maxStep elements, exchanged with `peer`; each piece joins the open batch.
-void pieces(const CollArgs& a, Schedule* s, OpKind op, int peer, BufRef buf, uint64_t off,
-            uint64_t count, bool batch) {
-  const uint64_t maxStep = std::max<uint64_t>(1, a.maxStepElems);
-  for (uint64_t done = 0; done < count; done += maxStep) {
-    Step st{op};
-    st.count = std::min(maxStep, count - done);
-    if (op == OpKind::kSend) {
-      st.src = buf;
-      st.srcOffset = off + done;
-      st.sendPeer = peer;
-    } else {
-      st.dst = buf;
-      st.dstOffset = off + done;
-      st.recvPeer = peer;
-    }
-    st.batchWithNext = batch;
-    s->steps.push_back(st);
-  }
-}
 
 // The root's side: its own block copied (unless in place), then one batch
 // with every other rank. `block` is the root's n*c buffer, `own` its c one.
 void rootSide(const CollArgs& a, Schedule* s, OpKind op, BufRef block, BufRef own) {
   const uint64_t c = a.count;
   const uint64_t mine = static_cast<uint64_t>(a.root) * c;
+  const bool gather = op == OpKind::kRecv;
+  Builder b(s, a);
   if (!a.inPlace) {
-    const bool gather = op == OpKind::kRecv;
-    s->steps.push_back({OpKind::kCopy, gather ? own : block, gather ? block : own, -1, -1,
-                        gather ? 0 : mine, gather ? mine : 0, c});
+    b.copy(gather ? own : block, gather ? 0 : mine, gather ? block : own, gather ? mine : 0, c);
   }
-  const size_t mark = s->steps.size();
+  b.open();
   for (int p = 0; p < a.nranks; ++p) {
-    if (p != a.root) pieces(a, s, op, p, block, static_cast<uint64_t>(p) * c, c, true);
+    if (p == a.root) continue;
+    if (gather) {
+      b.recv(p, block, static_cast<uint64_t>(p) * c, c);
+    } else {
+      b.send(p, block, static_cast<uint64_t>(p) * c, c);
+    }
   }
-  if (s->steps.size() > mark) s->steps.back().batchWithNext = false;
+  b.close();
 }
 
 }  // namespace
@@ -68,7 +45,7 @@ Schedule linearGather(const CollArgs& a) {
   if (a.rank == a.root) {
     rootSide(a, &s, OpKind::kRecv, BufRef::kOutput, BufRef::kInput);
   } else {
-    pieces(a, &s, OpKind::kSend, a.root, BufRef::kInput, 0, a.count, false);
+    Builder(&s, a).send(a.root, BufRef::kInput, 0, a.count);
   }
   return s;
 }
@@ -79,7 +56,7 @@ Schedule linearScatter(const CollArgs& a) {
   if (a.rank == a.root) {
     rootSide(a, &s, OpKind::kSend, BufRef::kInput, BufRef::kOutput);
   } else {
-    pieces(a, &s, OpKind::kRecv, a.root, BufRef::kOutput, 0, a.count, false);
+    Builder(&s, a).recv(a.root, BufRef::kOutput, 0, a.count);
   }
   return s;
 }
