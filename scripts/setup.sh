@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev hwloc libucx-dev libibverbs-dev rdma-core
   iproute2 procps openmpi-bin
+  fortunes
 )
 
 missing=()
