@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 namespace braid::train {
 
@@ -16,7 +17,30 @@ void matmul(const F* x, const F* w, const F* b, F* y, size_t n, size_t in, size_
   for (size_t r = 0; r < n; ++r) {
     F* yr = y + r * out;
     for (size_t o = 0; o < out; ++o) yr[o] = b ? b[o] : F(0);
+  }
+  // Four rows share each pass over w; each row still sums over i in order,
+  // so its result does not depend on its neighbours.
+  size_t r = 0;
+  for (; r + 4 <= n; r += 4) {
+    const F* x0 = x + r * in;
+    F* y0 = y + r * out;
+    F* y1 = y0 + out;
+    F* y2 = y1 + out;
+    F* y3 = y2 + out;
+    for (size_t i = 0; i < in; ++i) {
+      const F a0 = x0[i], a1 = x0[in + i], a2 = x0[2 * in + i], a3 = x0[3 * in + i];
+      const F* wi = w + i * out;
+      for (size_t o = 0; o < out; ++o) {
+        y0[o] += a0 * wi[o];
+        y1[o] += a1 * wi[o];
+        y2[o] += a2 * wi[o];
+        y3[o] += a3 * wi[o];
+      }
+    }
+  }
+  for (; r < n; ++r) {
     const F* xr = x + r * in;
+    F* yr = y + r * out;
     for (size_t i = 0; i < in; ++i) {
       const F xi = xr[i];
       const F* wi = w + i * out;
@@ -27,13 +51,34 @@ void matmul(const F* x, const F* w, const F* b, F* y, size_t n, size_t in, size_
 
 // Backward of matmul. dw[i][o] += sum_n x[n][i] dy[n][o]; db[o] += sum_n dy[n][o];
 // dx[n][i] = sum_o dy[n][o] w[i][o] (overwritten; skipped when dx == nullptr).
+// dx goes through a transposed copy of w so every inner loop is an axpy over
+// contiguous memory (a dot product would not vectorise without reassociation).
 template <typename F>
 void matmulBackward(const F* x, const F* w, const F* dy, F* dx, F* dw, F* db, size_t n, size_t in,
                     size_t out) {
+  thread_local std::vector<F> wt;
+  if (dx) {
+    wt.resize(in * out);
+    for (size_t i = 0; i < in; ++i) {
+      for (size_t o = 0; o < out; ++o) wt[o * in + i] = w[i * out + o];
+    }
+  }
+  size_t r0 = 0;
+  for (; r0 + 4 <= n; r0 += 4) {  // four rows per pass over dw
+    const F* x0 = x + r0 * in;
+    const F* d0 = dy + r0 * out;
+    for (size_t i = 0; i < in; ++i) {
+      const F a0 = x0[i], a1 = x0[in + i], a2 = x0[2 * in + i], a3 = x0[3 * in + i];
+      F* dwi = dw + i * out;
+      for (size_t o = 0; o < out; ++o) {
+        dwi[o] += (a0 * d0[o] + a1 * d0[out + o]) + (a2 * d0[2 * out + o] + a3 * d0[3 * out + o]);
+      }
+    }
+  }
   for (size_t r = 0; r < n; ++r) {
     const F* xr = x + r * in;
     const F* dyr = dy + r * out;
-    for (size_t i = 0; i < in; ++i) {
+    for (size_t i = 0; r >= r0 && i < in; ++i) {
       const F xi = xr[i];
       F* dwi = dw + i * out;
       for (size_t o = 0; o < out; ++o) dwi[o] += xi * dyr[o];
@@ -43,11 +88,11 @@ void matmulBackward(const F* x, const F* w, const F* dy, F* dx, F* dw, F* db, si
     }
     if (dx) {
       F* dxr = dx + r * in;
-      for (size_t i = 0; i < in; ++i) {
-        const F* wi = w + i * out;
-        F acc = 0;
-        for (size_t o = 0; o < out; ++o) acc += dyr[o] * wi[o];
-        dxr[i] = acc;
+      for (size_t i = 0; i < in; ++i) dxr[i] = 0;
+      for (size_t o = 0; o < out; ++o) {
+        const F g = dyr[o];
+        const F* wo = wt.data() + o * in;
+        for (size_t i = 0; i < in; ++i) dxr[i] += g * wo[i];
       }
     }
   }
