@@ -223,6 +223,31 @@ braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream);
 braidResult_t braidGroupStart(void);
 braidResult_t braidGroupEnd(void);
 
+/* Collectives, for braidCommGetAlgorithm (Braid's own; NCCL has no such enum). */
+typedef enum BRAID_ENUM_BASE {
+  braidCollAllReduce = 0,
+  braidCollAllGather = 1,
+  braidCollReduceScatter = 2,
+  braidCollBroadcast = 3,
+  braidCollReduce = 4,
+  braidCollGather = 5,
+  braidCollScatter = 6,
+  braidCollAlltoAll = 7,
+  braidCollAlltoAllv = 8,
+  braidNumCollectives = 9
+} braidCollective_t;
+
+/* Which algorithm a call of `collective` with `count` elements of `datatype`
+ * (count as that collective's own count argument; for all-to-all-v, the
+ * elements this rank sends to one peer) runs on comm, and the cost model's
+ * predicted time in microseconds. *algorithm is a static string ("ring",
+ * "tree", "halving_doubling", "bruck", "pairwise", "linear", "direct",
+ * "two_shot", "hierarchical"). BRAID_ALGO applies as it does to the call.
+ * Either output may be NULL. Changes nothing. */
+braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collective, size_t count,
+                                    braidDataType_t datatype, const char** algorithm,
+                                    double* predictedUs);
+
 #define BRAID_SPLIT_NOCOLOR -1
 /* Splits comm: ranks passing the same color form a new communicator, ordered
  * by key (then by rank in comm). color BRAID_SPLIT_NOCOLOR gives *newcomm ==

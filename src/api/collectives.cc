@@ -321,4 +321,26 @@ braidResult_t braidStreamDestroy(braidStream_t stream) {
   return braidSuccess;
 }
 
+braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collective, size_t count,
+                                    braidDataType_t datatype, const char** algorithm,
+                                    double* predictedUs) {
+  static_assert(static_cast<int>(Collective::kAllToAllv) == braidCollAlltoAllv,
+                "braidCollective_t follows algo::Collective");
+  Status st = checkComm(comm, nullptr);
+  if (st.isOk()) st = checkType(datatype);
+  if (st.isOk() && (static_cast<int>(collective) < 0 || collective >= braidNumCollectives)) {
+    st = invalidArgument("collective " + std::to_string(static_cast<int>(collective)) +
+                         " is not a braidCollective_t (0.." +
+                         std::to_string(braidNumCollectives - 1) + ")");
+  }
+  if (st.isOk()) st = checkCount(count, datatypeSize(datatype), 1, "count");
+  if (!st.isOk()) return finish(comm, st);
+  Expected<Selector::Choice> choice = comm->selector.choose(
+      static_cast<Collective>(collective), static_cast<uint64_t>(count) * datatypeSize(datatype));
+  if (!choice.isOk()) return finish(comm, choice.status());
+  if (algorithm != nullptr) *algorithm = algo::algorithmName(choice.value().algorithm);
+  if (predictedUs != nullptr) *predictedUs = choice.value().predictedUs;
+  return braidSuccess;
+}
+
 }  // extern "C"

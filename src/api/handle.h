@@ -4,6 +4,7 @@
 // made-up handle is an error, not a crash.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <list>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "core/comm.h"
 #include "exec/host_executor.h"
 #include "select/select.h"
+#include "topo/view.h"
 
 struct braidComm {
   std::unique_ptr<braid::Comm> comm;
@@ -23,8 +25,11 @@ struct braidComm {
   std::atomic<int> inflight{0};    // operations enqueued on streams, not yet finished
   std::mutex errorMu;
   std::string lastError;
-  braid::AlgoPolicy policy;         // BRAID_ALGO, read at init
+  braid::topo::MergedTopology topology;  // every rank's view, merged at init
+  braid::Selector selector;              // BRAID_ALGO, then the cost model on `topology`
   uint8_t barrierByte = 0;          // the barrier's all-reduce buffer
+  // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
+  std::array<uint8_t, 16> loggedAlgorithm{};
   // Recently used schedules, most recent first (building one is cheap, but not free).
   struct CachedSchedule {
     braid::algo::Collective collective;

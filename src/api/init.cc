@@ -8,6 +8,8 @@
 #include "core/env.h"
 #include "core/logging.h"
 #include "exec/reduce.h"
+#include "select/tuning.h"
+#include "topo/view.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/socket/socket_transport.h"
 
@@ -43,6 +45,33 @@ Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(const std::stri
   return out;
 }
 
+// The communicator's merged topology, and the selector pricing algorithms on
+// it (with BRAID_TUNING_FILE's measurements when set).
+Status setUpSelector(braidComm& h, const std::string& transportList) {
+  const Comm& c = *h.comm;
+  std::vector<topo::RankView> views;
+  for (int r = 0; r < c.nranks(); ++r) {
+    const PeerInfo& p = c.peer(r);
+    views.push_back({c.nodeOf()[r], p.hostId, p.hostName, p.place, p.nodeBlob});
+  }
+  BRAID_ASSIGN_OR_RETURN(h.topology, topo::mergeViews(views, c.rank()));
+  CostInputs in = costInputsFor(h.topology.topology, h.topology.places, c.machineRanks());
+  const std::string tuningFile = envString("BRAID_TUNING_FILE");
+  if (!tuningFile.empty()) {
+    BRAID_ASSIGN_OR_RETURN(Tuning tuning, Tuning::load(tuningFile));
+    const std::string intra = transportList.rfind("shm", 0) == 0 ? "shm" : "socket";
+    in = applyTuning(std::move(in), tuning, intra);
+  }
+  BRAID_ASSIGN_OR_RETURN(AlgoPolicy policy, AlgoPolicy::parse(envString("BRAID_ALGO")));
+  if (c.rank() == 0) {
+    BRAID_INFO("cost model (%s): %d node(s) x %d rank(s); intra %.2f us %.1f GB/s, inter %.2f us "
+               "%.1f GB/s", in.source.c_str(), in.nodes, in.ranksPerNode, in.intra.alphaUs,
+               in.intra.gbps, in.inter.alphaUs, in.inter.gbps);
+  }
+  h.selector = Selector(std::move(policy), std::move(in));
+  return Status::ok();
+}
+
 }  // namespace
 
 namespace braid {
@@ -60,9 +89,12 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   BRAID_ASSIGN_OR_RETURN(UniqueIdData id, unpackUniqueId(commId));
   BRAID_ASSIGN_OR_RETURN(auto transports, makeTransports(transportList));
   setLogRank(rank);
+  BRAID_TRY(AlgoPolicy::parse(envString("BRAID_ALGO")).status());  // before anyone waits on us
+  cfg.place = topo::localPlace();
+  cfg.nodeBlob = topo::localNodeBlob();
   auto handle = std::make_unique<braidComm>();
-  BRAID_ASSIGN_OR_RETURN(handle->policy, AlgoPolicy::parse(envString("BRAID_ALGO")));
   BRAID_ASSIGN_OR_RETURN(handle->comm, Comm::create(id, nranks, rank, cfg, std::move(transports)));
+  BRAID_TRY(setUpSelector(*handle, transportList));
   handle->exec = std::make_unique<HostExecutor>(*handle->comm);
   BRAID_INFO("rank %d of %d ready (reduction kernels: %s)", rank, nranks, reduceIsa());
   braidComm* raw = handle.release();

@@ -66,8 +66,9 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   args.maxStepElems =
       std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2) / es);
   if (c.nodes() > 1) args.nodeOf = c.nodeOf();
-  BRAID_ASSIGN_OR_RETURN(algo::Algorithm alg,
-                         comm->policy.choose(op.collective, op.count * es, c.nranks(), c.nodes()));
+  BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
+                         comm->selector.choose(op.collective, op.count * es));
+  const algo::Algorithm alg = choice.algorithm;
   OpDesc desc;
   desc.collective = algo::collectiveName(op.collective);
   desc.algorithm = algo::algorithmName(alg);
@@ -75,7 +76,17 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   desc.bytes = op.count * es;
   desc.datatype = op.datatype;
   desc.op = op.op;
-  BRAID_TRACE("%s: algorithm %s", desc.describe().c_str(), desc.algorithm);
+  // INFO says which algorithm a collective runs, and why, each time that changes.
+  uint8_t& logged = comm->loggedAlgorithm[static_cast<size_t>(op.collective)];
+  if (logLevel() >= LogLevel::kInfo && logged != static_cast<uint8_t>(alg) + 1) {
+    logged = static_cast<uint8_t>(alg) + 1;
+    BRAID_INFO("%s: %s, predicted %.1f us (%s; ranking: %s)", desc.describe().c_str(),
+               desc.algorithm, choice.predictedUs, choice.forced ? "BRAID_ALGO" : "cost model",
+               comm->selector.explain(op.collective, desc.bytes).c_str());
+  } else {
+    BRAID_TRACE("%s: algorithm %s, predicted %.1f us", desc.describe().c_str(), desc.algorithm,
+                choice.predictedUs);
+  }
   if (op.collective == Collective::kAllToAllv) {
     args.sendCounts = op.sendCounts;
     args.sendDispls = op.sendDispls;

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -17,7 +18,7 @@ namespace {
 constexpr uint32_t kIdMagic = 0x42524944;     // "BRID"
 constexpr uint32_t kHelloMagic = 0x4252484c;  // "BRHL"
 constexpr uint32_t kReplyMagic = 0x42525250;  // "BRRP"
-constexpr uint32_t kWireVersion = 1;
+constexpr uint32_t kWireVersion = 2;
 constexpr int64_t kStrangerTimeoutMs = 5000;
 
 struct PackedId {
@@ -35,6 +36,7 @@ struct Hello {
   uint8_t secret[16];
   int32_t nranks;
   WirePeer peer;
+  uint32_t nodeBytes;  // PeerInfo::nodeBlob follows, at most kMaxNodeBlob
 };
 
 struct ReplyHeader {
@@ -136,6 +138,7 @@ WirePeer toWire(const PeerInfo& info) {
   w.pid = info.pid;
   copyString(w.hostId, info.hostId);
   copyString(w.hostName, info.hostName);
+  copyString(w.place, info.place);
   w.addrLen = std::min<uint32_t>(info.listenAddr.len, sizeof(w.addr));
   std::memcpy(w.addr, &info.listenAddr.storage, w.addrLen);
   return w;
@@ -150,6 +153,7 @@ Expected<PeerInfo> fromWire(const WirePeer& w) {
   p.pid = w.pid;
   p.hostId = fromFixed(w.hostId);
   p.hostName = fromFixed(w.hostName);
+  p.place = fromFixed(w.place);
   std::memcpy(&p.listenAddr.storage, w.addr, w.addrLen);
   p.listenAddr.len = w.addrLen;
   return p;
@@ -163,6 +167,8 @@ struct Pending {
   uint64_t acceptedNs;
   size_t got = 0;
   Hello hello{};
+  std::string node;  // the node blob, once the hello is complete and checked
+  size_t nodeGot = 0;
 };
 
 class RootService {
@@ -185,6 +191,7 @@ class RootService {
   std::vector<Pending> pending_;
   std::vector<int> fds_;  // by rank, -1 until joined
   std::vector<WirePeer> table_;
+  std::vector<std::string> nodes_;  // node blob by rank
   int nranks_ = -1;
   int joined_ = 0;
   std::string fatal_;
@@ -192,23 +199,40 @@ class RootService {
 
 void RootService::acceptOne() {
   int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd >= 0) pending_.push_back(Pending{fd, nowNs()});
+  if (fd < 0) return;
+  Pending p;
+  p.fd = fd;
+  p.acceptedNs = nowNs();
+  pending_.push_back(std::move(p));
 }
 
 bool RootService::readHello(Pending& p) {
-  char* dst = reinterpret_cast<char*>(&p.hello) + p.got;
-  ssize_t n = recv(p.fd, dst, sizeof(Hello) - p.got, MSG_DONTWAIT);
-  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+  const bool fixedPart = p.got < sizeof(Hello);
+  char* dst = fixedPart ? reinterpret_cast<char*>(&p.hello) + p.got : p.node.data() + p.nodeGot;
+  const size_t want = fixedPart ? sizeof(Hello) - p.got : p.node.size() - p.nodeGot;
+  ssize_t n = want == 0 ? 0 : recv(p.fd, dst, want, MSG_DONTWAIT);
+  if (want > 0 && (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))) {
     BRAID_WARN("bootstrap: a connection closed before presenting a complete hello; ignored");
     return true;
   }
-  if (n > 0) p.got += static_cast<size_t>(n);
+  if (n > 0) (fixedPart ? p.got : p.nodeGot) += static_cast<size_t>(n);
   if (p.got < sizeof(Hello)) return false;
   const Hello& h = p.hello;
-  if (h.magic != kHelloMagic || h.version != kWireVersion || !secretEquals(h.secret, secret_.data())) {
-    BRAID_WARN("bootstrap: dropped a connection that did not present this job's secret");
-    return true;
+  if (fixedPart) {
+    // Checked before a byte of the variable part is accepted.
+    if (h.magic != kHelloMagic || h.version != kWireVersion ||
+        !secretEquals(h.secret, secret_.data())) {
+      BRAID_WARN("bootstrap: dropped a connection that did not present this job's secret");
+      return true;
+    }
+    if (h.nodeBytes > kMaxNodeBlob) {
+      BRAID_WARN("bootstrap: dropped rank %d's hello: its node description has %u bytes (at "
+                 "most %zu)", h.peer.rank, h.nodeBytes, kMaxNodeBlob);
+      return true;
+    }
+    p.node.assign(h.nodeBytes, '\0');
   }
+  if (p.nodeGot < p.node.size()) return false;
   admit(p);  // takes or closes the fd
   return true;
 }
@@ -220,6 +244,7 @@ void RootService::admit(Pending& p) {
     nranks_ = h.nranks;
     fds_.assign(nranks_, -1);
     table_.resize(nranks_);
+    nodes_.resize(nranks_);
   }
   std::string problem;
   if (h.nranks != nranks_) {
@@ -239,6 +264,7 @@ void RootService::admit(Pending& p) {
   }
   fds_[h.peer.rank] = p.fd;
   table_[h.peer.rank] = h.peer;
+  nodes_[h.peer.rank] = std::move(p.node);
   ++joined_;
   p.fd = -1;  // now owned by fds_
 }
@@ -255,17 +281,29 @@ std::string RootService::missingRanks() const {
 }
 
 void RootService::replyAll(bool ok, const std::string& error) {
-  ReplyHeader hdr{kReplyMagic, ok ? 1u : 0u,
-                  static_cast<uint32_t>(ok ? table_.size() * sizeof(WirePeer) : error.size())};
+  // The table, then per rank a 32-bit length and its node blob: non-empty on
+  // the lowest rank of each host id only, so a node's description travels
+  // once per receiver however many ranks it holds.
+  std::string payload = error;
+  if (ok) {
+    payload.assign(reinterpret_cast<const char*>(table_.data()), table_.size() * sizeof(WirePeer));
+    std::vector<std::string> seen;
+    for (int r = 0; r < nranks_; ++r) {
+      const std::string host = fromFixed(table_[r].hostId);
+      const bool first = std::find(seen.begin(), seen.end(), host) == seen.end();
+      if (first) seen.push_back(host);
+      const uint32_t len = first ? static_cast<uint32_t>(nodes_[r].size()) : 0;
+      payload.append(reinterpret_cast<const char*>(&len), sizeof(len));
+      if (first) payload += nodes_[r];
+    }
+  }
+  ReplyHeader hdr{kReplyMagic, ok ? 1u : 0u, static_cast<uint32_t>(payload.size())};
   Deadline d(5000);
   for (int fd : fds_) {
     if (fd < 0) continue;
     setNonBlocking(fd, false).isOk();
     Status st = sendAll(fd, &hdr, sizeof(hdr), d, "bootstrap reply");
-    if (st.isOk()) {
-      st = ok ? sendAll(fd, table_.data(), hdr.payloadBytes, d, "bootstrap table")
-              : sendAll(fd, error.data(), error.size(), d, "bootstrap error");
-    }
+    if (st.isOk()) st = sendAll(fd, payload.data(), payload.size(), d, "bootstrap reply");
     close(fd);
   }
 }
@@ -350,7 +388,15 @@ Expected<std::vector<PeerInfo>> bootstrapJoin(const UniqueIdData& id, int rank, 
   h.nranks = nranks;
   h.peer = toWire(self);
   h.peer.rank = rank;
+  if (self.nodeBlob.size() > kMaxNodeBlob) {
+    close(fd);
+    return invalidArgument("this rank's node description has " +
+                           std::to_string(self.nodeBlob.size()) + " bytes; at most " +
+                           std::to_string(kMaxNodeBlob) + " fit the bootstrap");
+  }
+  h.nodeBytes = static_cast<uint32_t>(self.nodeBlob.size());
   Status st = sendAll(fd, &h, sizeof(h), deadline, where.c_str());
+  if (st.isOk()) st = sendAll(fd, self.nodeBlob.data(), self.nodeBlob.size(), deadline, where.c_str());
   ReplyHeader hdr{};
   if (st.isOk()) st = recvAll(fd, &hdr, sizeof(hdr), deadline, where.c_str());
   if (st.isOk() && hdr.magic != kReplyMagic) st = remoteError(where + ": malformed reply");
@@ -366,17 +412,27 @@ Expected<std::vector<PeerInfo>> bootstrapJoin(const UniqueIdData& id, int rank, 
     return st;
   }
   if (hdr.ok == 0) return remoteError(payload);
-  if (payload.size() != static_cast<size_t>(nranks) * sizeof(WirePeer)) {
-    return remoteError(where + ": table size does not match nranks");
-  }
+  const size_t tableBytes = static_cast<size_t>(nranks) * sizeof(WirePeer);
+  if (payload.size() < tableBytes) return remoteError(where + ": table size does not match nranks");
   std::vector<PeerInfo> peers;
+  size_t at = tableBytes;
   for (int r = 0; r < nranks; ++r) {
     WirePeer w;
     std::memcpy(&w, payload.data() + r * sizeof(WirePeer), sizeof(w));
     BRAID_ASSIGN_OR_RETURN(PeerInfo p, fromWire(w));
     if (p.rank != r) return remoteError(where + ": table out of order");
+    uint32_t len = 0;
+    if (payload.size() - at < sizeof(len)) return remoteError(where + ": node section truncated");
+    std::memcpy(&len, payload.data() + at, sizeof(len));
+    at += sizeof(len);
+    if (len > kMaxNodeBlob || payload.size() - at < len) {
+      return remoteError(where + ": node section truncated");
+    }
+    p.nodeBlob.assign(payload.data() + at, len);
+    at += len;
     peers.push_back(std::move(p));
   }
+  if (at != payload.size()) return remoteError(where + ": trailing bytes after the node section");
   return peers;
 }
 

@@ -50,7 +50,8 @@ Expected<std::shared_ptr<RootHandle>> startRootService(const SockAddr& bindAddr,
                                                        SockAddr* bound);
 
 // Joins the rendezvous as `rank` of `nranks` and returns every rank's info,
-// indexed by rank.
+// indexed by rank. `self.nodeBlob` travels too; the result carries each host
+// id's blob on its lowest rank only (see PeerInfo).
 Expected<std::vector<PeerInfo>> bootstrapJoin(const UniqueIdData& id, int rank, int nranks,
                                               const PeerInfo& self, int64_t timeoutMs);
 
@@ -60,6 +61,7 @@ struct WirePeer {
   int32_t pid;
   char hostId[128];
   char hostName[64];
+  char place[64];
   uint32_t addrLen;
   uint8_t addr[128];
 };

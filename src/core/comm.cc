@@ -59,6 +59,8 @@ Status Comm::init(const UniqueIdData& id, int nranks, int rank) {
   self.hostId = hostIdentity();
   self.hostName = hostName();
   self.listenAddr = bound;
+  self.place = config_.place;
+  self.nodeBlob = config_.nodeBlob;
   BRAID_ASSIGN_OR_RETURN(peers_, bootstrapJoin(id, rank, nranks, self, config_.timeoutMs));
   localRanks_ = 0;
   machineRanks_ = 0;

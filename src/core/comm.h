@@ -30,6 +30,9 @@ struct CommConfig {
   int slots = 8;
   int spinUs = 1000;
   int yieldUs = 2000;
+  // What this rank tells its peers at bootstrap (PeerInfo::place, nodeBlob).
+  std::string place;
+  std::string nodeBlob;
 };
 
 class Comm {

@@ -43,6 +43,8 @@ const std::vector<EnvVar>& envTable() {
        "load the topology from this XML file instead of discovering it (braid-topo)"},
       {"BRAID_TOPO_DUMP_FILE", nullptr, nullptr,
        "write the topology Braid uses to this XML file"},
+      {"BRAID_TUNING_FILE", nullptr, nullptr,
+       "price algorithms with this braid-tune file (measured alpha, beta and per-algorithm fits)"},
       {"BRAID_ALGO", nullptr, nullptr,
        "force algorithms: 'ring', 'allreduce:ring,tree', "
        "'allreduce:0-64k:tree#allreduce:64k-inf:ring', '^tree'"},

@@ -27,7 +27,14 @@ struct PeerInfo {
   std::string hostId;    // ranks with equal ids share a node (and /dev/shm)
   std::string hostName;  // for messages
   SockAddr listenAddr;   // where this rank accepts peer connections
+  // Opaque to core, written and read by the API layer: where the rank runs in
+  // its node ("numa=0", at most 63 bytes), and the description of its node
+  // (topology XML, at most kMaxNodeBlob bytes). Bootstrap hands every rank
+  // each node's description once: on the node's lowest rank, empty on the rest.
+  std::string place;
+  std::string nodeBlob;
 };
+constexpr size_t kMaxNodeBlob = 1u << 20;
 
 class Endpoint {
  public:

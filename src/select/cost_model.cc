@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace braid {
 namespace {
@@ -11,38 +12,27 @@ using algo::Algorithm;
 using algo::Collective;
 
 // ---------------------------------------------------------------- constants
-// Every figure the model uses, with its source. "REFERENCE" is
-// /work/shared/REFERENCE.md ("Published GPU figures", "Host peers on these
-// machines"); "NCCL tuning" is NVIDIA/nccl src/graph/tuning.cc (baseLat, hwLat).
+// Every figure the model adds to the topology's nominal links (topo/paths.cc),
+// with its source. "REFERENCE" is /work/shared/REFERENCE.md ("Published GPU
+// figures", "Host peers on these machines"); "NCCL tuning" is NVIDIA/nccl
+// src/graph/tuning.cc (baseLat, hwLat).
 struct Constants {
   // GPU call overhead: NCCL's ring/LL base latency, 6.6 us (REFERENCE; NCCL tuning).
   double gpuBaseUs = 6.6;
-  // One NVLink hop, 0.6 us (REFERENCE: NCCL's 8 B model, 6.6 + 0.6 per hop).
-  double nvlinkHopUs = 0.6;
   // Achieved / nominal NVLink: NCCL ring all-reduce reaches ~370 GB/s busbw on
   // 450 GB/s NVLink 4 (REFERENCE). This calibrates the model on the ring figure,
   // so the ring test checks consistency; all-gather and reduce-scatter do not.
   double nvlinkEfficiency = 370.0 / 450.0;
-  // One PCIe hop: NCCL tuning hwLat[PCI][ring][LL] = 1.0 us.
-  double pcieHopUs = 1.0;
   // Gen5 x16 is 63 GB/s nominal, 35-53 measured (REFERENCE): the midpoint, 44.
   double pcieEfficiency = 44.0 / 63.0;
-  // One network hop over InfiniBand: NCCL tuning hwLat[NET][ring][LL] = 2.7 us.
-  double ibHopUs = 2.7;
   // A 400 Gb/s (50 GB/s) NDR NIC gives ~48 GB/s (REFERENCE).
   double nicEfficiency = 48.0 / 50.0;
-  // Host ranks on this VM (REFERENCE): cross-core shared-memory spin 0.17 us;
-  // same-core sched_yield hand-off 0.8 us (more ranks than cores); one core
-  // copies 24-29 GB/s, the low end since a rank also reduces while it copies.
-  double shmSpinUs = 0.17;
+  // Host ranks that outnumber the node's cores hand off with sched_yield on a
+  // shared core: 0.8 us (REFERENCE, this VM) instead of the path's spin.
   double shmYieldUs = 0.8;
-  double hostCopyGBps = 24.0;
-  // No launch on the host; the executor's own overhead is left to measurement.
+  // No launch on the host; the executor's own overhead is left to measurement
+  // (braid-tune writes it into a tuning file).
   double hostBaseUs = 0.0;
-  // Ethernet / unknown NICs: TCP busy-poll 3.2 us (loopback, a floor) and one
-  // stream 5.8 GB/s (REFERENCE, this VM).
-  double tcpHopUs = 3.2;
-  double tcpStreamGBps = 5.8;
   // Bandwidth of step-synchronous and load/store algorithms (halving-doubling,
   // Bruck, direct, two-shot) relative to a pipelined ring: each step waits for
   // the last before it (no overlap of transfer and reduction). 0.75 puts the
@@ -161,68 +151,152 @@ Form formFor(Algorithm a, Collective c, int n) {
 
 // ---------------------------------------------------------------- links
 
-LinkCost intraLink(const topo::Node& node, int ranksPerNode) {
-  if (node.gpus.empty()) {
-    const bool shareCores = node.cores() > 0 && ranksPerNode > node.cores();
-    return {shareCores ? kC.shmYieldUs : kC.shmSpinUs, kC.hostCopyGBps};
+// What a rank achieves over a nominal path (topo/paths.h).
+LinkCost derate(const topo::Link& l) {
+  switch (l.type) {
+    case topo::LinkType::kNvlink:
+    case topo::LinkType::kNvlinkViaGpu:
+      return {l.latencyUs, l.bandwidthGBps * kC.nvlinkEfficiency};
+    case topo::LinkType::kPcieSameSwitch:
+    case topo::LinkType::kPcieCrossSwitch:
+    case topo::LinkType::kHostBridge:
+      return {l.latencyUs, l.bandwidthGBps * kC.pcieEfficiency};
+    // The inter-socket figure (topo/paths.cc) is already an achieved one.
+    case topo::LinkType::kCrossSocket:
+    case topo::LinkType::kLocal:
+    case topo::LinkType::kNetwork:
+      break;
   }
-  // The slowest GPU sets the pace of every ring and tree through it.
-  double nvlink = node.gpus[0].nvlinkGBps;
-  double pcie = std::numeric_limits<double>::infinity();
-  for (const topo::Gpu& g : node.gpus) {
-    nvlink = std::min(nvlink, g.nvlinkGBps);
-    const double p = g.pcieGBps > 0 ? g.pcieGBps : topo::pcieGBps(g.pcieGen, g.pcieWidth);
-    if (p > 0) pcie = std::min(pcie, p);
-  }
-  if (nvlink > 0) return {kC.nvlinkHopUs, nvlink * kC.nvlinkEfficiency};
-  // No GPU says its link: assume Gen3 x16, the slowest a current GPU ships with.
-  if (std::isinf(pcie)) pcie = topo::pcieGBps(3, 16);
-  return {kC.pcieHopUs, pcie * kC.pcieEfficiency};
+  return {l.latencyUs, l.bandwidthGBps};
 }
 
-// One rank's share of its node's NICs (rails are assumed spread evenly).
-LinkCost interLink(const topo::Node& node, int ranksPerNode) {
-  double totalGbps = 0;
-  bool infiniband = false;
-  for (const topo::Nic& nic : node.nics) {
-    totalGbps += nic.speedGbps;
-    infiniband = infiniband || (nic.kind == topo::NicKind::kInfiniband && nic.speedGbps > 0);
+// The slower of two link costs: every step waits for the worst pair.
+LinkCost worse(const LinkCost& a, const LinkCost& b) {
+  return {std::max(a.alphaUs, b.alphaUs), std::min(a.gbps, b.gbps)};
+}
+
+// Hierarchical: intra-node phases over `intra`, rail phases over `inter`
+// (N nodes of L ranks; S the model's bytes). Unequal nodes run a node-ordered
+// ring (hierarchical.h), priced as the flat ring at the bottleneck.
+double hierarchicalUs(Collective c, double S, const CostInputs& in, double flatRingUs) {
+  const int N = in.nodes;
+  const int L = in.ranksPerNode;
+  if (N <= 1 || L <= 1 || N * L != in.nranks) return flatRingUs;
+  const double intraBw = in.intra.gbps * 1e3;  // bytes per us
+  const double interBw = in.inter.gbps * 1e3;
+  const double fl = static_cast<double>(L - 1) / L;
+  const double fn = static_cast<double>(N - 1) / N;
+  switch (c) {
+    case Collective::kAllReduce:
+      return in.baseUs + 2 * (L - 1) * in.intra.alphaUs + 2 * fl * S / intraBw +
+             2 * (N - 1) * in.inter.alphaUs + 2 * fn * (S / L) / interBw;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+      return in.baseUs + (N - 1) * in.inter.alphaUs + fn * (S / L) / interBw +
+             N * (L - 1) * in.intra.alphaUs + fl * S / intraBw;
+    case Collective::kBroadcast:
+      return in.baseUs + (N - 1) * in.inter.alphaUs + (L - 1) * in.intra.alphaUs +
+             S / std::min(intraBw, interBw);
+    default:
+      return std::numeric_limits<double>::infinity();
   }
-  if (totalGbps <= 0) return {kC.tcpHopUs, kC.tcpStreamGBps};
-  const double perRankGBps = totalGbps / 8.0 * kC.nicEfficiency / ranksPerNode;
-  return {infiniband ? kC.ibHopUs : kC.tcpHopUs, perRankGBps};
 }
 
 }  // namespace
 
-CostInputs costInputsFor(const topo::Topology& topo, int nranks, int ranksPerNode) {
+CostInputs costInputsFor(const topo::Topology& topo, const std::vector<topo::RankPlace>& places,
+                         int ranksSharingCpus) {
   CostInputs in;
-  in.nranks = std::max(nranks, 1);
-  in.ranksPerNode = std::clamp(ranksPerNode, 1, in.nranks);
-  in.nodes = (in.nranks + in.ranksPerNode - 1) / in.ranksPerNode;
-  const topo::Node node = topo.nodes.empty() ? topo::Node{} : topo.nodes[0];
-  in.intra = intraLink(node, in.ranksPerNode);
-  in.inter = interLink(node, in.ranksPerNode);
-  in.baseUs = node.gpus.empty() ? kC.hostBaseUs : kC.gpuBaseUs;
+  in.nranks = std::max<int>(1, static_cast<int>(places.size()));
+  std::map<int, int> perNode;                // node -> ranks
+  std::map<std::pair<int, int>, int> perNic;  // (node, NIC) -> ranks sending through it
+  bool gpu = false;
+  for (const topo::RankPlace& p : places) {
+    ++perNode[p.node];
+    gpu = gpu || p.gpu >= 0;
+  }
+  in.nodes = std::max<int>(1, static_cast<int>(perNode.size()));
+  for (const auto& [node, count] : perNode) in.ranksPerNode = std::max(in.ranksPerNode, count);
+  const auto nodeOf = [&](int index) -> const topo::Node& {
+    static const topo::Node kEmpty{};
+    if (topo.nodes.empty()) return kEmpty;
+    return topo.nodes[std::min<size_t>(index, topo.nodes.size() - 1)];
+  };
+  for (const topo::RankPlace& p : places) ++perNic[{p.node, topo::nearestNic(nodeOf(p.node), p)}];
+  // One rank's share of the NIC it sends through; TCP's one-stream figure,
+  // not shared, when the NIC reports no speed.
+  const auto nicShare = [&](const topo::RankPlace& p, double unrated) {
+    const topo::Node& n = nodeOf(p.node);
+    const int nic = topo::nearestNic(n, p);
+    if (nic < 0 || n.nics[nic].speedGbps <= 0) return unrated;
+    return n.nics[nic].speedGbps / 8.0 * kC.nicEfficiency / perNic[{p.node, nic}];
+  };
+  // Intra: the worst pair inside any node. Inter: the worst pair across nodes;
+  // with one node, what a rank would get from its NIC.
+  bool anyIntra = false;
+  bool anyInter = false;
+  for (size_t a = 0; a < places.size(); ++a) {
+    for (size_t b = a + 1; b < places.size(); ++b) {
+      const topo::Link l = topo::pathBetween(topo, places[a], places[b]);
+      LinkCost cost = derate(l);
+      if (l.type == topo::LinkType::kNetwork) {
+        cost.gbps = std::min(nicShare(places[a], l.bandwidthGBps),
+                             nicShare(places[b], l.bandwidthGBps));
+        in.inter = anyInter ? worse(in.inter, cost) : cost;
+        anyInter = true;
+      } else {
+        in.intra = anyIntra ? worse(in.intra, cost) : cost;
+        anyIntra = true;
+      }
+    }
+  }
+  const topo::RankPlace first = places.empty() ? topo::RankPlace{} : places[0];
+  if (!anyIntra) in.intra = derate(topo::pathBetween(topo, first, first));
+  if (!anyInter) {
+    topo::RankPlace far = first;
+    far.node += 1;
+    const topo::Link l = topo::pathBetween(topo, first, far);
+    in.inter = {l.latencyUs, std::numeric_limits<double>::infinity()};
+    for (const topo::RankPlace& p : places) {
+      in.inter.gbps = std::min(in.inter.gbps, nicShare(p, l.bandwidthGBps));
+    }
+  }
+  if (!gpu) {
+    const int sharing = ranksSharingCpus > 0 ? ranksSharingCpus : in.ranksPerNode;
+    const int cores = nodeOf(places.empty() ? 0 : places[0].node).cores();
+    if (cores > 0 && sharing > cores) in.intra.alphaUs = std::max(in.intra.alphaUs, kC.shmYieldUs);
+  }
+  in.baseUs = gpu ? kC.gpuBaseUs : kC.hostBaseUs;
   return in;
+}
+
+CostInputs costInputsFor(const topo::Topology& topo, int nranks, int ranksPerNode) {
+  nranks = std::max(nranks, 1);
+  return costInputsFor(topo, topo::blockPlaces(topo, nranks, std::clamp(ranksPerNode, 1, nranks)));
 }
 
 double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in) {
   if (!algo::supports(a, c)) return std::numeric_limits<double>::infinity();
   if (in.nranks <= 1) return in.baseUs;  // no peer: nothing crosses a link
+  for (const AlgoFit& f : in.fits) {
+    if (f.collective == c && f.algorithm == a) {
+      return f.baseUs + static_cast<double>(bytes) / (f.gbps * 1e3);
+    }
+  }
   // Flat algorithms across nodes run at the bottleneck: the network's alpha and
   // bandwidth when it is the slower (see the header).
   LinkCost link = in.intra;
-  if (in.nodes > 1) {
-    link.alphaUs = std::max(in.intra.alphaUs, in.inter.alphaUs);
-    link.gbps = std::min(in.intra.gbps, in.inter.gbps);
+  if (in.nodes > 1) link = worse(in.intra, in.inter);
+  const auto flat = [&](Algorithm alg) {
+    const Form f = formFor(alg, c, in.nranks);
+    if (f.steps == 0 && f.traffic == 0) return std::numeric_limits<double>::infinity();
+    const double bytesPerUs = link.gbps * f.efficiency * 1e3;  // GB/s = 1e3 bytes/us
+    return in.baseUs + f.steps * link.alphaUs + f.traffic * static_cast<double>(bytes) / bytesPerUs;
+  };
+  if (a == Algorithm::kHierarchical) {
+    return hierarchicalUs(c, static_cast<double>(bytes), in, flat(Algorithm::kRing));
   }
-  const Form f = formFor(a, c, in.nranks);
-  // An algorithm without a closed form here (hierarchical, for now) is not
-  // priced, so it never wins a ranking it cannot justify.
-  if (f.steps == 0 && f.traffic == 0) return std::numeric_limits<double>::infinity();
-  const double bytesPerUs = link.gbps * f.efficiency * 1e3;  // GB/s = 1e3 bytes/us
-  return in.baseUs + f.steps * link.alphaUs + f.traffic * static_cast<double>(bytes) / bytesPerUs;
+  return flat(a);
 }
 
 std::vector<std::pair<Algorithm, double>> rankAlgorithms(Collective c, uint64_t bytes,
@@ -231,12 +305,28 @@ std::vector<std::pair<Algorithm, double>> rankAlgorithms(Collective c, uint64_t 
   for (int i = 0; i < algo::kNumAlgorithms; ++i) {
     const auto a = static_cast<Algorithm>(i);
     if (!algo::supports(a, c)) continue;
+    // On one node a hierarchical schedule is a ring: rank the ring, not both.
+    if (a == Algorithm::kHierarchical && in.nodes <= 1) continue;
     const double us = predictUs(a, c, bytes, in);
-    if (std::isfinite(us)) out.emplace_back(a, us);  // unpriced algorithms are left out
+    if (std::isfinite(us)) out.emplace_back(a, us);
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& x, const auto& y) { return x.second < y.second; });
   return out;
+}
+
+uint64_t modelBytes(Collective c, uint64_t rankBytes, int nranks) {
+  switch (c) {
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kAllToAll:
+    case Collective::kAllToAllv:
+      return rankBytes * static_cast<uint64_t>(std::max(nranks, 1));
+    default:
+      return rankBytes;
+  }
 }
 
 }  // namespace braid

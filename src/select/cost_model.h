@@ -8,20 +8,29 @@
 // cost_model.cc (each constant names its source). The model ignores protocols,
 // channels and contention beyond the per-algorithm efficiency in that table.
 //
-// Multi-node: flat algorithms (every algorithm here; hierarchical ones are a
-// later change) are priced on the bottleneck link: when nodes > 1 every step
-// costs the slower alpha and every byte moves at the smaller bandwidth, since a
-// ring or a tree pipelines at its slowest edge and a step-synchronous algorithm
-// waits for its slowest pair.
+// Multi-node: flat algorithms are priced on the bottleneck link: when nodes > 1
+// every step costs the slower alpha and every byte moves at the smaller
+// bandwidth, since a ring or a tree pipelines at its slowest edge and a
+// step-synchronous algorithm waits for its slowest pair. Hierarchical
+// algorithms price their intra-node phases on `intra` and their rail phases on
+// `inter` (N nodes of L ranks: all-reduce 2(L-1) intra steps moving 2(L-1)/L S
+// plus 2(N-1) rail steps moving 2(N-1)/N S/L); on one node they are a ring and
+// are not ranked separately.
+//
+// Measured algorithms: a tuning file (select/tuning.h) may give, per
+// collective and algorithm, a fitted base time and bandwidth for this
+// communicator's transport and rank count; those replace the closed form.
 //
 // Pure functions on values; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "topo/paths.h"
 #include "topo/topology.h"
 
 namespace braid {
@@ -30,6 +39,14 @@ namespace braid {
 struct LinkCost {
   double alphaUs = 0;  // latency of one step (a minimal message) over this link
   double gbps = 0;     // achievable GB/s (1e9 bytes/s) per direction for one rank
+};
+
+// A measured algorithm: time = baseUs + S / gbps (S as predictUs's bytes).
+struct AlgoFit {
+  algo::Collective collective = algo::Collective::kAllReduce;
+  algo::Algorithm algorithm = algo::Algorithm::kRing;
+  double baseUs = 0;
+  double gbps = 1;
 };
 
 struct CostInputs {
@@ -41,13 +58,21 @@ struct CostInputs {
   // Fixed cost of one call, whatever the algorithm: a kernel launch and its
   // protocol set-up on a GPU (NCCL's "base latency"); ~0 for host ranks.
   double baseUs = 0;
+  std::vector<AlgoFit> fits;  // measured (tuning file); they win over closed forms
+  std::string source = "topology";  // where the figures come from, for messages
 };
 
-// Link costs for `nranks` ranks, `ranksPerNode` to a node, on `topo`. Nodes are
-// assumed alike: topo.nodes[0] describes each (a one-node file prices a
-// cluster of such nodes). Intra: NVLink when the node's GPUs have it, else
-// PCIe between GPUs, else host shared memory (no GPUs: CPU ranks). Inter: the
-// node's NICs shared among its ranks; TCP figures when no NIC reports a speed.
+// Link costs for ranks at `places` on `topo`, from the paths between them
+// (topo/paths.h), derated by the constants table. Intra: the worst path
+// between two ranks of one node (NVLink, PCIe, or host shared memory for CPU
+// ranks; a same-core hand-off when more than the node's cores' worth of ranks
+// share its CPUs: `ranksSharingCpus`, 0 for the busiest node's rank count).
+// Inter: the worst network path, each rank getting its share of the NIC it
+// sends through; TCP figures when no NIC reports a speed.
+CostInputs costInputsFor(const topo::Topology& topo, const std::vector<topo::RankPlace>& places,
+                         int ranksSharingCpus = 0);
+// The same for `nranks` ranks in blocks of `ranksPerNode` (topo::blockPlaces):
+// a one-node file prices a cluster of such nodes.
 CostInputs costInputsFor(const topo::Topology& topo, int nranks, int ranksPerNode);
 
 // Predicted microseconds for one call. `bytes` is S as the perf tools' size
@@ -57,8 +82,12 @@ CostInputs costInputsFor(const topo::Topology& topo, int nranks, int ranksPerNod
 double predictUs(algo::Algorithm a, algo::Collective c, uint64_t bytes, const CostInputs& in);
 
 // Every algorithm implementing `c`, with its prediction, fastest first (ties
-// keep the registry's order).
+// keep the registry's order); hierarchical only when the ranks span nodes.
 std::vector<std::pair<algo::Algorithm, double>> rankAlgorithms(algo::Collective c, uint64_t bytes,
                                                                const CostInputs& in);
+
+// S for the model from a call's per-rank buffer bytes (count x element size):
+// times nranks for the collectives whose S is the whole array.
+uint64_t modelBytes(algo::Collective c, uint64_t rankBytes, int nranks);
 
 }  // namespace braid

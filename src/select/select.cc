@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 
 #include "core/env.h"
@@ -144,7 +145,20 @@ Expected<AlgoPolicy> AlgoPolicy::parse(const std::string& spec) {
 
 Expected<Algorithm> AlgoPolicy::choose(Collective c, uint64_t bytes, int nranks,
                                        int nodes) const {
-  std::vector<Algorithm> candidates = defaultAlgorithms(c, bytes, nranks, nodes);
+  return chooseFrom(c, bytes, defaultAlgorithms(c, bytes, nranks, nodes));
+}
+
+bool AlgoPolicy::overrides(Collective c, uint64_t bytes) const {
+  for (const Rule& r : rules_) {
+    if ((r.collective < 0 || r.collective == static_cast<int>(c)) && bytes >= r.lo && bytes < r.hi) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Expected<Algorithm> AlgoPolicy::chooseFrom(Collective c, uint64_t bytes,
+                                           const std::vector<Algorithm>& candidates) const {
   for (const Rule& r : rules_) {
     if (r.collective >= 0 && r.collective != static_cast<int>(c)) continue;
     if (bytes < r.lo || bytes >= r.hi) continue;
@@ -164,7 +178,38 @@ Expected<Algorithm> AlgoPolicy::choose(Collective c, uint64_t bytes, int nranks,
                            algo::collectiveName(c) + ", which " +
                            (r.algos.size() > 1 ? "none of them implements" : "it does not implement"));
   }
+  if (candidates.empty()) {
+    return internalError(std::string("no algorithm implements ") + algo::collectiveName(c));
+  }
   return candidates.front();
+}
+
+Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes) const {
+  const uint64_t S = modelBytes(c, rankBytes, inputs_.nranks);
+  std::vector<Algorithm> candidates;
+  for (const auto& [a, us] : rankAlgorithms(c, S, inputs_)) candidates.push_back(a);
+  // Every implementing algorithm stays eligible for '^' rules, priced or not.
+  for (Algorithm a : defaultAlgorithms(c, rankBytes, inputs_.nranks, inputs_.nodes)) {
+    if (std::find(candidates.begin(), candidates.end(), a) == candidates.end()) {
+      candidates.push_back(a);
+    }
+  }
+  Choice choice;
+  BRAID_ASSIGN_OR_RETURN(choice.algorithm, policy_.chooseFrom(c, rankBytes, candidates));
+  choice.forced = policy_.overrides(c, rankBytes);
+  choice.predictedUs = predictUs(choice.algorithm, c, S, inputs_);
+  return choice;
+}
+
+std::string Selector::explain(Collective c, uint64_t rankBytes) const {
+  std::string out;
+  char buf[64];
+  for (const auto& [a, us] : rankAlgorithms(c, modelBytes(c, rankBytes, inputs_.nranks), inputs_)) {
+    std::snprintf(buf, sizeof(buf), "%s%s %.1f us", out.empty() ? "" : "; ", algo::algorithmName(a),
+                  us);
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace braid

@@ -1,5 +1,8 @@
-// Algorithm selection: a size-and-rank rule of thumb per collective (until the
-// topology-aware cost model lands), overridden by BRAID_ALGO.
+// Algorithm selection. A communicator's Selector ranks the algorithms that
+// implement a call's collective by the cost model's predicted time on its
+// topology (and tuning file), fastest first; BRAID_ALGO overrides. The
+// size-and-rank rule of thumb (defaultAlgorithms) remains for policies used
+// without a topology.
 //
 // BRAID_ALGO grammar (NCCL_ALGO's, extended with per-collective size ranges):
 //   spec   := item (('#' | ';') item)*
@@ -17,6 +20,7 @@
 
 #include "algorithms/registry.h"
 #include "core/status.h"
+#include "select/cost_model.h"
 
 namespace braid {
 
@@ -27,6 +31,12 @@ class AlgoPolicy {
   // nodes: how many nodes the communicator spans).
   Expected<algo::Algorithm> choose(algo::Collective c, uint64_t bytes, int nranks,
                                    int nodes = 1) const;
+  // The same, with the default choice taken from `candidates` (best first):
+  // the first rule that matches decides as above; no rule, candidates.front().
+  Expected<algo::Algorithm> chooseFrom(algo::Collective c, uint64_t bytes,
+                                       const std::vector<algo::Algorithm>& candidates) const;
+  // Whether a rule of the policy decides calls of `c` with `bytes`.
+  bool overrides(algo::Collective c, uint64_t bytes) const;
   const std::string& spec() const { return spec_; }
 
  private:
@@ -47,5 +57,29 @@ class AlgoPolicy {
 std::vector<algo::Algorithm> defaultAlgorithms(algo::Collective c, uint64_t bytes, int nranks,
                                                int nodes = 1);
 bool parseCollective(const std::string& name, algo::Collective* out);
+
+// One communicator's choice of algorithm per call: the policy's rules first,
+// else the cost model's fastest for (collective, bytes) on `inputs`.
+class Selector {
+ public:
+  struct Choice {
+    algo::Algorithm algorithm = algo::Algorithm::kRing;
+    double predictedUs = 0;  // the cost model's time for the chosen algorithm
+    bool forced = false;     // BRAID_ALGO decided
+  };
+  Selector() = default;
+  Selector(AlgoPolicy policy, CostInputs inputs)
+      : policy_(std::move(policy)), inputs_(std::move(inputs)) {}
+  // `rankBytes`: count x element size of the call (the per-rank buffer).
+  Expected<Choice> choose(algo::Collective c, uint64_t rankBytes) const;
+  // "ring 12.3 us; tree 15.0 us; direct 20.1 us": the ranking, for logs.
+  std::string explain(algo::Collective c, uint64_t rankBytes) const;
+  const AlgoPolicy& policy() const { return policy_; }
+  const CostInputs& inputs() const { return inputs_; }
+
+ private:
+  AlgoPolicy policy_;
+  CostInputs inputs_;
+};
 
 }  // namespace braid

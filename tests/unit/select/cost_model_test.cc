@@ -103,9 +103,10 @@ TEST(CostModel, RankingHoldsExactlyThePricedSupportingAlgorithmsFastestFirst) {
       const auto ranked = rankAlgorithms(c, 1 << 20, dgx(nodes));
       int supported = 0;
       for (int i = 0; i < algo::kNumAlgorithms; ++i) {
-        // Hierarchical has no closed form in the model yet: never ranked.
+        // Hierarchical is ranked only when the ranks span nodes.
         const auto a = static_cast<Algorithm>(i);
-        supported += algo::supports(a, c) && a != Algorithm::kHierarchical ? 1 : 0;
+        const bool ranked = a != Algorithm::kHierarchical || nodes > 1;
+        supported += algo::supports(a, c) && ranked ? 1 : 0;
       }
       EXPECT_EQ(static_cast<int>(ranked.size()), supported);
       for (size_t i = 0; i < ranked.size(); ++i) {
@@ -147,13 +148,17 @@ TEST(CostInputsFor, PcieServerUsesPcieNotNvlink) {
   std::string why;
   const std::optional<topo::Topology> t = test::loadTopoFile("pcie_8gpu.xml", &why);
   if (!t) GTEST_SKIP() << why;
-  const CostInputs in = costInputsFor(*t, 8, 8);
-  // A100 PCIe at Gen4 x16 is 31.5 GB/s nominal: achieved must be below it and
-  // far below any NVLink figure.
+  // Four GPUs under one switch: A100 PCIe at Gen4 x16 is 31.5 GB/s nominal;
+  // achieved must be below it and far below any NVLink figure.
+  CostInputs in = costInputsFor(*t, 4, 4);
   EXPECT_GT(in.intra.gbps, 0.5 * 31.5);
   EXPECT_LT(in.intra.gbps, 31.5);
   EXPECT_GT(in.intra.alphaUs, 0.6);  // a PCIe hop is slower than an NVLink hop
-  // 2 x 100 Gb/s Ethernet shared by 8 ranks: at most 200/8/8 = 3.125 GB/s each.
+  // All eight: the worst pair crosses the sockets, at NCCL's 10 GB/s UPI figure.
+  in = costInputsFor(*t, 8, 8);
+  EXPECT_DOUBLE_EQ(in.intra.gbps, 10.0);
+  // 2 x 100 Gb/s Ethernet, one per socket, each shared by its 4 GPUs:
+  // 100 / 8 / 4 = 3.125 GB/s at most.
   EXPECT_GT(in.inter.gbps, 0.0);
   EXPECT_LE(in.inter.gbps, 3.125);
 }

@@ -1,0 +1,209 @@
+#include "topo/paths.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace braid::topo {
+namespace {
+
+// ---------------------------------------------------------------- nominal links
+// The hardware's figures, before any derating. "REFERENCE" is
+// /work/shared/REFERENCE.md; "NCCL tuning" is NVIDIA/nccl src/graph/tuning.cc
+// (hwLat, LL protocol); "NCCL topo" is NVIDIA/nccl src/graph/topo.h.
+struct Nominal {
+  // Host ranks: a cross-core shared-memory hand-off, 0.17 us (REFERENCE, this
+  // VM); one core copies 24-29 GB/s (REFERENCE), the low end.
+  double shmUs = 0.17;
+  double shmGBps = 24.0;
+  // Two ranks on one GPU: its own memory, HBM3 3,350 GB/s (H100 SXM data
+  // sheet); a step costs an NVLink hop's latency (the kernel hand-off).
+  double deviceGBps = 3350.0;
+  // NVLink hop 0.6 us, PCIe hop 1.0 us (NCCL tuning).
+  double nvlinkUs = 0.6;
+  double pcieUs = 1.0;
+  // Between sockets: NCCL topo's SKL_QPI_BW, 10 GB/s for one peer-to-peer
+  // stream through UPI; a cache-line transfer across sockets adds ~0.13 us
+  // to the shared-memory hand-off (Intel's published idle latencies, local
+  // ~80 ns vs remote ~140 ns, twice per hand-off), so 0.3 us for host ranks.
+  double crossSocketGBps = 10.0;
+  double crossSocketHostUs = 0.3;
+  // Network: InfiniBand 2.7 us (NCCL tuning, NET); TCP busy-poll 3.2 us on
+  // loopback and one TCP stream 5.8 GB/s when the NIC reports no speed
+  // (REFERENCE, this VM).
+  double ibUs = 2.7;
+  double tcpUs = 3.2;
+  double tcpGBps = 5.8;
+};
+constexpr Nominal kN{};
+
+const Node& nodeData(const Topology& topo, int index) {
+  static const Node kEmpty{};
+  if (topo.nodes.empty()) return kEmpty;
+  return topo.nodes[std::clamp(index, 0, static_cast<int>(topo.nodes.size()) - 1)];
+}
+
+int packageOfNuma(const Node& node, int numa) {
+  for (const NumaNode& m : node.numaNodes) {
+    if (m.id == numa) return m.package;
+  }
+  return -1;
+}
+
+const Gpu* gpuOf(const Node& node, const RankPlace& p) {
+  if (p.gpu < 0 || p.gpu >= static_cast<int>(node.gpus.size())) return nullptr;
+  return &node.gpus[p.gpu];
+}
+
+double gpuPcieGBps(const Gpu& g) {
+  const double p = g.pcieGBps > 0 ? g.pcieGBps : pcieGBps(g.pcieGen, g.pcieWidth);
+  return p > 0 ? p : pcieGBps(3, 16);  // unknown: the slowest link a current GPU ships with
+}
+
+// The NUMA node a rank is nearest to: its own, else its GPU's.
+int numaOf(const Node& node, const RankPlace& p) {
+  if (p.numa >= 0) return p.numa;
+  const Gpu* g = gpuOf(node, p);
+  return g != nullptr ? g->numa : -1;
+}
+
+bool crossSocket(const Node& node, const RankPlace& a, const RankPlace& b) {
+  const int pa = packageOfNuma(node, numaOf(node, a));
+  const int pb = packageOfNuma(node, numaOf(node, b));
+  return pa >= 0 && pb >= 0 && pa != pb;
+}
+
+Link networkLink(const Node& node, const RankPlace& p) {
+  const int i = nearestNic(node, p);
+  if (i < 0 || node.nics[i].speedGbps <= 0) return {LinkType::kNetwork, kN.tcpGBps, kN.tcpUs};
+  const Nic& nic = node.nics[i];
+  return {LinkType::kNetwork, nic.speedGbps / 8.0,
+          nic.kind == NicKind::kInfiniband ? kN.ibUs : kN.tcpUs};
+}
+
+Link gpuPair(const Node& node, const Gpu& a, const Gpu& b, const RankPlace& pa,
+             const RankPlace& pb) {
+  if (&a == &b) return {LinkType::kLocal, kN.deviceGBps, kN.nvlinkUs};
+  if (a.nvlinkGBps > 0 && b.nvlinkGBps > 0) {
+    return {LinkType::kNvlink, std::min(a.nvlinkGBps, b.nvlinkGBps), kN.nvlinkUs};
+  }
+  const double bw = std::min(gpuPcieGBps(a), gpuPcieGBps(b));
+  if (crossSocket(node, pa, pb)) {
+    return {LinkType::kCrossSocket, std::min(bw, kN.crossSocketGBps), kN.pcieUs};
+  }
+  if (a.pcieSwitch < 0 || b.pcieSwitch < 0) return {LinkType::kHostBridge, bw, kN.pcieUs};
+  if (a.pcieSwitch == b.pcieSwitch) return {LinkType::kPcieSameSwitch, bw, kN.pcieUs};
+  return {LinkType::kPcieCrossSwitch, bw, kN.pcieUs};
+}
+
+}  // namespace
+
+int nearestNic(const Node& node, const RankPlace& place) {
+  if (node.nics.empty()) return -1;
+  const Gpu* g = gpuOf(node, place);
+  const int numa = numaOf(node, place);
+  int best = -1;
+  int bestRank = -1;  // 2: same switch, 1: same NUMA node, 0: any; ties: faster
+  for (int i = 0; i < static_cast<int>(node.nics.size()); ++i) {
+    const Nic& nic = node.nics[i];
+    int rank = 0;
+    if (g != nullptr && g->pcieSwitch >= 0 && nic.pcieSwitch == g->pcieSwitch) {
+      rank = 2;
+    } else if (numa >= 0 && nic.numa == numa) {
+      rank = 1;
+    }
+    if (rank > bestRank || (rank == bestRank && nic.speedGbps > node.nics[best].speedGbps)) {
+      best = i;
+      bestRank = rank;
+    }
+  }
+  return best;
+}
+
+Link pathBetween(const Topology& topo, const RankPlace& a, const RankPlace& b) {
+  if (a.node != b.node) {
+    const Link la = networkLink(nodeData(topo, a.node), a);
+    const Link lb = networkLink(nodeData(topo, b.node), b);
+    return {LinkType::kNetwork, std::min(la.bandwidthGBps, lb.bandwidthGBps),
+            std::max(la.latencyUs, lb.latencyUs)};
+  }
+  const Node& node = nodeData(topo, a.node);
+  const Gpu* ga = gpuOf(node, a);
+  const Gpu* gb = gpuOf(node, b);
+  if (ga != nullptr && gb != nullptr) return gpuPair(node, *ga, *gb, a, b);
+  if (ga != nullptr || gb != nullptr) {
+    // A GPU rank and a host rank meet in host memory, through the GPU's PCIe.
+    const double bw = gpuPcieGBps(ga != nullptr ? *ga : *gb);
+    if (crossSocket(node, a, b)) {
+      return {LinkType::kCrossSocket, std::min(bw, kN.crossSocketGBps), kN.pcieUs};
+    }
+    return {LinkType::kHostBridge, bw, kN.pcieUs};
+  }
+  if (crossSocket(node, a, b)) {
+    return {LinkType::kCrossSocket, std::min(kN.shmGBps, kN.crossSocketGBps),
+            kN.crossSocketHostUs};
+  }
+  return {LinkType::kLocal, kN.shmGBps, kN.shmUs};
+}
+
+PathMatrix pathMatrix(const Topology& topo, const std::vector<RankPlace>& places) {
+  PathMatrix m;
+  m.nranks = static_cast<int>(places.size());
+  m.links.reserve(places.size() * places.size());
+  for (const RankPlace& a : places) {
+    for (const RankPlace& b : places) m.links.push_back(pathBetween(topo, a, b));
+  }
+  return m;
+}
+
+std::vector<RankPlace> blockPlaces(const Topology& topo, int nranks, int ranksPerNode) {
+  ranksPerNode = std::max(ranksPerNode, 1);
+  std::vector<RankPlace> out;
+  for (int r = 0; r < nranks; ++r) {
+    RankPlace p;
+    p.node = r / ranksPerNode;
+    const int local = r % ranksPerNode;
+    const Node& node = nodeData(topo, p.node);
+    if (!node.gpus.empty()) {
+      p.gpu = local % static_cast<int>(node.gpus.size());
+      p.numa = node.gpus[p.gpu].numa;
+    } else if (!node.numaNodes.empty()) {
+      const int per = (ranksPerNode + static_cast<int>(node.numaNodes.size()) - 1) /
+                      static_cast<int>(node.numaNodes.size());
+      p.numa = node.numaNodes[std::min<size_t>(local / per, node.numaNodes.size() - 1)].id;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string placeString(int numa, const std::string& gpuBusId) {
+  std::string out;
+  if (!gpuBusId.empty()) out = "gpu=" + gpuBusId;
+  if (numa >= 0) out += (out.empty() ? "" : ",") + std::string("numa=") + std::to_string(numa);
+  return out;
+}
+
+RankPlace parsePlace(const std::string& text, const Node& node, int nodeIndex) {
+  RankPlace p;
+  p.node = nodeIndex;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    if (item.rfind("numa=", 0) == 0) {
+      int v = -1;
+      if (std::sscanf(item.c_str() + 5, "%d", &v) == 1 && v >= 0) p.numa = v;
+    } else if (item.rfind("gpu=", 0) == 0) {
+      const std::string bus = item.substr(4);
+      for (int i = 0; i < static_cast<int>(node.gpus.size()); ++i) {
+        if (node.gpus[i].busId == bus) p.gpu = i;
+      }
+    }
+    start = comma + 1;
+  }
+  return p;
+}
+
+}  // namespace braid::topo
