@@ -55,7 +55,8 @@ bool parseTrainArgs(const std::vector<std::string>& args, TrainConfig* out, std:
       {"--zero", &c.layout.zero},   {"--micro-batches", &c.layout.microBatches},
       {"--global-batch", &c.globalBatch}, {"--steps", &c.steps},
       {"--experts", &experts},      {"--top-k", &topK},
-      {"--moe-every", &moeEvery},   {"--warmup", &c.optim.warmup}};
+      {"--moe-every", &moeEvery},   {"--warmup", &c.optim.warmup},
+      {"--log-every", &c.logEvery}};
   std::map<std::string, double*> reals = {{"--lr", &c.optim.lr},
                                           {"--clip", &c.optim.clip},
                                           {"--weight-decay", &c.optim.weightDecay},
@@ -160,6 +161,8 @@ std::string validate(const TrainConfig& cfg, int worldSize) {
     e << "--zero is 0 or 1";
   } else if (cfg.steps < 0) {
     e << "--steps must be >= 0";
+  } else if (cfg.logEvery < 1) {
+    e << "--log-every must be >= 1";
   }
   return e.str();
 }

@@ -70,6 +70,7 @@ struct TrainConfig {
   std::string dumpParams;
   size_t bucketBytes = 256 * 1024;
   bool quiet = false;
+  int logEvery = 1;  // print every n-th step (the JSON log has them all)
 };
 
 // Parses braid-train's training flags. On error returns false with *error set.

@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "           --capacity-factor C (0: dropless)]\n"
     "training:  --steps S --seed N --lr 3e-3 --warmup 10 --clip 1 --weight-decay 0.01\n"
     "           --data FILE (default: the fortunes corpus)\n"
-    "output:    --log-json run.jsonl --save PREFIX --resume PREFIX --dump-params FILE --quiet\n";
+    "output:    --log-json run.jsonl --save PREFIX --resume PREFIX --dump-params FILE --quiet\n           --log-every N (print every N-th step)\n";
 
 // Whether a launcher (braidrun, torchrun, mpirun, srun) started this process.
 bool launched() {

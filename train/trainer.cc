@@ -170,7 +170,8 @@ StepReport Trainer::trainStep(int step) {
 
 void Trainer::logStep(const StepReport& r) {
   if (mesh_.worldRank != 0) return;
-  if (!cfg_.quiet) {
+  const bool print = r.step % cfg_.logEvery == 0 || r.step == cfg_.steps - 1;
+  if (!cfg_.quiet && print) {
     std::printf("step %4d  loss %.6f  gnorm %.4f  %8.0f tok/s  fwd %.1f bwd %.1f opt %.1f comm %.1f ms",
                 r.step, r.loss, r.gradNorm, r.tokensPerSecond, r.forward * 1e3, r.backward * 1e3,
                 r.optimizer * 1e3, r.comm * 1e3);
