@@ -57,7 +57,7 @@ def get_unique_id():
     """
     uid = _lib.UniqueId()
     _lib.check(_lib.lib.braidGetUniqueId(ctypes.byref(uid)), None, "braid.get_unique_id")
-    return bytes(uid.internal)
+    return bytes(uid)  # not uid.internal: a c_char array stops at the first zero byte
 
 
 def init_rank(size, unique_id, rank, timeout_ms=None, transports=None, name="world"):
@@ -66,7 +66,7 @@ def init_rank(size, unique_id, rank, timeout_ms=None, transports=None, name="wor
         raise InvalidArgumentError(
             f"braid: unique_id must be {_lib.UNIQUE_ID_BYTES} bytes, got {len(unique_id)}", 4)
     uid = _lib.UniqueId()
-    uid.internal = unique_id
+    ctypes.memmove(ctypes.addressof(uid), bytes(unique_id), _lib.UNIQUE_ID_BYTES)
     cfg = _lib.make_config(timeout_ms, transports)
     comm = _lib.Comm()
     _lib.check(_lib.lib.braidCommInitRankConfig(ctypes.byref(comm), int(size), uid, int(rank),

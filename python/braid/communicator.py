@@ -61,7 +61,7 @@ class Communicator:
         _lib.check(_lib.lib.braidCommUserRank(self._handle, ctypes.byref(rank)), self._handle)
         _lib.check(_lib.lib.braidCommCount(self._handle, ctypes.byref(size)), self._handle)
         self._rank, self._size = rank.value, size.value
-        self._executor = Executor(name)
+        self._executor = Executor(name, self._run_fused)
         _live.add(self)
 
     # ---- identity and life cycle ------------------------------------------------------
@@ -147,27 +147,39 @@ class Communicator:
 
     # ---- running a call -------------------------------------------------------------------
 
-    def _launch(self, what, call, result, keep, async_op):
-        """Runs call(handle) -> braidResult_t in order; returns result or a Work."""
+    def _launch(self, what, call, result, keep, async_op, after=None, fusable=False):
+        """Runs call(handle) -> braidResult_t in order, then after(); returns result or a Work.
+
+        fusable: a point-to-point call, which may join a group with its neighbours.
+        """
 
         def run():
             _lib.check(call(self._live()), self._handle, what)
+            if after is not None:
+                after()
 
-        work = Work(run, self._executor, result, keep)
         if _in_group():
             if async_op:
                 raise errors.InvalidUsageError(
                     "braid: async_op inside braid.group(): the group is issued at its end", 5)
             # A group's calls must come from the thread that opened it.
             self._executor.drain()
-            work._execute()
-            work._done = True
-            work.wait()
+            run()
             return result
+        work = Work(run, self._executor, result, keep, fusable)
         if async_op:
             return self._executor.submit(work)
         self._executor.run(work)
         return result
+
+    def _run_fused(self, works):
+        _lib.check(_lib.lib.braidGroupStart(), None, "braidGroupStart")
+        try:
+            for work in works:
+                work._run()
+        finally:
+            result = _lib.lib.braidGroupEnd()
+        _lib.check(result, self._handle, "point-to-point group")
 
     def _reduce_args(self, send, out, what):
         src = _buffers.as_buffer(send, what=f"{what} input")
@@ -300,7 +312,7 @@ class Communicator:
         return self._launch(
             "send",
             lambda c: _lib.lib.braidSend(src.address, src.count, src.dtype, int(peer), c, None),
-            None, src, async_op)
+            None, src, async_op, fusable=True)
 
     def recv(self, buf, peer, async_op=False):
         """Receives into ``buf`` from rank peer (counts must match the send)."""
@@ -309,7 +321,7 @@ class Communicator:
         return self._launch(
             "recv",
             lambda c: _lib.lib.braidRecv(dst.address, dst.count, dst.dtype, int(peer), c, None),
-            buf, dst, async_op)
+            buf, dst, async_op, fusable=True)
 
     def barrier(self, async_op=False):
         """Returns once every rank has entered the barrier."""

@@ -9,6 +9,12 @@ a blocking operation, or a wait() on a queued one, runs the queue's head in
 the caller's own thread when nothing else is running, which saves two thread
 hand-offs per call.
 
+Point-to-point operations started asynchronously are held back until someone
+waits on them, asks whether they are done, or queues a collective behind them;
+consecutive ones then run together as one Braid group. That is what makes
+``isend(a, 1); irecv(b, 1); wait; wait`` on two ranks complete when one by one
+both sends would wait for receives that were never posted.
+
 Thread-safety: Work and Executor may be used from any thread.
 """
 
@@ -24,10 +30,12 @@ class Work:
     operation's output object once finished.
     """
 
-    __slots__ = ("_run", "_executor", "_done", "_error", "_result", "_callbacks", "_keep")
+    __slots__ = ("_run", "_executor", "_done", "_error", "_result", "_callbacks", "_keep",
+                 "_fusable")
 
-    def __init__(self, run, executor, result=None, keep=None):
+    def __init__(self, run, executor, result=None, keep=None, fusable=False):
         self._run = run
+        self._fusable = fusable
         self._executor = executor
         self._done = False
         self._error = None
@@ -37,6 +45,8 @@ class Work:
 
     def is_completed(self):
         """True once the operation has finished, successfully or not."""
+        if not self._done:
+            self._executor.kick()
         return self._done
 
     def wait(self, timeout=None):
@@ -69,11 +79,8 @@ class Work:
                 return
         fn(self)
 
-    def _execute(self):
-        try:
-            self._run()
-        except BaseException as e:  # handed to the waiter, not lost in a thread
-            self._error = e
+    def _release(self, error):
+        self._error = error
         self._run = None
         self._keep = None
 
@@ -81,26 +88,40 @@ class Work:
 class Executor:
     """Runs one communicator's operations in order, one at a time."""
 
-    def __init__(self, name):
+    def __init__(self, name, run_fused):
+        """run_fused(works) runs several fusable works' calls as one group."""
+        self._run_fused = run_fused
         self.cond = threading.Condition(threading.Lock())
         self._queue = collections.deque()
         self._busy = False
         self._closed = False
         self._name = name
         self._thread = None
+        self._awake = False  # the worker may run fusable work
 
     def submit(self, work):
-        """Queues work for the worker thread and returns it."""
+        """Queues work for the worker thread and returns it (fusable work waits)."""
         with self.cond:
             if self._closed:
                 raise RuntimeError(f"braid: {self._name} is closed")
             self._queue.append(work)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._worker, daemon=True,
-                                                name=f"braid-{self._name}")
-                self._thread.start()
-            self.cond.notify_all()
+            if not work._fusable:
+                self._wake()
         return work
+
+    def kick(self):
+        """Lets the worker run held-back work."""
+        with self.cond:
+            if self._queue:
+                self._wake()
+
+    def _wake(self):
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._worker, daemon=True,
+                                            name=f"braid-{self._name}")
+            self._thread.start()
+        self._awake = True
+        self.cond.notify_all()
 
     def run(self, work):
         """Runs work now, after everything queued before it; raises its error."""
@@ -139,25 +160,48 @@ class Executor:
             self.cond.notify_all()
 
     def _take(self):
+        """The queue's head, with the fusable works right behind a fusable head."""
         self._busy = True
-        return self._queue.popleft()
+        batch = [self._queue.popleft()]
+        while batch[0]._fusable and self._queue and self._queue[0]._fusable:
+            batch.append(self._queue.popleft())
+        return batch
 
-    def _finish(self, work):
-        work._execute()
+    def _finish(self, batch):
+        error = None
+        try:
+            if len(batch) == 1:
+                batch[0]._run()
+            else:
+                self._run_fused(batch)
+        except BaseException as e:  # handed to the waiters, not lost in a thread
+            error = e
+        callbacks = []
         with self.cond:
             self._busy = False
-            work._done = True
-            callbacks, work._callbacks = work._callbacks, []
+            for work in batch:
+                work._release(error)
+                work._done = True
+                callbacks += [(fn, work) for fn in work._callbacks]
+                work._callbacks = []
             self.cond.notify_all()
-        for fn in callbacks:
+        for fn, work in callbacks:
             fn(work)
 
     def _worker(self):
         while True:
             with self.cond:
-                while self._busy or not self._queue:
+                while self._busy or not self._queue or not self._runnable():
                     if self._closed and not self._queue:
                         return
                     self.cond.wait()
-                work = self._take()
-            self._finish(work)
+                batch = self._take()
+            self._finish(batch)
+
+    def _runnable(self):
+        # Fusable work alone in the queue waits for a wait(), an is_completed()
+        # or a collective behind it.
+        if self._awake or any(not w._fusable for w in self._queue):
+            self._awake = False
+            return True
+        return False

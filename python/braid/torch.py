@@ -1,0 +1,328 @@
+"""The torch.distributed backend "braid".
+
+    import braid.torch                       # registers the backend
+    dist.init_process_group("braid")         # any init_method: env://, file://, tcp://
+
+Works with PyTorch 1.13 (Debian's python3-torch) and later: ProcessGroupBraid
+is a Python subclass of torch's ProcessGroup (pybind11 forwards the C++ calls
+that DistributedDataParallel makes to it) and is registered with
+``torch.distributed.Backend.register_backend``. Each process group is one Braid
+communicator; its unique id travels through the group's store, so
+``new_group`` needs nothing from the ranks outside the group.
+
+Tensors must be contiguous. CPU tensors are served today. Device tensors take
+the same calls (their data_ptr is the buffer): _check_device is the one place
+that admits them, once libbraid has its CUDA executor and stream argument.
+"""
+
+import collections
+import datetime
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import ProcessGroup, Work as _TorchWorkBase
+
+from . import _buffers
+from . import _lib
+from . import errors
+from . import get_unique_id, init_rank
+from .communicator import _counts, _displacements
+
+BACKEND_NAME = "braid"
+
+_DTYPES = {torch.int8: _buffers.INT8, torch.uint8: _buffers.UINT8, torch.bool: _buffers.UINT8,
+           torch.int32: _buffers.INT32, torch.int64: _buffers.INT64,
+           torch.float16: _buffers.FLOAT16, torch.float32: _buffers.FLOAT32,
+           torch.float64: _buffers.FLOAT64, torch.bfloat16: _buffers.BFLOAT16}
+
+_RED = dist.ReduceOp.RedOpType
+_OPS = {_RED.SUM: 0, _RED.PRODUCT: 1, _RED.MAX: 2, _RED.MIN: 3, _RED.AVG: 4}
+
+# pybind11 forwards C++ calls (DDP's wait, get_future) to a Work's Python
+# methods only while its Python object lives, and PyTorch 1.13 keeps only the
+# C++ half. Works are held here until waited on or their future taken; works
+# nobody waits for are let go once done and this many newer ones exist.
+_KEEP_LIMIT = 1024
+_kept = collections.OrderedDict()
+
+
+def _keep(work):
+    _kept[id(work)] = work
+    while len(_kept) > _KEEP_LIMIT:
+        oldest = next(iter(_kept.values()))
+        if not oldest._work.is_completed():
+            break
+        _kept.popitem(last=False)
+
+
+def _release(work):
+    _kept.pop(id(work), None)
+
+
+class BraidWork(_TorchWorkBase):
+    """A torch Work over a braid.Work: wait() raises Braid's error."""
+
+    def __init__(self, work, outputs):
+        super().__init__()
+        self._work = work
+        self._outputs = outputs
+        _keep(self)
+
+    def wait(self, timeout=None):
+        if isinstance(timeout, datetime.timedelta):
+            timeout = timeout.total_seconds() or None
+        try:
+            done = self._work.wait(timeout)
+        finally:
+            if self._work.is_completed():
+                _release(self)
+        return done
+
+    def synchronize(self):
+        self.wait()
+
+    def is_completed(self):
+        return self._work.is_completed()
+
+    def is_success(self):
+        return self._work.is_completed() and self._work.exception() is None
+
+    def exception(self):
+        return self._work.exception()
+
+    def result(self):
+        self.wait()
+        return self._outputs
+
+    def get_future(self):
+        fut = torch.futures.Future()
+
+        def done(work):
+            if work.exception() is not None:
+                fut.set_exception(work.exception())
+            else:
+                fut.set_result(self._outputs)
+
+        self._work.add_done_callback(done)
+        _release(self)
+        return fut
+
+
+def _check_device(t):
+    if t.device.type != "cpu":
+        raise errors.InvalidUsageError(
+            f"braid: {t.device} tensors need a libbraid with its CUDA executor; this one "
+            "serves CPU tensors", 5)
+
+
+def _ptr(t, what):
+    """(address, count, braid datatype) of a contiguous tensor."""
+    if not t.is_contiguous():
+        raise ValueError(f"braid: {what} must be contiguous")
+    _check_device(t)
+    code = _DTYPES.get(t.dtype)
+    if code is None:
+        raise TypeError(f"braid: no Braid datatype for {t.dtype} ({what})")
+    return t.data_ptr(), t.numel(), code
+
+
+def _op(opts):
+    if opts is None:
+        return _OPS[_RED.SUM]
+    code = _OPS.get(opts.reduceOp.op if hasattr(opts.reduceOp, "op") else opts.reduceOp)
+    if code is None:
+        raise ValueError(f"braid: reduction {opts.reduceOp} is not supported "
+                         "(SUM, PRODUCT, MIN, MAX, AVG)")
+    return code
+
+
+def _one(tensors, what):
+    if len(tensors) != 1:
+        raise ValueError(f"braid: {what} takes one tensor per process, got {len(tensors)}")
+    return tensors[0]
+
+
+class ProcessGroupBraid(ProcessGroup):
+    """A torch.distributed process group whose collectives are Braid's."""
+
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        if rank == 0:
+            # hex: the 1.13 store takes str and would cut the id at its first zero byte
+            store.set("braid_unique_id", get_unique_id().hex())
+        uid = bytes.fromhex(store.get("braid_unique_id").decode())
+        timeout_ms = int(timeout.total_seconds() * 1000) if timeout else None
+        self._comm = init_rank(size, uid, rank, timeout_ms=timeout_ms,
+                               name=f"torch-pg-{id(self):x}")
+
+    def getBackendName(self):
+        return BACKEND_NAME
+
+    @property
+    def communicator(self):
+        """The braid.Communicator under this group."""
+        return self._comm
+
+    def _run(self, what, call, outputs, keep, after=None, fusable=False):
+        work = self._comm._launch(what, call, outputs, keep, True, after, fusable)
+        return BraidWork(work, outputs)
+
+    # ---- collectives ----------------------------------------------------------------------
+
+    def allreduce(self, tensors, opts=None):
+        t = _one(tensors, "all_reduce")
+        p, n, dt = _ptr(t, "all_reduce tensor")
+        op = _op(opts)
+        return self._run("all_reduce",
+                         lambda c: _lib.lib.braidAllReduce(p, p, n, dt, op, c, None),
+                         tensors, t)
+
+    def broadcast(self, tensors, opts=None):
+        t = _one(tensors, "broadcast")
+        p, n, dt = _ptr(t, "broadcast tensor")
+        root = opts.rootRank if opts is not None else 0
+        return self._run("broadcast",
+                         lambda c: _lib.lib.braidBroadcast(p, p, n, dt, root, c, None),
+                         tensors, t)
+
+    def reduce(self, tensors, opts=None):
+        t = _one(tensors, "reduce")
+        p, n, dt = _ptr(t, "reduce tensor")
+        op, root = _op(opts), opts.rootRank if opts is not None else 0
+        return self._run("reduce",
+                         lambda c: _lib.lib.braidReduce(p, p, n, dt, op, root, c, None),
+                         tensors, t)
+
+    def _allgather_base(self, output, input, opts=None):
+        po, no, dt = _ptr(output, "all_gather output")
+        pi, ni, _ = _ptr(input, "all_gather input")
+        self._check_sizes(output, input, no, ni * self.size(), "all_gather_into_tensor")
+        return self._run("all_gather",
+                         lambda c: _lib.lib.braidAllGather(pi, po, ni, dt, c, None),
+                         [output], (output, input))
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        outputs = _one(output_tensors, "all_gather")
+        t = _one(input_tensors, "all_gather")
+        if len(outputs) != self.size():
+            raise ValueError(f"braid: all_gather needs {self.size()} output tensors")
+        flat = torch.empty((self.size(), t.numel()), dtype=t.dtype, device=t.device)
+        pi, ni, dt = _ptr(t, "all_gather input")
+        po = flat.data_ptr()
+
+        def scatter_out():
+            for o, row in zip(outputs, flat):
+                o.copy_(row.view_as(o))
+
+        return self._run("all_gather",
+                         lambda c: _lib.lib.braidAllGather(pi, po, ni, dt, c, None),
+                         output_tensors, (t, flat), after=scatter_out)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        po, no, dt = _ptr(output, "reduce_scatter output")
+        pi, ni, _ = _ptr(input, "reduce_scatter input")
+        self._check_sizes(output, input, ni, no * self.size(), "reduce_scatter_tensor")
+        op = _op(opts)
+        return self._run("reduce_scatter",
+                         lambda c: _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, None),
+                         [output], (output, input))
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        output = _one(output_tensors, "reduce_scatter")
+        inputs = _one(input_tensors, "reduce_scatter")
+        if len(inputs) != self.size():
+            raise ValueError(f"braid: reduce_scatter needs {self.size()} input tensors")
+        flat = torch.stack([i.reshape(-1) for i in inputs])
+        po, no, dt = _ptr(output, "reduce_scatter output")
+        self._check_sizes(output, flat, flat.numel(), no * self.size(), "reduce_scatter")
+        pi, op = flat.data_ptr(), _op(opts)
+        return self._run("reduce_scatter",
+                         lambda c: _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, None),
+                         output_tensors, (output, flat))
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes,
+                      opts=None):
+        po, no, dt = _ptr(output, "all_to_all output")
+        pi, ni, _ = _ptr(input, "all_to_all input")
+        if not output_split_sizes and not input_split_sizes:
+            self._check_sizes(output, input, no, ni, "all_to_all_single")
+            if ni % self.size():
+                raise ValueError(f"braid: all_to_all_single needs a multiple of {self.size()} "
+                                 f"elements, got {ni}")
+            count = ni // self.size()
+            return self._run("all_to_all",
+                             lambda c: _lib.lib.braidAlltoAll(pi, po, count, dt, c, None),
+                             [output], (output, input))
+        send = self._split_counts(input, input_split_sizes)
+        recv = self._split_counts(output, output_split_sizes)
+        return self._alltoallv(pi, send, po, recv, dt, [output], (output, input))
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        send = torch.cat([t.reshape(-1) for t in input_tensors])
+        recv = torch.empty(sum(t.numel() for t in output_tensors), dtype=send.dtype)
+        counts_out = [t.numel() for t in output_tensors]
+        po, _, dt = _ptr(recv, "all_to_all output")
+        pi, _, _ = _ptr(send, "all_to_all input")
+
+        def scatter_out():
+            for o, piece in zip(output_tensors, recv.split(counts_out)):
+                o.copy_(piece.view_as(o))
+
+        return self._alltoallv(pi, [t.numel() for t in input_tensors], po, counts_out, dt,
+                               output_tensors, (send, recv), scatter_out)
+
+    def _alltoallv(self, pi, send_counts, po, recv_counts, dt, outputs, keep, after=None):
+        sc = _counts(send_counts, self.size(), "all_to_all input splits")
+        rc = _counts(recv_counts, self.size(), "all_to_all output splits")
+        sd, rd = _displacements(sc), _displacements(rc)
+        return self._run("all_to_allv",
+                         lambda c: _lib.lib.braidAlltoAllv(pi, sc, sd, po, rc, rd, dt, c, None),
+                         outputs, (keep, sc, sd, rc, rd), after)
+
+    def send(self, tensors, dstRank, tag=0):
+        t = _one(tensors, "send")
+        p, n, dt = _ptr(t, "send tensor")
+        return self._run("send", lambda c: _lib.lib.braidSend(p, n, dt, dstRank, c, None),
+                         tensors, t, fusable=True)
+
+    def recv(self, tensors, srcRank, tag=0):
+        t = _one(tensors, "recv")
+        p, n, dt = _ptr(t, "recv tensor")
+        return self._run("recv", lambda c: _lib.lib.braidRecv(p, n, dt, srcRank, c, None),
+                         tensors, t, fusable=True)
+
+    def barrier(self, opts=None):
+        return self._run("barrier", lambda c: _lib.lib.braidBarrier(c, None), [], None)
+
+    def _start_coalescing(self):
+        pass  # sends and receives queued until a wait already run as one group
+
+    def _end_coalescing(self, reqs):
+        self._comm._executor.kick()
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    def _check_sizes(self, output, input, have, need, what):
+        if output.dtype != input.dtype:
+            raise TypeError(f"braid: {what}: output is {output.dtype}, input {input.dtype}")
+        if have != need:
+            raise ValueError(f"braid: {what}: {have} elements where {need} are needed "
+                             f"({self.size()} ranks)")
+
+    def _split_counts(self, t, splits):
+        rows = t.shape[0] if t.dim() else 1
+        per_row = t.numel() // rows if rows else 0
+        if not splits:
+            if rows % self.size():
+                raise ValueError(f"braid: all_to_all_single: {rows} rows do not split evenly "
+                                 f"over {self.size()} ranks")
+            splits = [rows // self.size()] * self.size()
+        return [s * per_row for s in splits]
+
+
+def _create(store, rank, size, timeout):
+    return ProcessGroupBraid(store, rank, size, timeout)
+
+
+if BACKEND_NAME.upper() not in dist.Backend._plugins:
+    dist.Backend.register_backend(BACKEND_NAME, _create)
