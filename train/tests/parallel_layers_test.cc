@@ -17,11 +17,12 @@ struct Case {
   const char* name;
   int dp, tp, pp, ep;
   bool moe;
+  int moeEvery = 1;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-ModelConfig smallModel(bool moe) {
+ModelConfig smallModel(bool moe, int moeEvery = 1) {
   ModelConfig m;
   m.name = "test";
   m.layers = 4;
@@ -32,12 +33,13 @@ ModelConfig smallModel(bool moe) {
   m.moe = moe;
   m.experts = 4;
   m.topK = 2;
+  m.moeEvery = moeEvery;
   return m;
 }
 
 template <typename F>
 void expectTwins(const Case& c) {
-  const ModelConfig cfg = smallModel(c.moe);
+  const ModelConfig cfg = smallModel(c.moe, c.moeEvery);
   const int batch = 4;
   auto tokens = randomBytes(batch * cfg.seq, 11);
   auto targets = randomBytes(batch * cfg.seq, 12);
@@ -84,7 +86,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"dp2", 2, 1, 1, 1, false}, Case{"tp2pp2", 1, 2, 2, 1, false},
                       Case{"moe_dense", 1, 1, 1, 1, true}, Case{"ep2", 1, 1, 1, 2, true},
                       Case{"ep4", 1, 1, 1, 4, true}, Case{"ep2tp2", 1, 2, 1, 2, true},
-                      Case{"ep2dp2", 2, 1, 1, 2, true}, Case{"moe_tp2", 1, 2, 1, 1, true}),
+                      Case{"ep2dp2", 2, 1, 1, 2, true}, Case{"moe_tp2", 1, 2, 1, 1, true},
+                      Case{"ep2pp2_every2", 1, 1, 2, 2, true, 2}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 // The dense twin itself is not trivially equal to the parallel one: changing
