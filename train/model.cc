@@ -55,7 +55,10 @@ Gpt<F>::Gpt(const ModelConfig& cfg, const Mesh& mesh, ParamStore<F>* store)
   blocks_.resize(numLayers_);
   for (int i = 0; i < numLayers_; ++i) {
     const int layer = firstLayer_ + i;
-    const std::string pre = "h" + std::to_string(layer) + ".";
+    // Appended piecewise: GCC 12 at -O3 warns falsely (-Wrestrict) on "h" + s + ".".
+    std::string pre = "h";
+    pre += std::to_string(layer);
+    pre += '.';
     BlockParams& b = blocks_[i];
     b.module = module;
     b.ln1g = add(pre + "ln1.g", 1, d, Split::kNone, Init::kOne, false);
