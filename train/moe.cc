@@ -110,19 +110,19 @@ void MoeLayer<F>::combine(const std::vector<F>& expertMajor, std::vector<F>* row
 }
 
 template <typename F>
-void MoeLayer<F>::forward(const F* x, F* y, size_t n, MoeCache<F>* c) {
-  const size_t d = cfg_.dModel, k = cfg_.topK, f = cfg_.ff, ne = cfg_.experts;
+void MoeLayer<F>::plan(const F* x, size_t n, std::vector<F>* rowsOut, MoeCache<F>* c) {
+  const size_t d = cfg_.dModel, k = cfg_.topK, ne = cfg_.experts;
   const size_t ep = mesh_.layout.ep, le = localExperts_;
-  route(x, n, c);
   // Dispatch order: by expert (hence by owning rank), then by slot.
   std::vector<uint64_t> sendCounts(ne, 0), recvCounts(ne, 0);
   c->slotRow.assign(n * k, SIZE_MAX);
-  size_t rowsOut = 0;
-  std::vector<F> rows;
+  size_t next = 0;
+  std::vector<F>& rows = *rowsOut;
+  rows.clear();
   for (size_t ex = 0; ex < ne; ++ex) {
     for (size_t slot = 0; slot < n * k; ++slot) {
       if (c->expert[slot] != static_cast<int>(ex)) continue;
-      c->slotRow[slot] = rowsOut++;
+      c->slotRow[slot] = next++;
       rows.insert(rows.end(), x + (slot / k) * d, x + (slot / k + 1) * d);
       sendCounts[ex]++;
     }
@@ -149,6 +149,15 @@ void MoeLayer<F>::forward(const F* x, F* y, size_t n, MoeCache<F>* c) {
     }
     c->expertBegin[j + 1] = c->perm.size();
   }
+}
+
+template <typename F>
+void MoeLayer<F>::forward(const F* x, F* y, size_t n, MoeCache<F>* c) {
+  const size_t d = cfg_.dModel, k = cfg_.topK, f = cfg_.ff;
+  const size_t le = localExperts_;
+  route(x, n, c);
+  std::vector<F> rows;
+  plan(x, n, &rows, c);
   dispatch(rows, &c->xe, *c);
   const size_t total = c->perm.size();
   c->pre.resize(total * f);

@@ -45,6 +45,9 @@ class MoeLayer {
 
  private:
   void route(const F* x, size_t n, MoeCache<F>* c);
+  // Orders the routed rows for dispatch (by expert, hence by owning rank, then
+  // by slot), exchanges per-expert counts and plans the expert-major order.
+  void plan(const F* x, size_t n, std::vector<F>* rows, MoeCache<F>* c);
   // Moves rows (dispatch order) to their experts' ranks and returns them
   // expert-major; the reverse brings expert-major rows home.
   void dispatch(const std::vector<F>& rows, std::vector<F>* expertMajor, const MoeCache<F>& c);
