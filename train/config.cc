@@ -43,75 +43,84 @@ bool parseDouble(const std::string& s, double* v) {
 
 }  // namespace
 
+namespace {
+
+// Where each valued flag lands, for one TrainConfig being filled in.
+struct Flags {
+  std::map<std::string, int*> ints;
+  std::map<std::string, double*> reals;
+  std::map<std::string, std::string*> strs;
+};
+
+// Sets flag a to v; "" or the error.
+std::string setFlag(const Flags& f, const std::string& a, const std::string& v, TrainConfig* c) {
+  long long iv = 0;
+  double dv = 0;
+  if (auto it = f.ints.find(a); it != f.ints.end()) {
+    if (!parseInt(v, &iv)) return a + " wants an integer, got '" + v + "'";
+    *it->second = static_cast<int>(iv);
+  } else if (auto rt = f.reals.find(a); rt != f.reals.end()) {
+    if (!parseDouble(v, &dv)) return a + " wants a number, got '" + v + "'";
+    *rt->second = dv;
+  } else if (auto st = f.strs.find(a); st != f.strs.end()) {
+    *st->second = v;
+  } else if (a == "--seed") {
+    if (!parseInt(v, &iv)) return "--seed wants an integer, got '" + v + "'";
+    c->seed = static_cast<uint64_t>(iv);
+  } else if (a == "--pp-schedule" && (v == "gpipe" || v == "1f1b")) {
+    c->layout.schedule = v == "gpipe" ? PipeSchedule::kGpipe : PipeSchedule::kOneFOneB;
+  } else if (a == "--pp-schedule") {
+    return "--pp-schedule is gpipe or 1f1b, got '" + v + "'";
+  } else {
+    return "unknown option " + a + " (see braid-train --help)";
+  }
+  return "";
+}
+
+}  // namespace
+
 bool parseTrainArgs(const std::vector<std::string>& args, TrainConfig* out, std::string* error) {
   TrainConfig c;
   std::string modelName = "tiny";
   bool moe = false;
   int experts = -1, topK = -1, moeEvery = -1;
   double cf = -1;
-  std::map<std::string, int*> ints = {
-      {"--dp", &c.layout.dp},       {"--tp", &c.layout.tp},
-      {"--pp", &c.layout.pp},       {"--ep", &c.layout.ep},
-      {"--zero", &c.layout.zero},   {"--micro-batches", &c.layout.microBatches},
-      {"--global-batch", &c.globalBatch}, {"--steps", &c.steps},
-      {"--experts", &experts},      {"--top-k", &topK},
-      {"--moe-every", &moeEvery},   {"--warmup", &c.optim.warmup},
-      {"--log-every", &c.logEvery}};
-  std::map<std::string, double*> reals = {{"--lr", &c.optim.lr},
-                                          {"--clip", &c.optim.clip},
-                                          {"--weight-decay", &c.optim.weightDecay},
-                                          {"--capacity-factor", &cf}};
-  std::map<std::string, std::string*> strs = {{"--data", &c.data},     {"--log-json", &c.logJson},
-                                              {"--save", &c.save},     {"--resume", &c.resume},
-                                              {"--model", &modelName}, {"--dump-params", &c.dumpParams}};
+  const Flags flags{
+      {{"--dp", &c.layout.dp},
+       {"--tp", &c.layout.tp},
+       {"--pp", &c.layout.pp},
+       {"--ep", &c.layout.ep},
+       {"--zero", &c.layout.zero},
+       {"--micro-batches", &c.layout.microBatches},
+       {"--global-batch", &c.globalBatch},
+       {"--steps", &c.steps},
+       {"--experts", &experts},
+       {"--top-k", &topK},
+       {"--moe-every", &moeEvery},
+       {"--warmup", &c.optim.warmup},
+       {"--log-every", &c.logEvery}},
+      {{"--lr", &c.optim.lr},
+       {"--clip", &c.optim.clip},
+       {"--weight-decay", &c.optim.weightDecay},
+       {"--capacity-factor", &cf}},
+      {{"--data", &c.data},
+       {"--log-json", &c.logJson},
+       {"--save", &c.save},
+       {"--resume", &c.resume},
+       {"--model", &modelName},
+       {"--dump-params", &c.dumpParams}}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--moe") {
-      moe = true;
-      continue;
-    }
-    if (a == "--quiet") {
-      c.quiet = true;
+    if (a == "--moe" || a == "--quiet") {
+      (a == "--moe" ? moe : c.quiet) = true;
       continue;
     }
     if (i + 1 >= args.size()) {
       *error = "missing value after " + a;
       return false;
     }
-    const std::string& v = args[++i];
-    long long iv = 0;
-    double dv = 0;
-    if (auto it = ints.find(a); it != ints.end()) {
-      if (!parseInt(v, &iv)) {
-        *error = a + " wants an integer, got '" + v + "'";
-        return false;
-      }
-      *it->second = static_cast<int>(iv);
-    } else if (auto rt = reals.find(a); rt != reals.end()) {
-      if (!parseDouble(v, &dv)) {
-        *error = a + " wants a number, got '" + v + "'";
-        return false;
-      }
-      *rt->second = dv;
-    } else if (auto st = strs.find(a); st != strs.end()) {
-      *st->second = v;
-    } else if (a == "--seed") {
-      if (!parseInt(v, &iv)) {
-        *error = "--seed wants an integer, got '" + v + "'";
-        return false;
-      }
-      c.seed = static_cast<uint64_t>(iv);
-    } else if (a == "--pp-schedule") {
-      if (v == "gpipe") {
-        c.layout.schedule = PipeSchedule::kGpipe;
-      } else if (v == "1f1b") {
-        c.layout.schedule = PipeSchedule::kOneFOneB;
-      } else {
-        *error = "--pp-schedule is gpipe or 1f1b, got '" + v + "'";
-        return false;
-      }
-    } else {
-      *error = "unknown option " + a + " (see braid-train --help)";
+    if (std::string e = setFlag(flags, a, args[++i], &c); !e.empty()) {
+      *error = e;
       return false;
     }
   }
