@@ -75,6 +75,8 @@ class Harness {
   void printHeader();
   void printDevices();
   void runType(braidDataType_t type, braidRedOp_t op);
+  // Fills row.algorithm and row.predictedUs from braidCommGetAlgorithm.
+  void whichAlgorithm(Row& row) const;
   Placement runPlacement(const PerfCase& c, bool inPlace);
   int64_t checkPlacement(const PerfCase& c, char* send, char* recv);
   double combineTime(double seconds);
@@ -261,6 +263,7 @@ void Harness::runType(braidDataType_t type, braidRedOp_t op) {
                      nranks_,
                      es,
                      coll_.getSizes(rowBytes(bytes, es), es, rank_, nranks_)};
+    whichAlgorithm(row);
     row.out = runPlacement(row.c, false);
     // Without an in-place form (sendrecv: Braid rejects a group whose receive
     // overlaps its send), the in-place columns repeat out-of-place, unchecked.
@@ -274,6 +277,31 @@ void Harness::runType(braidDataType_t type, braidRedOp_t op) {
     }
     if (rank_ == 0) printRow(coll_, row);
     rows_.push_back(row);
+  }
+}
+
+// The braidCollective_t of -A's collective names; -1 for send/recv.
+int collectiveEnum(const char* name) {
+  static const std::pair<const char*, braidCollective_t> kNames[] = {
+      {"allreduce", braidCollAllReduce}, {"allgather", braidCollAllGather},
+      {"reducescatter", braidCollReduceScatter}, {"broadcast", braidCollBroadcast},
+      {"reduce", braidCollReduce}, {"gather", braidCollGather},
+      {"scatter", braidCollScatter}, {"alltoall", braidCollAlltoAll}};
+  for (const auto& [n, c] : kNames) {
+    if (name != nullptr && std::strcmp(name, n) == 0) return c;
+  }
+  return -1;
+}
+
+void Harness::whichAlgorithm(Row& row) const {
+  const int c = collectiveEnum(coll_.algoCollective);
+  if (c < 0) return;
+  const char* name = nullptr;
+  double us = 0;
+  if (braidCommGetAlgorithm(comm_, static_cast<braidCollective_t>(c), row.c.sizes.paramCount,
+                            row.c.type, &name, &us) == braidSuccess) {
+    row.algorithm = name;
+    row.predictedUs = us;
   }
 }
 

@@ -59,6 +59,10 @@ void writeJsonRow(FILE* f, const PerfCollective& coll, const Row& r) {
                  "\"wrong\": %s}",
                  key, p->timeUs, p->algBw, p->busBw, wrong.c_str());
   }
+  if (!r.algorithm.empty()) {
+    std::fprintf(f, ", \"algorithm\": \"%s\", \"predicted_us\": %.3f", r.algorithm.c_str(),
+                 r.predictedUs);
+  }
   std::fprintf(f, "}");
 }
 

@@ -22,6 +22,10 @@ struct Placement {
 struct Row {
   PerfCase c;
   Placement out, in;
+  // What braidCommGetAlgorithm says the call runs ("" for send/recv), and
+  // the cost model's predicted time.
+  std::string algorithm;
+  double predictedUs = 0.0;
 };
 
 // What the report says besides the rows.

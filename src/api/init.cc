@@ -1,7 +1,9 @@
 // C entry points that create, query and destroy communicators.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "api/handle.h"
@@ -55,7 +57,12 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
     views.push_back({c.nodeOf()[r], p.hostId, p.hostName, p.place, p.nodeBlob});
   }
   BRAID_ASSIGN_OR_RETURN(h.topology, topo::mergeViews(views, c.rank()));
-  CostInputs in = costInputsFor(h.topology.topology, h.topology.places, c.machineRanks());
+  // Every input must be the same on every rank, or ranks would pick different
+  // algorithms: the busiest machine's rank count, not this rank's machine's.
+  std::map<std::string, int> perMachine;
+  int sharing = 0;
+  for (int r = 0; r < c.nranks(); ++r) sharing = std::max(sharing, ++perMachine[c.peer(r).hostName]);
+  CostInputs in = costInputsFor(h.topology.topology, h.topology.places, sharing);
   const std::string tuningFile = envString("BRAID_TUNING_FILE");
   if (!tuningFile.empty()) {
     BRAID_ASSIGN_OR_RETURN(Tuning tuning, Tuning::load(tuningFile));

@@ -301,10 +301,21 @@ double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in
 
 std::vector<std::pair<Algorithm, double>> rankAlgorithms(Collective c, uint64_t bytes,
                                                          const CostInputs& in) {
+  // Measured beats modelled: once a tuning file has fits for `c`, only the
+  // fitted algorithms are ranked (a closed form on a tuned link can look
+  // cheaper than anything measured without being so).
+  const auto fitted = [&](Algorithm a) {
+    for (const AlgoFit& f : in.fits) {
+      if (f.collective == c && f.algorithm == a) return true;
+    }
+    return false;
+  };
+  bool anyFit = false;
+  for (const AlgoFit& f : in.fits) anyFit = anyFit || f.collective == c;
   std::vector<std::pair<Algorithm, double>> out;
   for (int i = 0; i < algo::kNumAlgorithms; ++i) {
     const auto a = static_cast<Algorithm>(i);
-    if (!algo::supports(a, c)) continue;
+    if (!algo::supports(a, c) || (anyFit && !fitted(a))) continue;
     // On one node a hierarchical schedule is a ring: rank the ring, not both.
     if (a == Algorithm::kHierarchical && in.nodes <= 1) continue;
     const double us = predictUs(a, c, bytes, in);

@@ -82,7 +82,8 @@ CostInputs costInputsFor(const topo::Topology& topo, int nranks, int ranksPerNod
 double predictUs(algo::Algorithm a, algo::Collective c, uint64_t bytes, const CostInputs& in);
 
 // Every algorithm implementing `c`, with its prediction, fastest first (ties
-// keep the registry's order); hierarchical only when the ranks span nodes.
+// keep the registry's order); hierarchical only when the ranks span nodes;
+// only fitted algorithms when `in` has fits for `c`.
 std::vector<std::pair<algo::Algorithm, double>> rankAlgorithms(algo::Collective c, uint64_t bytes,
                                                                const CostInputs& in);
 

@@ -27,7 +27,9 @@ const Tuning::LinkEntry* nearestLink(const Tuning& t, const std::string& transpo
   const Tuning::LinkEntry* best = nullptr;
   for (const Tuning::LinkEntry& e : t.links) {
     if (e.transport != transport) continue;
-    if (best == nullptr || std::abs(e.nranks - nranks) < std::abs(best->nranks - nranks)) best = &e;
+    const int d = std::abs(e.nranks - nranks);
+    const int bestD = best == nullptr ? 0 : std::abs(best->nranks - nranks);
+    if (best == nullptr || d < bestD || (d == bestD && e.nranks < best->nranks)) best = &e;
   }
   return best;
 }

@@ -3,6 +3,9 @@
 // collective must stay exact over the mixed transports.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,6 +73,74 @@ TEST(MultiNode, ThreeNodesOfUnevenSize) {
   auto outcomes = runRanks(n, jobEnv(n), [](int r) { return mixedTransportBody(r, 2); }, 120);
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+// Across 2 nodes of 2, every rank must name the same algorithm for each call
+// (a mismatch would hang), hierarchical for large all-reduce, and rank 0 dumps
+// the merged topology: 2 nodes with the job's host ids.
+int queryBody(int rank, const std::string& dump) {
+  setenv("BRAID_HOST_ID", ("node" + std::to_string(rank / 2)).c_str(), 1);
+  setenv("BRAID_TOPO_DUMP_FILE", dump.c_str(), 1);
+  braidComm_t comm;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  std::string names;
+  for (size_t count : {size_t{2}, size_t{1} << 14, size_t{1} << 22}) {
+    const char* name = nullptr;
+    double us = 0;
+    if (braidCommGetAlgorithm(comm, braidCollAllReduce, count, braidFloat32, &name, &us) !=
+            braidSuccess || !(us > 0)) {
+      return 3;
+    }
+    names += std::string(name) + " ";
+  }
+  // Every rank's answers, gathered: they must agree.
+  char mine[64] = {};
+  std::snprintf(mine, sizeof(mine), "%s", names.c_str());
+  char all[4 * 64];
+  if (braidAllGather(mine, all, 64, braidInt8, comm, nullptr) != braidSuccess) return 4;
+  for (int r = 0; r < 4; ++r) {
+    if (std::string(all + r * 64) != names) return 5;
+  }
+  std::printf("algorithms: %s\n", names.c_str());
+  braidCommDestroy(comm);
+  return 0;
+}
+
+TEST(MultiNode, EveryRankNamesTheSameAlgorithmsAndLargeAllReduceIsHierarchical) {
+  const std::string dump = ::testing::TempDir() + "braid_multinode_topo.xml";
+  std::remove(dump.c_str());
+  auto outcomes = runRanks(4, jobEnv(4), [&](int r) { return queryBody(r, dump); }, 120);
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+  const std::string& out = outcomes[0].output;
+  const size_t at = out.find("algorithms: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  EXPECT_EQ(line.rfind("hierarchical"), line.size() - std::string("hierarchical ").size()) << line;
+  std::ifstream f(dump);
+  ASSERT_TRUE(f.good()) << "rank 0 did not write BRAID_TOPO_DUMP_FILE";
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_NE(text.str().find("id=\"node0\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("id=\"node1\""), std::string::npos) << text.str();
+  std::remove(dump.c_str());
+}
+
+TEST(MultiNode, UnreadableTuningFileFailsInitNamingIt) {
+  Env env = jobEnv(2);
+  env["BRAID_TUNING_FILE"] = "/nonexistent/braid-tuning.txt";
+  auto outcomes = runRanks(2, env, [](int) {
+    braidComm_t comm;
+    if (braidCommInitFromEnv(&comm, nullptr) == braidSuccess) return 1;
+    std::printf("error: %s\n", braidGetLastError(nullptr));
+    return 0;
+  }, 60);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << outcomes[r].output;
+    EXPECT_NE(outcomes[r].output.find("/nonexistent/braid-tuning.txt"), std::string::npos)
+        << outcomes[r].output;
   }
 }
 

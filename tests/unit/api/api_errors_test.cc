@@ -429,3 +429,52 @@ TEST_F(ApiErrors, StreamErrorsAreCheckedAtEnqueue) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- algorithm query
+
+TEST_F(ApiErrors, GetAlgorithmArguments) {
+  const char* name = "untouched";
+  double us = -1;
+  int local = 0;
+  braidComm_t madeUp = reinterpret_cast<braidComm_t>(&local);
+  auto query = [&](braidComm_t c, int coll, size_t count, int type) {
+    return braidCommGetAlgorithm(c, static_cast<braidCollective_t>(coll), count,
+                                 static_cast<braidDataType_t>(type), &name, &us);
+  };
+  runTable({
+      {"NULL comm", [&] { return query(nullptr, braidCollAllReduce, 8, braidFloat32); },
+       braidInvalidArgument, "comm is NULL"},
+      {"made-up comm", [&] { return query(madeUp, braidCollAllReduce, 8, braidFloat32); },
+       braidInvalidArgument, "live communicator"},
+      {"collective -1", [&] { return query(comm_, -1, 8, braidFloat32); }, braidInvalidArgument,
+       "not a braidCollective_t", comm_},
+      {"collective 9", [&] { return query(comm_, braidNumCollectives, 8, braidFloat32); },
+       braidInvalidArgument, "not a braidCollective_t", comm_},
+      {"datatype 99", [&] { return query(comm_, braidCollAllReduce, 8, 99); },
+       braidInvalidArgument, "datatype 99", comm_},
+      {"count (size_t)-1", [&] { return query(comm_, braidCollAllReduce, SIZE_MAX, braidFloat32); },
+       braidInvalidArgument, "too large", comm_},
+  });
+  EXPECT_STREQ(name, "untouched");
+  EXPECT_EQ(us, -1);
+}
+
+TEST_F(ApiErrors, GetAlgorithmNamesWhatACallRunsAndHonoursNullOutputs) {
+  const char* name = nullptr;
+  double us = -1;
+  ASSERT_EQ(braidCommGetAlgorithm(comm_, braidCollAllReduce, 1 << 20, braidFloat32, &name, &us),
+            braidSuccess)
+      << braidGetLastError(comm_);
+  ASSERT_NE(name, nullptr);
+  // One rank: any algorithm copies; the model predicts no link time.
+  EXPECT_GE(us, 0);
+  for (int c = 0; c < braidNumCollectives; ++c) {
+    name = nullptr;
+    EXPECT_EQ(braidCommGetAlgorithm(comm_, static_cast<braidCollective_t>(c), 64, braidInt8, &name,
+                                    nullptr),
+              braidSuccess);
+    EXPECT_NE(name, nullptr) << "collective " << c;
+  }
+  EXPECT_EQ(braidCommGetAlgorithm(comm_, braidCollGather, 64, braidInt8, nullptr, nullptr),
+            braidSuccess);
+}
