@@ -53,36 +53,7 @@ Gpt<F>::Gpt(const ModelConfig& cfg, const Mesh& mesh, ParamStore<F>* store)
     ++module;
   }
   blocks_.resize(numLayers_);
-  for (int i = 0; i < numLayers_; ++i) {
-    const int layer = firstLayer_ + i;
-    // Appended piecewise: GCC 12 at -O3 warns falsely (-Wrestrict) on "h" + s + ".".
-    std::string pre = "h";
-    pre += std::to_string(layer);
-    pre += '.';
-    BlockParams& b = blocks_[i];
-    b.module = module;
-    b.ln1g = add(pre + "ln1.g", 1, d, Split::kNone, Init::kOne, false);
-    b.ln1b = add(pre + "ln1.b", 1, d, Split::kNone, Init::kZero, false);
-    b.wq = add(pre + "attn.wq", d, d, Split::kCols, Init::kNormal, true);
-    b.bq = add(pre + "attn.bq", 1, d, Split::kCols, Init::kZero, false);
-    b.wk = add(pre + "attn.wk", d, d, Split::kCols, Init::kNormal, true);
-    b.bk = add(pre + "attn.bk", 1, d, Split::kCols, Init::kZero, false);
-    b.wv = add(pre + "attn.wv", d, d, Split::kCols, Init::kNormal, true);
-    b.bv = add(pre + "attn.bv", 1, d, Split::kCols, Init::kZero, false);
-    b.wo = add(pre + "attn.wo", d, d, Split::kRows, Init::kNormal, true);
-    b.bo = add(pre + "attn.bo", 1, d, Split::kNone, Init::kZero, false);
-    b.ln2g = add(pre + "ln2.g", 1, d, Split::kNone, Init::kOne, false);
-    b.ln2b = add(pre + "ln2.b", 1, d, Split::kNone, Init::kZero, false);
-    if (cfg.isMoeLayer(layer)) {
-      b.moe = std::make_unique<MoeLayer<F>>(cfg, pre + "moe.", mesh, s_, module);
-    } else {
-      b.w1 = add(pre + "mlp.w1", d, cfg.ff, Split::kCols, Init::kNormal, true);
-      b.b1 = add(pre + "mlp.b1", 1, cfg.ff, Split::kCols, Init::kZero, false);
-      b.w2 = add(pre + "mlp.w2", cfg.ff, d, Split::kRows, Init::kNormal, true);
-      b.b2 = add(pre + "mlp.b2", 1, d, Split::kNone, Init::kZero, false);
-    }
-    ++module;
-  }
+  for (int i = 0; i < numLayers_; ++i) registerBlock(firstLayer_ + i, module++, &blocks_[i]);
   if (mesh.lastStage()) {
     headModule_ = module;
     lnfg_ = add("lnf.g", 1, d, Split::kNone, Init::kOne, false);
@@ -92,6 +63,39 @@ Gpt<F>::Gpt(const ModelConfig& cfg, const Mesh& mesh, ParamStore<F>* store)
     ++module;
   }
   numModules_ = module;
+}
+
+template <typename F>
+void Gpt<F>::registerBlock(int layer, int module, BlockParams* b) {
+  const int d = cfg_.dModel;
+  auto add = [&](const std::string& n, int r, int c, Split sp, Init in, bool decay) {
+    return addParam(s_, mesh_, n, r, c, sp, in, kDense, decay, module);
+  };
+  // Appended piecewise: GCC 12 at -O3 warns falsely (-Wrestrict) on "h" + s + ".".
+  std::string pre = "h";
+  pre += std::to_string(layer);
+  pre += '.';
+  b->module = module;
+  b->ln1g = add(pre + "ln1.g", 1, d, Split::kNone, Init::kOne, false);
+  b->ln1b = add(pre + "ln1.b", 1, d, Split::kNone, Init::kZero, false);
+  b->wq = add(pre + "attn.wq", d, d, Split::kCols, Init::kNormal, true);
+  b->bq = add(pre + "attn.bq", 1, d, Split::kCols, Init::kZero, false);
+  b->wk = add(pre + "attn.wk", d, d, Split::kCols, Init::kNormal, true);
+  b->bk = add(pre + "attn.bk", 1, d, Split::kCols, Init::kZero, false);
+  b->wv = add(pre + "attn.wv", d, d, Split::kCols, Init::kNormal, true);
+  b->bv = add(pre + "attn.bv", 1, d, Split::kCols, Init::kZero, false);
+  b->wo = add(pre + "attn.wo", d, d, Split::kRows, Init::kNormal, true);
+  b->bo = add(pre + "attn.bo", 1, d, Split::kNone, Init::kZero, false);
+  b->ln2g = add(pre + "ln2.g", 1, d, Split::kNone, Init::kOne, false);
+  b->ln2b = add(pre + "ln2.b", 1, d, Split::kNone, Init::kZero, false);
+  if (cfg_.isMoeLayer(layer)) {
+    b->moe = std::make_unique<MoeLayer<F>>(cfg_, pre + "moe.", mesh_, s_, module);
+    return;
+  }
+  b->w1 = add(pre + "mlp.w1", d, cfg_.ff, Split::kCols, Init::kNormal, true);
+  b->b1 = add(pre + "mlp.b1", 1, cfg_.ff, Split::kCols, Init::kZero, false);
+  b->w2 = add(pre + "mlp.w2", cfg_.ff, d, Split::kRows, Init::kNormal, true);
+  b->b2 = add(pre + "mlp.b2", 1, d, Split::kNone, Init::kZero, false);
 }
 
 template <typename F>

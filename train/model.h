@@ -76,6 +76,7 @@ class Gpt {
     int module;
     std::unique_ptr<MoeLayer<F>> moe;
   };
+  void registerBlock(int layer, int module, BlockParams* b);
   void embedForward(const MicroBatch& mb, F* x);
   void embedBackward(const StageCache<F>& c, const F* dx);
   void blockForward(BlockParams& p, const F* x, F* y, size_t n, int batch, BlockCache<F>* c);
