@@ -1,8 +1,10 @@
 // braid-topo: prints the topology Braid would use (BRAID_TOPO_FILE's, else the
-// discovered one) as an indented tree. BRAID_TOPO_DUMP_FILE also writes it as XML.
+// discovered one) as an indented tree, then the path matrix between the ranks
+// of a layout (topo/paths.h). BRAID_TOPO_DUMP_FILE also writes it as XML.
 // With --table it prints instead what the cost model (select/cost_model.h) picks
-// for each collective and size on that topology, with the predicted time and
-// busbw, so a topology file can be checked against nccl-tests figures.
+// for each collective and size on that topology (and BRAID_TUNING_FILE's
+// measurements), with the predicted time and busbw, so a topology file can be
+// checked against nccl-tests figures.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -14,6 +16,9 @@
 
 #include "algorithms/registry.h"
 #include "select/cost_model.h"
+#include "select/tuning.h"
+#include "core/env.h"
+#include "topo/paths.h"
 #include "topo/topology.h"
 #include "topo/xml.h"
 
@@ -63,14 +68,17 @@ void printNode(const Node& n) {
 
 constexpr char kUsage[] =
     "usage: braid-topo [--table] [--nranks N] [--ranks-per-node L]\n"
-    "  (no option)           print the topology as a tree\n"
+    "  (no option)           print the topology as a tree, then the path matrix\n"
+    "                        (type and bottleneck GB/s between every pair of ranks)\n"
     "  --table               print instead the cost model's fastest algorithm, its\n"
     "                        time and busbw per collective and size (8 B .. 1 GiB)\n"
-    "  --nranks N            ranks the table is for; default: every GPU of the\n"
+    "  --nranks N            ranks of the layout; default: every GPU of the\n"
     "                        topology, or the node's cores when it has no GPU\n"
     "  --ranks-per-node L    default: the node's GPUs (or cores), at most N\n"
     "  BRAID_TOPO_FILE=f.xml      print f.xml instead of discovering\n"
-    "  BRAID_TOPO_DUMP_FILE=f.xml also write the topology to f.xml\n";
+    "  BRAID_TOPO_DUMP_FILE=f.xml also write the topology to f.xml\n"
+    "  BRAID_TUNING_FILE=t.txt    --table prices with braid-tune's measurements\n"
+    "                             (BRAID_TRANSPORTS's first names the transport)\n";
 
 struct Options {
   bool help = false;
@@ -113,9 +121,6 @@ bool parseOptions(int argc, char** argv, Options* o) {
     } else {
       return usageError("unknown option '" + std::string(a) + "'");
     }
-  }
-  if (!o->table && (o->nranks > 0 || o->ranksPerNode > 0)) {
-    return usageError("--nranks and --ranks-per-node apply to --table");
   }
   if (o->nranks > 0 && o->ranksPerNode > o->nranks) {
     return usageError("--ranks-per-node " + std::to_string(o->ranksPerNode) +
@@ -186,8 +191,67 @@ void printTable(Collective c, const braid::CostInputs& in) {
   }
 }
 
+// Short names for the matrix cells.
+const char* shortType(LinkType t) {
+  switch (t) {
+    case LinkType::kLocal: return "LOC";
+    case LinkType::kNvlink: return "NVL";
+    case LinkType::kNvlinkViaGpu: return "NVG";
+    case LinkType::kPcieSameSwitch: return "PIX";
+    case LinkType::kPcieCrossSwitch: return "PXB";
+    case LinkType::kHostBridge: return "PHB";
+    case LinkType::kCrossSocket: return "SYS";
+    case LinkType::kNetwork: return "NET";
+  }
+  return "?";
+}
+
+void printPaths(const Topology& topo, const Options& o) {
+  if (o.nranks > 64) {
+    std::printf("\n# paths: %d ranks make too wide a matrix; pick fewer with --nranks\n",
+                o.nranks);
+    return;
+  }
+  const std::vector<RankPlace> places = blockPlaces(topo, o.nranks, o.ranksPerNode);
+  const PathMatrix m = pathMatrix(topo, places);
+  std::printf("\n# paths between %d ranks, %d per node: type/GB/s (LOC local, NVL nvlink, "
+              "PIX pcie_same_switch, PXB pcie_cross_switch, PHB host_bridge, SYS cross_socket, "
+              "NET network)\n", o.nranks, o.ranksPerNode);
+  std::printf("%-12s", "rank");
+  for (int b = 0; b < m.nranks; ++b) std::printf(" %9d", b);
+  std::printf("\n");
+  for (int a = 0; a < m.nranks; ++a) {
+    char where[32];
+    std::snprintf(where, sizeof(where), "%d (n%d%s%s)", a, places[a].node,
+                  places[a].gpu >= 0 ? " g" : "",
+                  places[a].gpu >= 0 ? std::to_string(places[a].gpu).c_str() : "");
+    std::printf("%-12s", where);
+    for (int b = 0; b < m.nranks; ++b) {
+      const Link& l = m.at(a, b);
+      char cell[16];
+      std::snprintf(cell, sizeof(cell), "%s/%.0f", shortType(l.type), l.bandwidthGBps);
+      std::printf(" %9s", cell);
+    }
+    std::printf("\n");
+  }
+}
+
 void printTables(const Topology& topo, const Options& o) {
-  const braid::CostInputs in = braid::costInputsFor(topo, o.nranks, o.ranksPerNode);
+  braid::CostInputs in = braid::costInputsFor(topo, o.nranks, o.ranksPerNode);
+  const std::string tuningFile = braid::envString("BRAID_TUNING_FILE");
+  if (!tuningFile.empty()) {
+    braid::Expected<braid::Tuning> tuning = braid::Tuning::load(tuningFile);
+    if (!tuning.isOk()) {
+      std::fprintf(stderr, "braid-topo: %s\n", tuning.status().message().c_str());
+    } else {
+      const std::string transports = braid::envString("BRAID_TRANSPORTS");
+      in = braid::applyTuning(std::move(in), tuning.value(),
+                              transports.rfind("socket", 0) == 0 ? "socket" : "shm");
+    }
+  }
+  std::printf("# cost model inputs (%s): intra %.2f us %.1f GB/s, inter %.2f us %.1f GB/s, "
+              "base %.1f us\n\n", in.source.c_str(), in.intra.alphaUs, in.intra.gbps,
+              in.inter.alphaUs, in.inter.gbps, in.baseUs);
   const Collective kinds[] = {Collective::kAllReduce, Collective::kAllGather,
                               Collective::kReduceScatter, Collective::kBroadcast,
                               Collective::kAllToAll};
@@ -211,11 +275,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid-topo: %s\n", topo.status().message().c_str());
     return 1;
   }
+  applyDefaults(topo.value(), &opts);
   if (opts.table) {
-    applyDefaults(topo.value(), &opts);
     printTables(topo.value(), opts);
     return 0;
   }
   for (const Node& n : topo.value().nodes) printNode(n);
+  printPaths(topo.value(), opts);
   return 0;
 }
