@@ -162,9 +162,11 @@ class Communicator:
             if async_op:
                 raise errors.InvalidUsageError(
                     "braid: async_op inside braid.group(): the group is issued at its end", 5)
-            # A group's calls must come from the thread that opened it.
+            # A group's calls must come from the thread that opened it, and
+            # their buffers must live until it ends.
             self._executor.drain()
             run()
+            _group_state.keep.append(keep)
             return result
         work = Work(run, self._executor, result, keep, fusable)
         if async_op:
@@ -363,11 +365,15 @@ class group:
     def __enter__(self):
         _lib.check(_lib.lib.braidGroupStart(), None, "braidGroupStart")
         _group_state.depth = getattr(_group_state, "depth", 0) + 1
+        if _group_state.depth == 1:
+            _group_state.keep = []
         return self
 
     def __exit__(self, exc_type, exc, tb):
         _group_state.depth -= 1
         result = _lib.lib.braidGroupEnd()
+        if _group_state.depth == 0:
+            _group_state.keep = []
         if exc_type is None:
             _lib.check(result, None, "braidGroupEnd")
         return False
