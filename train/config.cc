@@ -98,7 +98,8 @@ bool parseTrainArgs(const std::vector<std::string>& args, TrainConfig* out, std:
        {"--top-k", &topK},
        {"--moe-every", &moeEvery},
        {"--warmup", &c.optim.warmup},
-       {"--log-every", &c.logEvery}},
+       {"--log-every", &c.logEvery},
+       {"--bucket-kb", &c.bucketKb}},
       {{"--lr", &c.optim.lr},
        {"--clip", &c.optim.clip},
        {"--weight-decay", &c.optim.weightDecay},
@@ -170,6 +171,8 @@ std::string validate(const TrainConfig& cfg, int worldSize) {
     e << "--zero is 0 or 1";
   } else if (cfg.steps < 0) {
     e << "--steps must be >= 0";
+  } else if (cfg.bucketKb < 1) {
+    e << "--bucket-kb must be >= 1";
   } else if (cfg.logEvery < 1) {
     e << "--log-every must be >= 1";
   }

@@ -68,7 +68,7 @@ struct TrainConfig {
   std::string save;
   std::string resume;
   std::string dumpParams;
-  size_t bucketBytes = 256 * 1024;
+  int bucketKb = 256;  // gradient bucket size
   bool quiet = false;
   int logEvery = 1;  // print every n-th step (the JSON log has them all)
 };

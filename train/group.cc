@@ -61,15 +61,16 @@ void Group::allReduceRaw(void* buf, size_t n, braidDataType_t t, size_t es, brai
          busFactor);
 }
 
-void Group::reduceScatterRaw(const void* send, void* recv, size_t n, braidDataType_t t,
-                             size_t es) const {
+void Group::reduceScatterRaw(const void* send, void* recv, size_t n, braidDataType_t t, size_t es,
+                             braidStream_t stream) const {
   if (size_ == 1) {
     std::memmove(recv, send, n * es);
     return;
   }
   const double t0 = nowSeconds();
-  check(braidReduceScatter(send, recv, n, t, braidSum, comm_, nullptr), "braidReduceScatter");
-  record("reducescatter", n * es * size_, nowSeconds() - t0, double(size_ - 1) / size_);
+  check(braidReduceScatter(send, recv, n, t, braidSum, comm_, stream), "braidReduceScatter");
+  record(stream ? "reducescatter_async" : "reducescatter", n * es * size_,
+         stream ? 0.0 : nowSeconds() - t0, double(size_ - 1) / size_);
 }
 
 void Group::allGatherRaw(const void* send, void* recv, size_t n, braidDataType_t t, size_t es) const {

@@ -73,7 +73,12 @@ class Group {
   // send holds size() * recvCount elements; recv gets this rank's reduced block.
   template <typename F>
   void reduceScatter(const F* send, F* recv, size_t recvCount) const {
-    reduceScatterRaw(send, recv, recvCount, dtypeOf<F>(), sizeof(F));
+    reduceScatterRaw(send, recv, recvCount, dtypeOf<F>(), sizeof(F), nullptr);
+  }
+  // Enqueues on a host stream; send must stay untouched until it is synchronised.
+  template <typename F>
+  void reduceScatterAsync(const F* send, F* recv, size_t recvCount, braidStream_t stream) const {
+    reduceScatterRaw(send, recv, recvCount, dtypeOf<F>(), sizeof(F), stream);
   }
   template <typename F>
   void allGather(const F* send, F* recv, size_t sendCount) const {
@@ -98,8 +103,8 @@ class Group {
  private:
   void allReduceRaw(void* buf, size_t n, braidDataType_t t, size_t es, braidRedOp_t op,
                     braidStream_t stream) const;
-  void reduceScatterRaw(const void* send, void* recv, size_t n, braidDataType_t t,
-                        size_t es) const;
+  void reduceScatterRaw(const void* send, void* recv, size_t n, braidDataType_t t, size_t es,
+                        braidStream_t stream) const;
   void allGatherRaw(const void* send, void* recv, size_t n, braidDataType_t t, size_t es) const;
   void alltoallvRaw(const void* send, const std::vector<size_t>& sc, void* recv,
                     const std::vector<size_t>& rc, braidDataType_t t, size_t es) const;

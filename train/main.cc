@@ -19,7 +19,7 @@ constexpr const char* kUsage =
     "       braid-train compare a.jsonl b.jsonl [--rtol 1e-4]\n"
     "       braid-train compare-params a.params b.params [--atol 1e-4]\n"
     "layout:    --dp D --tp T --pp P --ep E (product = ranks) --zero 0|1\n"
-    "           --pp-schedule gpipe|1f1b --micro-batches M --global-batch G\n"
+    "           --pp-schedule gpipe|1f1b --micro-batches M --global-batch G\n           --bucket-kb K (gradient buckets, default 256)\n"
     "model:     --model micro|tiny|small [--moe --experts 4 --top-k 2 --moe-every 1|2\n"
     "           --capacity-factor C (0: dropless)]\n"
     "training:  --steps S --seed N --lr 3e-3 --warmup 10 --clip 1 --weight-decay 0.01\n"

@@ -17,27 +17,31 @@ Optimizer::Optimizer(const OptimConfig& cfg, const Mesh& mesh, ParamStore<float>
     std::fill_n(counted_[info.pool].begin() + info.offset, info.size, info.counted ? 1 : 0);
     std::fill_n(decay_[info.pool].begin() + info.offset, info.size, info.decay ? 1 : 0);
   }
-  for (int p = 0; p < kNumPools; ++p) {
-    const size_t n = store->weights(Pool(p)).size();
-    const size_t g = groupOf(Pool(p)).size();
-    if (zero_) {
-      shard_[p] = (n + g - 1) / g;
-      padded_[p].assign(shard_[p] * g, 0.f);
-      shardGrad_[p].assign(shard_[p], 0.f);
-      shardW_[p].assign(shard_[p], 0.f);
-      counted_[p].resize(shard_[p] * g, 0);
-      decay_[p].resize(shard_[p] * g, 0);
-    } else {
-      shard_[p] = n;
-    }
-    m_[p].assign(shard_[p], 0.f);
-    v_[p].assign(shard_[p], 0.f);
-  }
-  if (!zero_ && (mesh.data.size() > 1 || mesh.dp.size() > 1)) {
+  if (mesh.data.size() > 1 || mesh.dp.size() > 1) {
     if (braidStreamCreate(&stream_) != braidSuccess) {
       fatal(std::string("braidStreamCreate failed: ") + braidGetLastError(nullptr));
     }
     planBuckets(bucketBytes);
+  }
+  size_t state[kNumPools] = {store->weights(kDense).size(), store->weights(kExpert).size()};
+  for (int p = 0; p < kNumPools; ++p) {
+    if (sharded(Pool(p))) state[p] = 0;
+  }
+  for (Bucket& b : buckets_) {
+    if (!sharded(b.pool)) continue;
+    const size_t g = groupOf(b.pool).size();
+    b.shard = (b.end - b.begin + g - 1) / g;
+    b.state = state[b.pool];
+    b.padded.assign(b.shard * g, 0.f);
+    state[b.pool] += b.shard;
+  }
+  for (int p = 0; p < kNumPools; ++p) {
+    m_[p].assign(state[p], 0.f);
+    v_[p].assign(state[p], 0.f);
+    if (sharded(Pool(p))) {
+      shardGrad_[p].assign(state[p], 0.f);
+      shardW_[p].assign(state[p], 0.f);
+    }
   }
 }
 
@@ -46,7 +50,7 @@ Optimizer::~Optimizer() {
 }
 
 // Buckets follow the backward order (last module first) and close once they
-// hold bucketBytes, so the first all-reduce starts after the head's backward.
+// hold bucketBytes, so the first reduction starts after the head's backward.
 void Optimizer::planBuckets(size_t bucketBytes) {
   for (int p = 0; p < kNumPools; ++p) {
     if (groupOf(Pool(p)).size() == 1) continue;
@@ -61,23 +65,34 @@ void Optimizer::planBuckets(size_t bucketBytes) {
       }
       begin = b;
       if ((end - begin) * sizeof(float) >= bucketBytes || m == 0) {
-        buckets_.push_back({Pool(p), begin, end, m, false});
+        buckets_.push_back(Bucket{Pool(p), begin, end, m, 0, 0, {}});
         open = false;
       }
     }
-    if (open) buckets_.push_back({Pool(p), begin, end, 0, false});
+    if (open) buckets_.push_back(Bucket{Pool(p), begin, end, 0, 0, 0, {}});
   }
   // Launch order must be the same on every rank: by the module that closes them.
   std::stable_sort(buckets_.begin(), buckets_.end(),
                    [](const Bucket& a, const Bucket& b) { return a.lowModule > b.lowModule; });
 }
 
+std::pair<size_t, size_t> Optimizer::ownRange(const Bucket& b) const {
+  const size_t start = b.begin + groupOf(b.pool).rank() * b.shard;
+  return {start, start < b.end ? std::min(b.shard, b.end - start) : 0};
+}
+
 void Optimizer::moduleDone(int module) {
   for (Bucket& b : buckets_) {
-    if (b.launched || b.lowModule != module) continue;
+    if (b.lowModule != module) continue;
     float* g = store_->grads(b.pool).data();
-    groupOf(b.pool).allReduceAsync(g + b.begin, b.end - b.begin, stream_);
-    b.launched = true;
+    if (!sharded(b.pool)) {
+      groupOf(b.pool).allReduceAsync(g + b.begin, b.end - b.begin, stream_);
+      continue;
+    }
+    // The gradients are final now; the stream reduces a padded copy.
+    std::copy(g + b.begin, g + b.end, b.padded.begin());
+    groupOf(b.pool).reduceScatterAsync(b.padded.data(), shardGrad_[b.pool].data() + b.state,
+                                       b.shard, stream_);
   }
 }
 
@@ -87,16 +102,6 @@ double Optimizer::sumSquares(Pool p, const float* g, size_t begin, size_t end) c
     if (counted_[p][i]) s += static_cast<double>(g[i - begin]) * g[i - begin];
   }
   return s;
-}
-
-double Optimizer::reduceZero(Pool p) {
-  std::vector<float>& g = store_->grads(p);
-  if (g.empty()) return 0;
-  std::copy(g.begin(), g.end(), padded_[p].begin());
-  const Group& grp = groupOf(p);
-  grp.reduceScatter(padded_[p].data(), shardGrad_[p].data(), shard_[p]);
-  const size_t begin = grp.rank() * shard_[p];
-  return sumSquares(p, shardGrad_[p].data(), begin, begin + shard_[p]);
 }
 
 void Optimizer::adam(Pool p, float* w, const float* g, size_t begin, size_t end, float* m,
@@ -116,44 +121,49 @@ void Optimizer::adam(Pool p, float* w, const float* g, size_t begin, size_t end,
   }
 }
 
+// ZeRO: update this rank's shard of the bucket, then gather every shard.
+void Optimizer::updateBucket(Bucket& b, int t, double coef) {
+  const Pool p = b.pool;
+  std::vector<float>& w = store_->weights(p);
+  auto [start, valid] = ownRange(b);
+  float* sw = shardW_[p].data() + b.state;
+  std::copy_n(w.begin() + start, valid, sw);
+  adam(p, sw, shardGrad_[p].data() + b.state, start, start + valid, m_[p].data() + b.state,
+       v_[p].data() + b.state, t, coef);
+  groupOf(p).allGather(sw, b.padded.data(), b.shard);
+  std::copy_n(b.padded.begin(), b.end - b.begin, w.begin() + b.begin);
+}
+
 double Optimizer::step(int t) {
+  if (stream_ != nullptr) {
+    const double t0 = nowSeconds();
+    if (braidStreamSynchronize(stream_) != braidSuccess) {
+      fatal(std::string("gradient reduction failed: ") + braidGetLastError(mesh_.data.comm()));
+    }
+    stats_->addExposed(nowSeconds() - t0);
+  }
   double sq = 0;
-  if (zero_) {
-    for (int p = 0; p < kNumPools; ++p) sq += reduceZero(Pool(p));
-  } else {
-    if (stream_ != nullptr) {
-      const double t0 = nowSeconds();
-      if (braidStreamSynchronize(stream_) != braidSuccess) {
-        fatal(std::string("gradient all-reduce failed: ") + braidGetLastError(mesh_.data.comm()));
-      }
-      stats_->addExposed(nowSeconds() - t0);
-      for (Bucket& b : buckets_) b.launched = false;
-    }
-    for (int p = 0; p < kNumPools; ++p) {
-      if (groupOf(Pool(p)).rank() != 0) continue;  // replicas count once
-      const auto& g = store_->grads(Pool(p));
-      sq += sumSquares(Pool(p), g.data(), 0, g.size());
-    }
+  for (int p = 0; p < kNumPools; ++p) {
+    if (sharded(Pool(p)) || groupOf(Pool(p)).rank() != 0) continue;  // replicas count once
+    const auto& g = store_->grads(Pool(p));
+    sq += sumSquares(Pool(p), g.data(), 0, g.size());
+  }
+  for (const Bucket& b : buckets_) {
+    if (!sharded(b.pool)) continue;
+    auto [start, valid] = ownRange(b);
+    sq += sumSquares(b.pool, shardGrad_[b.pool].data() + b.state, start, start + valid);
   }
   mesh_.world.allReduce(&sq, 1);
   const double norm = std::sqrt(sq);
   const double coef = (cfg_.clip > 0 && norm > cfg_.clip) ? cfg_.clip / (norm + 1e-6) : 1.0;
   for (int p = 0; p < kNumPools; ++p) {
     auto& w = store_->weights(Pool(p));
-    if (w.empty()) continue;
-    if (!zero_) {
-      adam(Pool(p), w.data(), store_->grads(Pool(p)).data(), 0, w.size(), m_[p].data(),
-           v_[p].data(), t, coef);
-      continue;
-    }
-    const Group& grp = groupOf(Pool(p));
-    const size_t begin = grp.rank() * shard_[p];
-    std::copy(w.begin(), w.end(), padded_[p].begin());
-    std::copy_n(padded_[p].begin() + begin, shard_[p], shardW_[p].begin());
-    adam(Pool(p), shardW_[p].data(), shardGrad_[p].data(), begin, begin + shard_[p], m_[p].data(),
+    if (w.empty() || sharded(Pool(p))) continue;
+    adam(Pool(p), w.data(), store_->grads(Pool(p)).data(), 0, w.size(), m_[p].data(),
          v_[p].data(), t, coef);
-    grp.allGather(shardW_[p].data(), padded_[p].data(), shard_[p]);
-    std::copy_n(padded_[p].begin(), w.size(), w.begin());
+  }
+  for (Bucket& b : buckets_) {
+    if (sharded(b.pool)) updateBucket(b, t, coef);
   }
   return norm;
 }

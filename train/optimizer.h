@@ -1,8 +1,9 @@
 // Optimizer: turns this rank's local gradients into the update every layout
-// agrees on. Without ZeRO, gradients are all-reduced in buckets on a Braid
-// host stream while the backward pass goes on (moduleDone launches a bucket as
-// soon as its modules are final); with ZeRO-1 they are reduce-scattered, each
-// rank updates its shard of AdamW state and the weights are all-gathered.
+// agrees on. Gradients are reduced in buckets on a Braid host stream while the
+// backward pass goes on (moduleDone launches a bucket as soon as its modules
+// are final): all-reduced without ZeRO; with ZeRO-1 reduce-scattered, so each
+// rank holds AdamW state for its shard of every bucket and all-gathers the
+// updated weights.
 // Dense weights are reduced over the data group, expert weights over dp. The
 // global gradient norm counts every weight once: tensor-parallel replicas on
 // tp rank 0, data replicas on the first replica (or the owner of the shard).
@@ -43,16 +44,21 @@ class Optimizer {
  private:
   struct Bucket {
     Pool pool;
-    size_t begin, end;
-    int lowModule;  // the bucket is final once this module is
-    bool launched;
+    size_t begin, end;   // range in the pool
+    int lowModule;       // the bucket is final once this module is
+    size_t shard = 0;    // ZeRO: elements per rank (the range padded to a multiple)
+    size_t state = 0;    // ZeRO: offset of this rank's shard in the pool's state
+    std::vector<float> padded;  // ZeRO: the range, padded, for the collectives
   };
   const Group& groupOf(Pool p) const { return p == kDense ? mesh_.data : mesh_.dp; }
+  bool sharded(Pool p) const { return zero_ && groupOf(p).size() > 1; }
   void planBuckets(size_t bucketBytes);
-  double reduceZero(Pool p);   // returns this rank's counted sum of squares
+  // This rank's part of a ZeRO bucket: first pool index and valid length.
+  std::pair<size_t, size_t> ownRange(const Bucket& b) const;
   double sumSquares(Pool p, const float* g, size_t begin, size_t end) const;
   void adam(Pool p, float* w, const float* g, size_t begin, size_t end, float* m, float* v,
             int t, double coef);
+  void updateBucket(Bucket& b, int t, double coef);
 
   OptimConfig cfg_;
   const Mesh& mesh_;
@@ -63,8 +69,7 @@ class Optimizer {
   std::vector<Bucket> buckets_;
   std::vector<uint8_t> counted_[kNumPools], decay_[kNumPools];
   std::vector<float> m_[kNumPools], v_[kNumPools];
-  std::vector<float> padded_[kNumPools], shardGrad_[kNumPools], shardW_[kNumPools];
-  size_t shard_[kNumPools] = {0, 0};
+  std::vector<float> shardGrad_[kNumPools], shardW_[kNumPools];
 };
 
 }  // namespace braid::train

@@ -18,7 +18,8 @@ std::string Trainer::init() {
   Mesh::build(worldComm_, cfg_.layout, &stats_, &mesh_);
   model_ = std::make_unique<Gpt<float>>(cfg_.model, mesh_, &store_);
   store_.finalize(cfg_.seed, 0.02);
-  opt_ = std::make_unique<Optimizer>(cfg_.optim, mesh_, &store_, cfg_.bucketBytes, &stats_);
+  opt_ = std::make_unique<Optimizer>(cfg_.optim, mesh_, &store_, size_t(cfg_.bucketKb) * 1024,
+                                     &stats_);
   if (!cfg_.resume.empty()) {
     if (std::string e = loadCheckpoint(cfg_.resume, cfg_, mesh_, &startStep_, &store_, opt_.get());
         !e.empty()) {

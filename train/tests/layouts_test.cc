@@ -19,7 +19,10 @@
 
 namespace {
 
-const std::string kCommon = " --model micro --steps 30 --global-batch 8 --seed 5 --lr 1e-3 --quiet";
+// 16 KiB buckets: about one per block of the micro model, so gradients are
+// reduced (and ZeRO-sharded) in several buckets.
+const std::string kCommon =
+    " --model micro --steps 30 --global-batch 8 --seed 5 --lr 1e-3 --bucket-kb 16 --quiet";
 
 // A scratch directory per test process, removed at exit.
 struct ScratchDir {
