@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev hwloc libucx-dev libibverbs-dev rdma-core
   iproute2 procps openmpi-bin
+  python3 python3-numpy python3-torch python3-pip python3-setuptools
   fortunes
 )
 
