@@ -12,8 +12,10 @@
 namespace braid::train {
 
 // y[n][o] = sum_i x[n][i] w[i][o]  (+ b[o] when b != nullptr). Overwrites y.
+// Always inlined so that kernels.cc can build it for several instruction sets.
 template <typename F>
-void matmul(const F* x, const F* w, const F* b, F* y, size_t n, size_t in, size_t out) {
+[[gnu::always_inline]] inline void matmulRows(const F* x, const F* w, const F* b, F* y, size_t n,
+                                              size_t in, size_t out) {
   for (size_t r = 0; r < n; ++r) {
     F* yr = y + r * out;
     for (size_t o = 0; o < out; ++o) yr[o] = b ? b[o] : F(0);
@@ -54,8 +56,9 @@ void matmul(const F* x, const F* w, const F* b, F* y, size_t n, size_t in, size_
 // dx goes through a transposed copy of w so every inner loop is an axpy over
 // contiguous memory (a dot product would not vectorise without reassociation).
 template <typename F>
-void matmulBackward(const F* x, const F* w, const F* dy, F* dx, F* dw, F* db, size_t n, size_t in,
-                    size_t out) {
+[[gnu::always_inline]] inline void matmulBackwardRows(const F* x, const F* w, const F* dy, F* dx,
+                                                      F* dw, F* db, size_t n, size_t in,
+                                                      size_t out) {
   thread_local std::vector<F> wt;
   if (dx) {
     wt.resize(in * out);
@@ -96,6 +99,21 @@ void matmulBackward(const F* x, const F* w, const F* dy, F* dx, F* dw, F* db, si
       }
     }
   }
+}
+
+// float matmuls are built for AVX2+FMA and for the baseline, chosen by what the
+// CPU has (kernels.cc); results are reproducible on one machine.
+void matmul(const float* x, const float* w, const float* b, float* y, size_t n, size_t in,
+            size_t out);
+void matmulBackward(const float* x, const float* w, const float* dy, float* dx, float* dw,
+                    float* db, size_t n, size_t in, size_t out);
+inline void matmul(const double* x, const double* w, const double* b, double* y, size_t n,
+                   size_t in, size_t out) {
+  matmulRows(x, w, b, y, n, in, out);
+}
+inline void matmulBackward(const double* x, const double* w, const double* dy, double* dx,
+                           double* dw, double* db, size_t n, size_t in, size_t out) {
+  matmulBackwardRows(x, w, dy, dx, dw, db, n, in, out);
 }
 
 // LayerNorm over the last dimension d; keeps mean and 1/std per row for backward.
