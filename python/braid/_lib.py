@@ -58,6 +58,14 @@ _size_t_p = ctypes.POINTER(ctypes.c_size_t)
 
 # (name, argument types). Every function returns braidResult_t (int), except
 # the two string functions declared separately below.
+# Leading (sendbuff, recvbuff, count, datatype) and trailing (comm, stream)
+# arguments that the collectives share.
+_BUFS = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_ON = [Comm, Stream]
+_INT = [ctypes.c_int]
+
+# (name, argument types). Every function returns braidResult_t (int), except
+# the two string functions declared separately below.
 _PROTOTYPES = [
     ("braidGetVersion", [ctypes.POINTER(ctypes.c_int)]),
     ("braidGetUniqueId", [ctypes.POINTER(UniqueId)]),
@@ -72,34 +80,20 @@ _PROTOTYPES = [
     ("braidCommGetAsyncError", [Comm, ctypes.POINTER(ctypes.c_int)]),
     ("braidCommSplit",
      [Comm, ctypes.c_int, ctypes.c_int, ctypes.POINTER(Comm), ctypes.POINTER(Config)]),
-    ("braidAllReduce",
-     [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, Comm,
-      Stream]),
-    ("braidAllGather",
-     [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, Comm, Stream]),
-    ("braidReduceScatter",
-     [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, Comm,
-      Stream]),
-    ("braidBroadcast",
-     [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, Comm,
-      Stream]),
-    ("braidReduce",
-     [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-      ctypes.c_int, Comm, Stream]),
-    ("braidGather",
-     [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, Comm,
-      Stream]),
-    ("braidScatter",
-     [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, Comm,
-      Stream]),
-    ("braidAlltoAll",
-     [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, Comm, Stream]),
+    ("braidAllReduce", _BUFS + _INT + _ON),  # op
+    ("braidAllGather", _BUFS + _ON),
+    ("braidReduceScatter", _BUFS + _INT + _ON),  # op
+    ("braidBroadcast", _BUFS + _INT + _ON),  # root
+    ("braidReduce", _BUFS + _INT + _INT + _ON),  # op, root
+    ("braidGather", _BUFS + _INT + _ON),  # root
+    ("braidScatter", _BUFS + _INT + _ON),  # root
+    ("braidAlltoAll", _BUFS + _ON),
     ("braidAlltoAllv",
      [ctypes.c_void_p, _size_t_p, _size_t_p, ctypes.c_void_p, _size_t_p, _size_t_p,
-      ctypes.c_int, Comm, Stream]),
-    ("braidSend", [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, Comm, Stream]),
-    ("braidRecv", [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, Comm, Stream]),
-    ("braidBarrier", [Comm, Stream]),
+      ctypes.c_int] + _ON),
+    ("braidSend", [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int] + _ON),
+    ("braidRecv", [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int] + _ON),
+    ("braidBarrier", _ON),
     ("braidGroupStart", []),
     ("braidGroupEnd", []),
 ]

@@ -169,29 +169,28 @@ class ProcessGroupBraid(ProcessGroup):
 
     # ---- collectives ----------------------------------------------------------------------
 
+    def _in_place(self, what, tensors, make_call):
+        """One tensor, reduced or broadcast in place: make_call(ptr, count, dtype) -> call."""
+        t = _one(tensors, what)
+        return self._run(what, make_call(*_ptr(t, f"{what} tensor")), tensors, t)
+
     def allreduce(self, tensors, opts=None):
-        t = _one(tensors, "all_reduce")
-        p, n, dt = _ptr(t, "all_reduce tensor")
         op = _op(opts)
-        return self._run("all_reduce",
-                         lambda c: _lib.lib.braidAllReduce(p, p, n, dt, op, c, None),
-                         tensors, t)
+        return self._in_place(
+            "all_reduce", tensors,
+            lambda p, n, dt: lambda c: _lib.lib.braidAllReduce(p, p, n, dt, op, c, None))
 
     def broadcast(self, tensors, opts=None):
-        t = _one(tensors, "broadcast")
-        p, n, dt = _ptr(t, "broadcast tensor")
         root = opts.rootRank if opts is not None else 0
-        return self._run("broadcast",
-                         lambda c: _lib.lib.braidBroadcast(p, p, n, dt, root, c, None),
-                         tensors, t)
+        return self._in_place(
+            "broadcast", tensors,
+            lambda p, n, dt: lambda c: _lib.lib.braidBroadcast(p, p, n, dt, root, c, None))
 
     def reduce(self, tensors, opts=None):
-        t = _one(tensors, "reduce")
-        p, n, dt = _ptr(t, "reduce tensor")
         op, root = _op(opts), opts.rootRank if opts is not None else 0
-        return self._run("reduce",
-                         lambda c: _lib.lib.braidReduce(p, p, n, dt, op, root, c, None),
-                         tensors, t)
+        return self._in_place(
+            "reduce", tensors,
+            lambda p, n, dt: lambda c: _lib.lib.braidReduce(p, p, n, dt, op, root, c, None))
 
     def _allgather_base(self, output, input, opts=None):
         po, no, dt = _ptr(output, "all_gather output")
