@@ -72,10 +72,11 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   OpDesc desc;
   desc.collective = algo::collectiveName(op.collective);
   desc.algorithm = algo::algorithmName(alg);
-  desc.seq = c.nextSeq();
+  desc.seq = c.postedSeq() + 1;
   desc.bytes = op.count * es;
   desc.datatype = op.datatype;
   desc.op = op.op;
+  c.nextSeq(desc.describe());
   // INFO says which algorithm a collective runs, and why, each time that changes.
   uint8_t& logged = comm->loggedAlgorithm[static_cast<size_t>(op.collective)];
   if (logLevel() >= LogLevel::kInfo && logged != static_cast<uint8_t>(alg) + 1) {
@@ -93,10 +94,13 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
     args.recvCounts = op.recvCounts;
     args.recvDispls = op.recvDispls;
     algo::Schedule s = algo::buildSchedule(alg, args);
-    return comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc);
+    BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
+  } else {
+    const algo::Schedule& s = cachedSchedule(comm, args, alg);
+    BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
   }
-  const algo::Schedule& s = cachedSchedule(comm, args, alg);
-  return comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc);
+  c.opCompleted(desc.seq);
+  return Status::ok();
 }
 
 // Every send and receive of a group as one batch. Buffers are addressed
@@ -164,10 +168,13 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
   OpDesc desc;
   desc.collective = "sendrecv";
   desc.algorithm = "p2p";
-  desc.seq = c.nextSeq();
+  desc.seq = c.postedSeq() + 1;
   for (const algo::Step& st : s.steps) desc.bytes += st.count;
   desc.datatype = braidUint8;
-  return comm->exec->run(s, ExecBuffers{nullptr, nullptr}, desc);
+  c.nextSeq(desc.describe());
+  BRAID_TRY(comm->exec->run(s, ExecBuffers{nullptr, nullptr}, desc));
+  c.opCompleted(desc.seq);
+  return Status::ok();
 }
 
 }  // namespace

@@ -21,13 +21,22 @@ constexpr uint32_t kLinkData = 2;
 constexpr uint32_t kMsgBye = 1;
 constexpr uint32_t kMsgDead = 2;    // rank is gone (relayed by rank 0, or reported to it)
 constexpr uint32_t kMsgFailed = 3;  // leaving after an error caused by rank (not a death)
-
-struct ControlMsg {
-  uint32_t type;
-  int32_t rank;
-};
+// Progress queries travel through rank 0. To rank 0: rank = whom to ask (query)
+// or who asked (reply). From rank 0: rank = who asks (query) or who answers
+// (reply).
+constexpr uint32_t kMsgQuery = 4;
+constexpr uint32_t kMsgReply = 5;
 
 }  // namespace
+
+// Fixed size; `what` is NUL-terminated.
+struct Comm::ControlMsg {
+  uint32_t type;
+  int32_t rank;
+  uint64_t posted;
+  uint64_t completed;
+  char what[104];
+};
 
 Expected<std::unique_ptr<Comm>> Comm::create(const UniqueIdData& id, int nranks, int rank,
                                              const CommConfig& config,
@@ -257,19 +266,129 @@ void Comm::requestAbort() {
   raiseAsyncError(invalidUsage("the communicator was aborted (braidCommAbort)"));
 }
 
+Status Comm::sendControl(int slot, const ControlMsg& msg) {
+  std::lock_guard<std::mutex> lock(controlSendMu_);
+  if (slot < 0 || slot >= static_cast<int>(controlFds_.size()) || controlFds_[slot] < 0) {
+    return remoteError("no control connection");
+  }
+  return sendAll(controlFds_[slot], &msg, sizeof(msg), Deadline(1000), "control message");
+}
+
 void Comm::relayDead(int peer, int except) {
-  ControlMsg msg{kMsgDead, peer};
+  ControlMsg msg{};
+  msg.type = kMsgDead;
+  msg.rank = peer;
   if (rank_ != 0) {
-    if (controlFds_[0] >= 0) {
-      (void)sendAll(controlFds_[0], &msg, sizeof(msg), Deadline(1000), "liveness report");
-    }
+    (void)sendControl(0, msg);
     return;
   }
   for (int r = 1; r < nranks_; ++r) {
-    if (r == peer || r == except || controlFds_[r] < 0) continue;
-    Status st = sendAll(controlFds_[r], &msg, sizeof(msg), Deadline(1000), "liveness relay");
-    (void)st;  // a rank we cannot tell will learn from its own connections
+    if (r == peer || r == except) continue;
+    (void)sendControl(r, msg);  // a rank we cannot tell will learn from its own connections
   }
+}
+
+uint64_t Comm::nextSeq(const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(currentMu_);
+    current_ = what;
+  }
+  posted_.store(++seq_, std::memory_order_relaxed);
+  return seq_;
+}
+
+void Comm::opCompleted(uint64_t seq) {
+  completed_.store(seq, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(currentMu_);
+  current_.clear();
+}
+
+std::string Comm::currentOp() const {
+  std::lock_guard<std::mutex> lock(currentMu_);
+  return current_;
+}
+
+Comm::ControlMsg Comm::progressMessage(uint32_t type, int rank) const {
+  ControlMsg msg{};
+  msg.type = type;
+  msg.rank = rank;
+  msg.posted = postedSeq();
+  msg.completed = completedSeq();
+  const std::string what = currentOp();
+  std::memcpy(msg.what, what.data(), std::min(what.size(), sizeof(msg.what) - 1));
+  return msg;
+}
+
+std::optional<Comm::Progress> Comm::askProgress(int peer, int timeoutMs) {
+  if (peer < 0 || peer >= nranks_) return std::nullopt;
+  if (peer == rank_) return Progress{postedSeq(), completedSeq(), currentOp()};
+  {
+    std::lock_guard<std::mutex> lock(progressMu_);
+    progressAnswers_.erase(peer);
+  }
+  ControlMsg q{};
+  q.type = kMsgQuery;
+  q.rank = rank_ == 0 ? 0 : peer;
+  if (!sendControl(rank_ == 0 ? peer : 0, q).isOk()) return std::nullopt;
+  std::unique_lock<std::mutex> lock(progressMu_);
+  if (!progressCv_.wait_for(lock, std::chrono::milliseconds(timeoutMs),
+                            [&] { return progressAnswers_.count(peer) > 0; })) {
+    return std::nullopt;
+  }
+  return progressAnswers_[peer];
+}
+
+void Comm::onProgressMessage(int slot, const ControlMsg& msg) {
+  const auto deliver = [&](int from) {
+    std::lock_guard<std::mutex> lock(progressMu_);
+    progressAnswers_[from] = Progress{msg.posted, msg.completed,
+                                      std::string(msg.what, strnlen(msg.what, sizeof(msg.what)))};
+    progressCv_.notify_all();
+  };
+  if (rank_ != 0) {  // from rank 0
+    if (msg.type == kMsgQuery) {
+      (void)sendControl(0, progressMessage(kMsgReply, msg.rank));
+    } else {
+      deliver(msg.rank);
+    }
+    return;
+  }
+  // Rank 0: `slot` is the sender.
+  if (msg.type == kMsgQuery) {
+    if (msg.rank == 0) {
+      (void)sendControl(slot, progressMessage(kMsgReply, 0));
+    } else {
+      ControlMsg fwd = msg;
+      fwd.rank = slot;  // who asks
+      (void)sendControl(msg.rank, fwd);
+    }
+  } else if (msg.rank == 0) {
+    ControlMsg answer = msg;
+    answer.rank = slot;
+    std::lock_guard<std::mutex> lock(progressMu_);
+    progressAnswers_[slot] = Progress{answer.posted, answer.completed,
+                                      std::string(msg.what, strnlen(msg.what, sizeof(msg.what)))};
+    progressCv_.notify_all();
+  } else {
+    ControlMsg fwd = msg;
+    fwd.rank = slot;  // who answers
+    (void)sendControl(msg.rank, fwd);
+  }
+}
+
+std::string Comm::describeLag(int peer, uint64_t seq, const std::string& mine) {
+  std::optional<Progress> p = askProgress(peer, 1000);
+  const std::string who = "rank " + std::to_string(peer);
+  if (!p) return who + " did not answer a progress query (dead, or stuck outside Braid)";
+  const std::string n = "#" + std::to_string(seq);
+  std::string out = who + " last completed #" + std::to_string(p->completed);
+  if (p->posted < seq) return out + " and has not posted " + n;
+  if (p->completed >= seq) return out + ", so it finished " + n + " and waits elsewhere";
+  if (!p->current.empty() && p->posted == seq && p->current != mine) {
+    return out + "; it is in " + p->current + ", a different call than this rank's " + mine +
+           " (the ranks' calls do not match)";
+  }
+  return out + " and is in " + (p->current.empty() ? n : p->current) + " too";
 }
 
 void Comm::onControlLost(int peer, const std::string& how) {
@@ -309,7 +428,9 @@ void Comm::watchLoop() {
       ControlMsg msg{};
       ssize_t n = recv(controlFds_[slot], &msg, sizeof(msg), MSG_WAITALL);
       bool valid = n == sizeof(msg) && msg.rank >= 0 && msg.rank < nranks_;
-      if (valid && msg.type == kMsgBye) {
+      if (valid && (msg.type == kMsgQuery || msg.type == kMsgReply)) {
+        onProgressMessage(slot, msg);
+      } else if (valid && msg.type == kMsgBye) {
         saidBye_[slot] = true;
       } else if (valid && (msg.type == kMsgDead || msg.type == kMsgFailed)) {
         // kMsgFailed: the sender leaves because of msg.rank; do not blame it.
@@ -321,6 +442,7 @@ void Comm::watchLoop() {
                         "its connection closed without a goodbye (it exited, crashed or was "
                         "killed)");
         }
+        std::lock_guard<std::mutex> lock(controlSendMu_);
         close(controlFds_[slot]);
         controlFds_[slot] = -1;
       }
@@ -334,10 +456,12 @@ void Comm::finalize() {
   // A rank aborted by its user leaves without a goodbye, so peers report it;
   // one that leaves because another rank died says so, so it is not blamed.
   int culprit = culprit_.load();
-  ControlMsg bye{culprit >= 0 ? kMsgFailed : kMsgBye, culprit >= 0 ? culprit : rank_};
+  ControlMsg bye{};
+  bye.type = culprit >= 0 ? kMsgFailed : kMsgBye;
+  bye.rank = culprit >= 0 ? culprit : rank_;
   bool silent = aborted() && culprit < 0;
-  for (int fd : silent ? std::vector<int>() : controlFds_) {
-    if (fd >= 0) (void)sendAll(fd, &bye, sizeof(bye), Deadline(1000), "goodbye");
+  for (size_t slot = 0; !silent && slot < controlFds_.size(); ++slot) {
+    (void)sendControl(static_cast<int>(slot), bye);
   }
   if (watcher_.joinable()) {
     uint64_t one = 1;

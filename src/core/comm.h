@@ -12,7 +12,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,7 +81,28 @@ class Comm {
   Deadline deadline() const { return Deadline(config_.timeoutMs, &aborted_); }
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
 
-  uint64_t nextSeq() { return ++seq_; }
+  // Operations are numbered per communicator, alike on every rank. nextSeq()
+  // posts the next one (`what`: its description, for peers asking why we
+  // wait); opCompleted() marks it done.
+  uint64_t nextSeq(const std::string& what = "");
+  void opCompleted(uint64_t seq);
+  uint64_t postedSeq() const { return posted_.load(std::memory_order_relaxed); }
+  uint64_t completedSeq() const { return completed_.load(std::memory_order_relaxed); }
+  std::string currentOp() const;
+
+  // What `peer` last posted and completed, and the operation it is in, asked
+  // through rank 0's control connections; nullopt when no answer comes within
+  // `timeoutMs` (the peer is dead, or stuck outside Braid without its watch
+  // thread). Any thread.
+  struct Progress {
+    uint64_t posted = 0;
+    uint64_t completed = 0;
+    std::string current;  // description of the operation it is in ("" if none)
+  };
+  std::optional<Progress> askProgress(int peer, int timeoutMs);
+  // "rank 5 last completed #1741 and has not posted #1742" for an operation
+  // `seq` waiting on `peer`; "" when the peer does not answer.
+  std::string describeLag(int peer, uint64_t seq, const std::string& mine);
 
   // Says goodbye to the liveness watch so leaving is not taken for a death.
   void finalize();
@@ -114,6 +137,10 @@ class Comm {
   void watchLoop();
   void onControlLost(int peer, const std::string& how);
   void relayDead(int peer, int except);
+  struct ControlMsg;
+  Status sendControl(int slot, const ControlMsg& msg);
+  void onProgressMessage(int slot, const ControlMsg& msg);
+  ControlMsg progressMessage(uint32_t type, int rank) const;
 
   int rank_ = 0;
   int nranks_ = 0;
@@ -143,6 +170,14 @@ class Comm {
   Status asyncError_;
   std::atomic<int> culprit_{-1};  // the rank whose loss failed this communicator
   uint64_t seq_ = 0;
+  std::atomic<uint64_t> posted_{0};
+  std::atomic<uint64_t> completed_{0};
+  mutable std::mutex currentMu_;
+  std::string current_;            // the posted operation's description until it completes
+  std::mutex controlSendMu_;       // control sends come from the op and watch threads
+  std::mutex progressMu_;          // answers to askProgress, by peer
+  std::condition_variable progressCv_;
+  std::map<int, Progress> progressAnswers_;
 };
 
 }  // namespace braid

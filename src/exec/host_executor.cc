@@ -72,10 +72,15 @@ Status HostExecutor::stalled(const OpDesc& desc, const char* why) {
               comm_.describePeer(w.peer) + " over " + comm_.transportName(w.peer);
     step = w.stepIndex;
   }
+  // Ask the rank we wait for where it is (through rank 0's control links).
+  std::string lag = waits_.empty() ? std::string()
+                                   : comm_.describeLag(waits_.front().peer, desc.seq,
+                                                       desc.describe());
+  if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
   return timeoutError(desc.describe() + ": " + why + " at step " + std::to_string(step + 1) +
                       " of " + std::to_string(schedule_->steps.size()) + ", waiting for " +
-                      waiting + "; that rank may be stuck, dead, or in a different call "
-                      "(BRAID_TIMEOUT_MS=" + std::to_string(comm_.config().timeoutMs) + ")");
+                      waiting + (lag.empty() ? "" : "; " + lag) +
+                      " (BRAID_TIMEOUT_MS=" + std::to_string(comm_.config().timeoutMs) + ")");
 }
 
 void HostExecutor::blockOnce() {

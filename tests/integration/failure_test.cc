@@ -233,5 +233,41 @@ TEST(Braidrun, ExitsNonZeroAndOthersNameTheRankKilledMidAllReduce) {
   EXPECT_LT(secs, 30.0);
 }
 
+// A rank that is alive but late: the timeout names the operation, the rank it
+// waits for, and what that rank last completed (asked over the control links).
+TEST(Timeout, NamesTheLateRankAndWhatItLastCompleted) {
+  const int n = 3;
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "2000";
+  auto outcomes = runRanks(n, env, [](int rank) {
+    braidComm_t comm;
+    if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+    float v[256] = {};
+    if (braidAllReduce(v, v, 256, braidFloat32, braidSum, comm, nullptr) != braidSuccess) return 4;
+    if (rank == 2) {  // never posts #2; stays alive to answer
+      std::this_thread::sleep_for(std::chrono::milliseconds(6500));
+      braidCommAbort(comm);
+      return 0;
+    }
+    braidResult_t res = braidAllReduce(v, v, 256, braidFloat32, braidSum, comm, nullptr);
+    fprintf(stderr, "ERROR(%d): %s\n", static_cast<int>(res), braidGetLastError(comm));
+    // Stay until the others have timed out too (an abort would look like a death).
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    braidCommAbort(comm);
+    return res == braidTimeout ? 3 : 5;
+  }, 60);
+  EXPECT_EQ(outcomes[2].exitCode, 0) << outcomes[2].output;
+  // Rank 1's ring neighbour is rank 2 in one direction at least: one of 0, 1
+  // waits on 2 directly; the other may wait on a rank that waits on 2.
+  bool named = false;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 3) << "rank " << r << ":\n" << outcomes[r].output;
+    EXPECT_NE(outcomes[r].output.find("allreduce #2 ("), std::string::npos) << outcomes[r].output;
+    named = named || outcomes[r].output.find("rank 2 last completed #1 and has not posted #2") !=
+                         std::string::npos;
+  }
+  EXPECT_TRUE(named) << outcomes[0].output << "\n" << outcomes[1].output;
+}
+
 }  // namespace
 }  // namespace braid::test
