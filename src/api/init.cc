@@ -12,8 +12,7 @@
 #include "exec/reduce.h"
 #include "select/tuning.h"
 #include "topo/view.h"
-#include "transports/shm/shm_transport.h"
-#include "transports/socket/socket_transport.h"
+#include "transports/registry.h"
 
 using namespace braid;
 
@@ -32,13 +31,9 @@ Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(const std::stri
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (name == "shm") {
-      out.push_back(transport::shm::makeShmTransport());
-    } else if (name == "socket") {
-      out.push_back(transport::socket::makeSocketTransport());
-    } else if (!name.empty()) {
-      return invalidArgument("BRAID_TRANSPORTS names unknown transport '" + name +
-                             "' (known: shm, socket)");
+    if (!name.empty()) {
+      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, transport::makeTransport(name));
+      out.push_back(std::move(t));
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -102,6 +97,7 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   auto handle = std::make_unique<braidComm>();
   BRAID_ASSIGN_OR_RETURN(handle->comm, Comm::create(id, nranks, rank, cfg, std::move(transports)));
   BRAID_TRY(setUpSelector(*handle, transportList));
+  handle->checkCalls = envInt("BRAID_CHECK", 0) != 0;
   handle->exec = std::make_unique<HostExecutor>(*handle->comm);
   BRAID_INFO("rank %d of %d ready (reduction kernels: %s)", rank, nranks, reduceIsa());
   braidComm* raw = handle.release();
