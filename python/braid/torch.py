@@ -217,6 +217,33 @@ class ProcessGroupBraid(ProcessGroup):
                          lambda c: _lib.lib.braidAllGather(pi, po, ni, dt, c, None),
                          output_tensors, (t, flat), after=scatter_out)
 
+    def gather(self, output_tensors, input_tensors, opts=None):
+        t = _one(input_tensors, "gather")
+        root = opts.rootRank if opts is not None else 0
+        pi, ni, dt = _ptr(t, "gather input")
+        outputs = _one(output_tensors, "gather") if self.rank() == root else []
+        flat = torch.empty((self.size(), ni) if outputs else (0,), dtype=t.dtype)
+        po = flat.data_ptr() if outputs else 0
+
+        def scatter_out():
+            for o, row in zip(outputs, flat):
+                o.copy_(row.view_as(o))
+
+        return self._run("gather",
+                         lambda c: _lib.lib.braidGather(pi, po, ni, dt, root, c, None),
+                         output_tensors, (t, flat), after=scatter_out)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        t = _one(output_tensors, "scatter")
+        root = opts.rootRank if opts is not None else 0
+        po, no, dt = _ptr(t, "scatter output")
+        inputs = _one(input_tensors, "scatter") if self.rank() == root else []
+        flat = torch.stack([i.reshape(-1) for i in inputs]) if inputs else torch.empty(0)
+        pi = flat.data_ptr() if inputs else 0
+        return self._run("scatter",
+                         lambda c: _lib.lib.braidScatter(pi, po, no, dt, root, c, None),
+                         output_tensors, (t, flat))
+
     def _reduce_scatter_base(self, output, input, opts=None):
         po, no, dt = _ptr(output, "reduce_scatter output")
         pi, ni, _ = _ptr(input, "reduce_scatter input")

@@ -72,6 +72,15 @@ def check_gathers_and_scatters():
     t = torch.full((5,), float(R))
     dist.broadcast(t, src=N - 1)
     eq(t, N - 1, "broadcast")
+    gathered = [torch.full((2,), -1.0) for _ in range(N)] if R == 2 else None
+    dist.gather(torch.full((2,), float(R)), gathered, dst=2)
+    if R == 2:
+        for p, o in enumerate(gathered):
+            eq(o, p, "gather")
+    got = torch.full((3,), -1, dtype=torch.int64)
+    dist.scatter(got, [torch.full((3,), 7 * p) for p in range(N)] if R == 0 else None, src=0)
+    eq(got, 7 * R, "scatter")
+
     t = torch.full((5,), float(R + 1))
     dist.reduce(t, dst=1, op=dist.ReduceOp.SUM)
     if R == 1:
