@@ -17,6 +17,7 @@ that admits them, once libbraid has its CUDA executor and stream argument.
 
 import collections
 import datetime
+import threading
 
 import torch
 import torch.distributed as dist
@@ -44,19 +45,22 @@ _OPS = {_RED.SUM: 0, _RED.PRODUCT: 1, _RED.MAX: 2, _RED.MIN: 3, _RED.AVG: 4}
 # nobody waits for are let go once done and this many newer ones exist.
 _KEEP_LIMIT = 1024
 _kept = collections.OrderedDict()
+_kept_lock = threading.Lock()
 
 
 def _keep(work):
-    _kept[id(work)] = work
-    while len(_kept) > _KEEP_LIMIT:
-        oldest = next(iter(_kept.values()))
-        if not oldest._work.is_completed():
-            break
-        _kept.popitem(last=False)
+    with _kept_lock:
+        _kept[id(work)] = work
+        while len(_kept) > _KEEP_LIMIT:
+            oldest = next(iter(_kept.values()))
+            if not oldest._work._done:
+                break
+            _kept.popitem(last=False)
 
 
 def _release(work):
-    _kept.pop(id(work), None)
+    with _kept_lock:
+        _kept.pop(id(work), None)
 
 
 class BraidWork(_TorchWorkBase):

@@ -1,0 +1,71 @@
+"""The torch backend in one process: registration, errors carrying Braid's text, handles."""
+
+import os
+import tempfile
+import unittest
+
+import braid_test_env  # noqa: F401
+
+try:
+    import torch
+    import torch.distributed as dist
+except ImportError:
+    torch = None
+
+if torch is not None:
+    import braid
+    import braid.torch
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class OneRankTorchTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.store = tempfile.mktemp(prefix="braid-torch-unit-")
+        dist.init_process_group("braid", init_method="file://" + cls.store, rank=0,
+                                world_size=1)
+        cls.pg = dist.distributed_c10d._get_default_group()
+
+    @classmethod
+    def tearDownClass(cls):
+        dist.destroy_process_group()
+        if os.path.exists(cls.store):
+            os.unlink(cls.store)
+
+    def test_registered_backend_is_braids_process_group(self):
+        self.assertEqual(dist.get_backend(), "braid")
+        self.assertIsInstance(self.pg, braid.torch.ProcessGroupBraid)
+        self.assertEqual((self.pg.communicator.rank, self.pg.communicator.size), (0, 1))
+
+    def test_braid_error_text_reaches_the_caller(self):
+        opts = dist.BroadcastOptions()
+        opts.rootRank = 5
+        work = self.pg.broadcast([torch.ones(3)], opts)
+        with self.assertRaises(braid.InvalidArgumentError) as cm:
+            work.wait()
+        self.assertIn("root 5", str(cm.exception))
+        self.assertFalse(work.is_success())
+
+    def test_unsupported_dtype_and_op_are_refused_before_braid(self):
+        with self.assertRaisesRegex(TypeError, "int16"):
+            dist.all_reduce(torch.ones(2, dtype=torch.int16))
+        with self.assertRaisesRegex(ValueError, "not supported"):
+            dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BXOR)
+
+    def test_future_of_an_async_handle_holds_the_tensors(self):
+        t = torch.arange(4.0)
+        work = dist.all_reduce(t, async_op=True)
+        value = work.get_future().wait()
+        self.assertTrue(work.is_completed())
+        self.assertIs(value[0], t)
+        self.assertTrue(torch.equal(t, torch.arange(4.0)))  # one rank: the sum is itself
+
+    def test_cuda_tensors(self):
+        if not torch.cuda.is_available():
+            self.skipTest("no CUDA device: CUDA tensors are checked where one exists")
+        with self.assertRaisesRegex(braid.BraidError, "CUDA"):
+            dist.all_reduce(torch.ones(2, device="cuda"))
+
+
+if __name__ == "__main__":
+    unittest.main()
