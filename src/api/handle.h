@@ -28,6 +28,7 @@ struct braidComm {
   braid::topo::MergedTopology topology;  // every rank's view, merged at init
   braid::Selector selector;              // BRAID_ALGO, then the cost model on `topology`
   uint8_t barrierByte = 0;          // the barrier's all-reduce buffer
+  bool checkCalls = false;          // BRAID_CHECK=1: ranks compare each collective call first
   // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
   std::array<uint8_t, 16> loggedAlgorithm{};
   // Recently used schedules, most recent first (building one is cheap, but not free).

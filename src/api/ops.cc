@@ -50,8 +50,83 @@ const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args
   return cache.front().schedule;
 }
 
+// BRAID_CHECK=1: what every rank must agree on for one collective call.
+struct CallSignature {
+  uint32_t magic;
+  uint32_t collective;
+  uint64_t seq;
+  uint64_t count;  // 0 for all-to-all-v (its counts differ by rank)
+  int32_t datatype;
+  int32_t op;    // -1 when the collective does not reduce
+  int32_t root;  // -1 when it has no root
+  uint32_t pad;
+};
+constexpr uint32_t kSignatureMagic = 0x42524348;  // "BRCH"
+
+CallSignature signatureOf(const OpRequest& op, uint64_t seq) {
+  const bool reduces = op.collective == Collective::kAllReduce ||
+                       op.collective == Collective::kReduceScatter ||
+                       op.collective == Collective::kReduce;
+  const bool rooted = op.collective == Collective::kBroadcast ||
+                      op.collective == Collective::kReduce || op.collective == Collective::kGather ||
+                      op.collective == Collective::kScatter;
+  CallSignature sig{};
+  sig.magic = kSignatureMagic;
+  sig.collective = static_cast<uint32_t>(op.collective);
+  sig.seq = seq;
+  sig.count = op.collective == Collective::kAllToAllv ? 0 : op.count;
+  sig.datatype = op.datatype;
+  sig.op = reduces ? op.op : -1;
+  sig.root = rooted ? op.root : -1;
+  return sig;
+}
+
+std::string describeCall(const CallSignature& s) {
+  if (s.collective > static_cast<uint32_t>(Collective::kAllToAllv)) {
+    return "an unknown collective (" + std::to_string(s.collective) + ")";
+  }
+  std::string out = algo::collectiveName(static_cast<Collective>(s.collective));
+  out += " #" + std::to_string(s.seq) + " (count " + std::to_string(s.count) + ", " +
+         datatypeName(static_cast<braidDataType_t>(s.datatype));
+  if (s.op >= 0) out += std::string(", ") + redOpName(static_cast<braidRedOp_t>(s.op));
+  if (s.root >= 0) out += ", root " + std::to_string(s.root);
+  return out + ")";
+}
+
+// All-gathers every rank's signature of this call (a fixed-size ring
+// all-gather, so it matches across ranks whatever they called) and fails on
+// every rank alike when any differs, naming both calls.
+Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
+  Comm& c = *comm->comm;
+  const CallSignature mine = signatureOf(op, seq);
+  std::vector<CallSignature> all(c.nranks());
+  algo::CollArgs args;
+  args.collective = Collective::kAllGather;
+  args.rank = c.rank();
+  args.nranks = c.nranks();
+  args.count = sizeof(CallSignature);
+  args.elemSize = 1;
+  args.maxStepElems = std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2));
+  const algo::Schedule& s = cachedSchedule(comm, args, algo::Algorithm::kRing);
+  OpDesc desc;
+  desc.collective = "call check";
+  desc.algorithm = "ring";
+  desc.seq = seq;
+  desc.bytes = sizeof(CallSignature);
+  desc.datatype = braidUint8;
+  BRAID_TRY(comm->exec->run(s, ExecBuffers{&mine, all.data()}, desc));
+  for (int r = 0; r < c.nranks(); ++r) {
+    if (std::memcmp(&all[r], &all[0], sizeof(CallSignature)) == 0) continue;
+    return invalidUsage("BRAID_CHECK: the ranks' calls differ: rank 0 called " +
+                        describeCall(all[0]) + ", rank " + std::to_string(r) + " called " +
+                        describeCall(all[r]));
+  }
+  return Status::ok();
+}
+
 Status runCollective(braidComm* comm, const OpRequest& op) {
   Comm& c = *comm->comm;
+  if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args;
   args.collective = op.collective;

@@ -269,5 +269,44 @@ TEST(Timeout, NamesTheLateRankAndWhatItLastCompleted) {
   EXPECT_TRUE(named) << outcomes[0].output << "\n" << outcomes[1].output;
 }
 
+// BRAID_CHECK=1: matching calls run as usual; a call that differs fails on
+// every rank with both calls named, instead of corrupting data or hanging.
+TEST(CallCheck, MismatchedCallsFailOnEveryRankNamingBoth) {
+  const int n = 3;
+  Env env = jobEnv(n);
+  env["BRAID_CHECK"] = "1";
+  env["BRAID_TIMEOUT_MS"] = "20000";
+  auto outcomes = runRanks(n, env, [](int rank) {
+    braidComm_t comm;
+    if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+    std::vector<float> v(300, 1.0f);
+    if (braidAllReduce(v.data(), v.data(), 100, braidFloat32, braidSum, comm, nullptr) !=
+            braidSuccess || v[0] != 3.0f) {
+      return 4;
+    }
+    if (braidBroadcast(v.data(), v.data(), 10, braidFloat32, 1, comm, nullptr) != braidSuccess) {
+      return 5;
+    }
+    // Rank 2 passes another count, then another root. A call that fails the
+    // check is not posted: the next one has the same number on every rank.
+    braidResult_t a = braidAllReduce(v.data(), v.data(), rank == 2 ? 200 : 100, braidFloat32,
+                                     braidSum, comm, nullptr);
+    std::printf("A(%d): %s\n", static_cast<int>(a), braidGetLastError(comm));
+    braidResult_t b = braidBroadcast(v.data(), v.data(), 10, braidFloat32, rank == 2 ? 0 : 1, comm,
+                                     nullptr);
+    std::printf("B(%d): %s\n", static_cast<int>(b), braidGetLastError(comm));
+    braidCommDestroy(comm);
+    return a == braidInvalidUsage && b == braidInvalidUsage ? 0 : 3;
+  }, 60);
+  for (int r = 0; r < n; ++r) {
+    const std::string& out = outcomes[r].output;
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << out;
+    EXPECT_NE(out.find("rank 0 called allreduce #3 (count 100, float32, sum), rank 2 called "
+                       "allreduce #3 (count 200, float32, sum)"), std::string::npos) << out;
+    EXPECT_NE(out.find("rank 0 called broadcast #3 (count 10, float32, root 1), rank 2 called "
+                       "broadcast #3 (count 10, float32, root 0)"), std::string::npos) << out;
+  }
+}
+
 }  // namespace
 }  // namespace braid::test
