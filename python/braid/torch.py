@@ -130,13 +130,18 @@ def _ptr(t, what):
     return t.data_ptr(), t.numel(), code
 
 
-def _op(opts):
+def _op(opts, t):
+    """Braid's reduction for opts.reduceOp (SUM without opts) on tensor t."""
     if opts is None:
-        return _OPS[_RED.SUM]
-    code = _OPS.get(opts.reduceOp.op if hasattr(opts.reduceOp, "op") else opts.reduceOp)
+        code = _OPS[_RED.SUM]
+    else:
+        code = _OPS.get(opts.reduceOp.op if hasattr(opts.reduceOp, "op") else opts.reduceOp)
     if code is None:
         raise ValueError(f"braid: reduction {opts.reduceOp} is not supported "
                          "(SUM, PRODUCT, MIN, MAX, AVG)")
+    # bool travels as uint8: a sum would leave bytes other than 0 and 1.
+    if t.dtype == torch.bool and code not in (_OPS[_RED.MAX], _OPS[_RED.MIN]):
+        raise TypeError("braid: bool tensors reduce with MAX (or) and MIN (and) only")
     return code
 
 
@@ -179,7 +184,7 @@ class ProcessGroupBraid(ProcessGroup):
         return self._run(what, make_call(*_ptr(t, f"{what} tensor")), tensors, t)
 
     def allreduce(self, tensors, opts=None):
-        op = _op(opts)
+        op = _op(opts, _one(tensors, "all_reduce"))
         return self._in_place(
             "all_reduce", tensors,
             lambda p, n, dt: lambda c: _lib.lib.braidAllReduce(p, p, n, dt, op, c, None))
@@ -191,7 +196,8 @@ class ProcessGroupBraid(ProcessGroup):
             lambda p, n, dt: lambda c: _lib.lib.braidBroadcast(p, p, n, dt, root, c, None))
 
     def reduce(self, tensors, opts=None):
-        op, root = _op(opts), opts.rootRank if opts is not None else 0
+        root = opts.rootRank if opts is not None else 0
+        op = _op(opts, _one(tensors, "reduce"))
         return self._in_place(
             "reduce", tensors,
             lambda p, n, dt: lambda c: _lib.lib.braidReduce(p, p, n, dt, op, root, c, None))
@@ -252,7 +258,7 @@ class ProcessGroupBraid(ProcessGroup):
         po, no, dt = _ptr(output, "reduce_scatter output")
         pi, ni, _ = _ptr(input, "reduce_scatter input")
         self._check_sizes(output, input, ni, no * self.size(), "reduce_scatter_tensor")
-        op = _op(opts)
+        op = _op(opts, input)
         return self._run("reduce_scatter",
                          lambda c: _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, None),
                          [output], (output, input))
@@ -265,7 +271,7 @@ class ProcessGroupBraid(ProcessGroup):
         flat = torch.stack([i.reshape(-1) for i in inputs])
         po, no, dt = _ptr(output, "reduce_scatter output")
         self._check_sizes(output, flat, flat.numel(), no * self.size(), "reduce_scatter")
-        pi, op = flat.data_ptr(), _op(opts)
+        pi, op = flat.data_ptr(), _op(opts, flat)
         return self._run("reduce_scatter",
                          lambda c: _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, None),
                          output_tensors, (output, flat))

@@ -39,6 +39,12 @@ def check_all_reduce():
     t = torch.arange(10, dtype=torch.int64) * (R + 1)
     dist.all_reduce(t)
     eq(t, torch.arange(10) * TRI, "all_reduce int64")
+    flags = torch.tensor([R == 0, R != 0, True])
+    dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+    eq(flags, torch.tensor([True, True, True]), "all_reduce bool MAX (or)")
+    flags = torch.tensor([R == 0, R != 0, True])
+    dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+    eq(flags, torch.tensor([False, False, True]), "all_reduce bool MIN (and)")
     try:
         dist.all_reduce(torch.zeros(4, 4).t())
     except ValueError as e:

@@ -51,6 +51,13 @@ class OneRankTorchTest(unittest.TestCase):
             dist.all_reduce(torch.ones(2, dtype=torch.int16))
         with self.assertRaisesRegex(ValueError, "not supported"):
             dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BXOR)
+        with self.assertRaisesRegex(TypeError, "MAX"):
+            dist.all_reduce(torch.ones(2, dtype=torch.bool))
+
+    def test_bool_reduces_as_or_and_and(self):
+        t = torch.tensor([True, False])
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        self.assertEqual(t.tolist(), [True, False])
 
     def test_future_of_an_async_handle_holds_the_tensors(self):
         t = torch.arange(4.0)
