@@ -106,7 +106,7 @@ def _candidates():
     here = Path(__file__).resolve().parent
     yield here / "lib" / "libbraid.so"
     checkout = here.parent.parent
-    for build in ("build-py", "build"):
+    for build in ("build", "build-py"):
         yield checkout / build / "src" / "api" / "libbraid.so"
 
 

@@ -246,6 +246,48 @@ class Communicator:
                                               None),
             out, (src, dst), async_op)
 
+    def gather(self, send, root=0, out=None, async_op=False):
+        """Root gets all ranks' ``send`` concatenated in rank order.
+
+        out (root only): size * len(send) elements; None allocates a NumPy array
+        of shape (size, *send.shape) on root. Other ranks get None.
+        """
+        src = _buffers.as_buffer(send, what="gather input")
+        dst = None
+        if self._rank == int(root):
+            if out is None:
+                out = _buffers.empty_like(src, src.count * self._size,
+                                          (self._size, *src.shape))
+            dst = _buffers.as_buffer(out, writable=True, what="gather output")
+            _host_only(dst)
+            self._check_count(dst, src.count * self._size, "gather output")
+        _host_only(src)
+        address = dst.address if dst is not None else None
+        return self._launch(
+            "gather",
+            lambda c: _lib.lib.braidGather(src.address, address, src.count, src.dtype,
+                                           int(root), c, None),
+            out if dst is not None else None, (src, dst), async_op)
+
+    def scatter(self, send, out, root=0, async_op=False):
+        """Block r of root's ``send`` (size equal blocks) goes to rank r's ``out``.
+
+        send is read on root only (pass None elsewhere).
+        """
+        dst = _buffers.as_buffer(out, writable=True, what="scatter output")
+        src = None
+        if self._rank == int(root):
+            src = _buffers.as_buffer(send, what="scatter input")
+            _host_only(src)
+            self._check_count(src, dst.count * self._size, "scatter input")
+        _host_only(dst)
+        address = src.address if src is not None else None
+        return self._launch(
+            "scatter",
+            lambda c: _lib.lib.braidScatter(address, dst.address, dst.count, dst.dtype,
+                                            int(root), c, None),
+            out, (src, dst), async_op)
+
     def reduce_scatter(self, send, out=None, op="sum", async_op=False):
         """Rank r gets block r of op over all ranks' ``send`` (size equal blocks).
 

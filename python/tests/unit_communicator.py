@@ -145,6 +145,21 @@ class CollectivesTest(unittest.TestCase):
             np.testing.assert_array_equal(bc, np.full(5, 2))
             np.testing.assert_array_equal(out, np.full(4, NRANKS if r == 1 else 0))
 
+    def test_gather_and_scatter_touch_root_buffers_only_on_root(self):
+        def body(comm):
+            r, n = comm.rank, comm.size
+            gathered = comm.gather(np.array([r, r * r], np.int32), root=3)
+            blocks = np.arange(n * 2, dtype=np.float64).reshape(n, 2) if r == 1 else None
+            mine = comm.scatter(blocks, np.zeros(2), root=1)
+            return gathered, mine
+
+        for r, (gathered, mine) in enumerate(run_ranks(body)):
+            if r == 3:
+                np.testing.assert_array_equal(gathered, [[p, p * p] for p in range(NRANKS)])
+            else:
+                self.assertIsNone(gathered)
+            np.testing.assert_array_equal(mine, [2 * r, 2 * r + 1])
+
     def test_all_to_all_even_and_uneven(self):
         def body(comm):
             r, n = comm.rank, comm.size
