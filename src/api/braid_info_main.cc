@@ -13,6 +13,7 @@
 #include "braid/braid.h"
 #include "core/env.h"
 #include "exec/reduce.h"
+#include "transports/registry.h"
 
 namespace {
 
@@ -33,7 +34,7 @@ void printBuild() {
   braidGetVersion(&version);
   std::printf("Braid %d.%d.%d\n", version / 10000, version / 100 % 100, version % 100);
   std::printf("reduction kernels: %s\n", braid::reduceIsa());
-  std::printf("transports: shm, socket\n");
+  std::printf("transports: %s\n", braid::transport::builtTransports().c_str());
   std::printf("algorithms:");
   for (int i = 0; i < braid::algo::kNumAlgorithms; ++i) {
     std::printf(" %s", braid::algo::algorithmName(static_cast<braid::algo::Algorithm>(i)));

@@ -329,8 +329,10 @@ void UcxEndpoint::wait(bool wantRecv, bool wantSend, int timeoutUs) {
   (void)wantSend;
   if (ucp_worker_progress(w_->worker) != 0 || w_->eventFd < 0) return;
   if (ucp_worker_arm(w_->worker) != UCS_OK) return;  // busy: events are waiting
+  // Some UCX transports make progress that no descriptor announces (a send
+  // parked in the pending queue), so a sleep is kept short.
   pollfd p{w_->eventFd, POLLIN, 0};
-  poll(&p, 1, (timeoutUs + 999) / 1000);
+  poll(&p, 1, std::min(1, (timeoutUs + 999) / 1000));
 }
 
 // Cancels posted receives and closes the UCP endpoint, flushing sends the
