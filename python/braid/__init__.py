@@ -17,12 +17,13 @@ import ctypes
 from . import _lib
 from .communicator import Communicator, group, OPS, _live
 from .errors import (BraidError, InternalError, InvalidArgumentError, InvalidUsageError,
-                     RemoteError, TimeoutError_ as TimeoutError, SystemError_ as SystemError)
+                     RemoteError, BraidTimeoutError, BraidSystemError)
 from .work import Work
 
 __all__ = ["init", "init_rank", "get_unique_id", "Communicator", "Work", "group", "OPS",
            "SPLIT_NOCOLOR", "version", "BraidError", "InvalidArgumentError",
-           "InvalidUsageError", "RemoteError", "TimeoutError", "SystemError", "InternalError"]
+           "InvalidUsageError", "RemoteError", "BraidTimeoutError", "BraidSystemError",
+           "InternalError"]
 
 SPLIT_NOCOLOR = _lib.SPLIT_NOCOLOR
 library_path = _lib.path

@@ -5,7 +5,7 @@ from .communicator import ReduceOp as ReduceOp, group as group
 from .errors import BraidError as BraidError, InternalError as InternalError
 from .errors import InvalidArgumentError as InvalidArgumentError
 from .errors import InvalidUsageError as InvalidUsageError, RemoteError as RemoteError
-from .errors import SystemError_ as SystemError, TimeoutError_ as TimeoutError
+from .errors import BraidSystemError as BraidSystemError, BraidTimeoutError as BraidTimeoutError
 from .work import Work as Work
 
 SPLIT_NOCOLOR: int

@@ -20,7 +20,7 @@ class BraidError(RuntimeError):
             self.code = code
 
 
-class SystemError_(BraidError):
+class BraidSystemError(BraidError):
     """A system call failed (braidSystemError)."""
 
     code = 2
@@ -50,14 +50,14 @@ class RemoteError(BraidError):
     code = 6
 
 
-class TimeoutError_(BraidError, TimeoutError):
+class BraidTimeoutError(BraidError, TimeoutError):
     """A wait passed BRAID_TIMEOUT_MS (braidTimeout)."""
 
     code = 8
 
 
-_BY_CODE = {cls.code: cls for cls in (SystemError_, InternalError, InvalidArgumentError,
-                                      InvalidUsageError, RemoteError, TimeoutError_)}
+_BY_CODE = {cls.code: cls for cls in (BraidSystemError, InternalError, InvalidArgumentError,
+                                      InvalidUsageError, RemoteError, BraidTimeoutError)}
 
 
 def from_code(code, message):
