@@ -14,12 +14,14 @@ namespace {
 
 constexpr char kMagic[8] = {'B', 'R', 'A', 'I', 'D', 'C', 'K', '1'};
 
+// What must match between a checkpoint and the run resuming it. The bucket
+// size decides how ZeRO shards the optimizer state.
 std::vector<int64_t> identity(const TrainConfig& cfg) {
   const Layout& l = cfg.layout;
   const ModelConfig& m = cfg.model;
-  return {l.dp,     l.tp,      l.pp,   l.ep,      l.zero,       m.layers,    m.dModel,
-          m.heads,  m.seq,     m.ff,   m.moe,     m.experts,    m.topK,      m.moeEvery,
-          static_cast<int64_t>(cfg.seed)};
+  return {l.dp,    l.tp,  l.pp,  l.ep,        l.zero,    m.layers,   m.dModel,
+          m.heads, m.seq, m.ff,  m.moe,       m.experts, m.topK,     m.moeEvery,
+          static_cast<int64_t>(cfg.seed), l.zero ? cfg.bucketKb : 0};
 }
 
 void writeVec(std::ofstream& out, const std::vector<float>& v) {
@@ -78,7 +80,7 @@ std::string loadCheckpoint(const std::string& prefix, const TrainConfig& cfg, co
   }
   if (!std::equal(want.begin(), want.end(), got.begin())) {
     return "checkpoint " + path + " was saved with another layout, model or seed; resume with "
-           "the same --dp/--tp/--pp/--ep/--zero/--model/--seed";
+           "the same --dp/--tp/--pp/--ep/--zero/--model/--seed (and --bucket-kb with ZeRO)";
   }
   for (int p = 0; p < kNumPools; ++p) {
     if (!readVec(in, &store->weights(Pool(p))) || !readVec(in, &opt->firstMoment(Pool(p))) ||
