@@ -78,9 +78,12 @@ class BraidWork(_TorchWorkBase):
         try:
             done = self._work.wait(timeout)
         finally:
-            if self._work.is_completed():
+            if self._work._done:
                 _release(self)
-        return done
+        if not done:  # torch code ignores the result: a timeout must raise, as in gloo
+            raise errors.BraidTimeoutError(
+                f"braid: operation not finished within {timeout} s (Work.wait timeout)", 8)
+        return True
 
     def synchronize(self):
         self.wait()
