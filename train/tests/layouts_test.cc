@@ -20,9 +20,11 @@
 namespace {
 
 // 16 KiB buckets: about one per block of the micro model, so gradients are
-// reduced (and ZeRO-sharded) in several buckets.
+// reduced (and ZeRO-sharded) in several buckets. The text is the repository's
+// README, so the tests do not depend on the fortunes package.
 const std::string kCommon =
-    " --model micro --steps 30 --global-batch 8 --seed 5 --lr 1e-3 --bucket-kb 16 --quiet";
+    " --model micro --steps 30 --global-batch 8 --seed 5 --lr 1e-3 --bucket-kb 16 --quiet"
+    " --data " BRAID_TRAIN_TEXT;
 
 // A scratch directory per test process, removed at exit.
 struct ScratchDir {
@@ -210,6 +212,16 @@ TEST(Compare, ExitsNonZeroOnDivergenceAndZeroWhenEqual) {
   const int diverged =
       std::system((tool + " compare " + ref + ".jsonl " + other + ".jsonl --rtol 1e-4 >/dev/null").c_str());
   EXPECT_TRUE(WIFEXITED(diverged) && WEXITSTATUS(diverged) == 1);
+}
+
+TEST(DefaultCorpus, TrainsOnTheFortunesCorpus) {
+  if (!std::filesystem::exists("/usr/share/games/fortunes")) {
+    GTEST_SKIP() << "the fortunes package is not installed (scripts/setup.sh installs it)";
+  }
+  std::string out;
+  ASSERT_EQ(train(1, "--model micro --steps 3 --global-batch 4", &out), 0);
+  EXPECT_NE(out.find("corpus /usr/share/games/fortunes"), std::string::npos) << out;
+  EXPECT_NE(out.find("step    2"), std::string::npos) << out;
 }
 
 struct BadLayout {
