@@ -255,6 +255,17 @@ braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collecti
 braidResult_t braidCommSplit(braidComm_t comm, int color, int key, braidComm_t* newcomm,
                              braidConfig_t* config);
 
+#define BRAID_SHRINK_DEFAULT 0x00 /* wait for comm's operations in flight to end */
+#define BRAID_SHRINK_ABORT 0x01   /* abort them first (after a failure) */
+/* A communicator of comm's ranks minus excludeRanksList (NCCL's ncclCommShrink),
+ * ordered as in comm. Every surviving rank calls it with the same list; excluded
+ * ranks (dead ones, typically) do not. It works after a rank died: it needs
+ * neither the dead rank nor comm's data connections. comm stays to be destroyed
+ * (or aborted) by the caller. A rank that finds itself in the list gets
+ * braidInvalidUsage. */
+braidResult_t braidCommShrink(braidComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                              braidComm_t* newcomm, braidConfig_t* config, int shrinkFlags);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -2,6 +2,9 @@
 // (key, parent rank). The parent all-gathers (color, key); the lowest parent
 // rank of each color starts a rendezvous and the parent all-gathers its unique
 // id; then each group bootstraps on its own.
+// braidCommShrink: the lowest surviving rank starts a rendezvous and passes
+// its unique id to the other survivors over one-off links (Comm::passBytes),
+// which need neither the dead ranks nor the parent's data connections.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -72,7 +75,78 @@ Status split(braidComm* comm, int color, int key, braidComm_t* newcomm, braidCon
   return st;
 }
 
+Status shrink(braidComm* comm, const int* exclude, int excludeCount, braidComm_t* newcomm,
+              braidConfig_t* config, int flags) {
+  Comm& c = *comm->comm;
+  const int n = c.nranks();
+  std::vector<bool> gone(n, false);
+  for (int i = 0; i < excludeCount; ++i) {
+    if (exclude[i] < 0 || exclude[i] >= n) {
+      return invalidArgument("excludeRanksList[" + std::to_string(i) + "] = " +
+                             std::to_string(exclude[i]) + " is outside 0.." + std::to_string(n - 1));
+    }
+    gone[exclude[i]] = true;
+  }
+  if (gone[c.rank()]) {
+    return invalidUsage("this rank (" + std::to_string(c.rank()) +
+                        ") is in excludeRanksList; only surviving ranks call braidCommShrink");
+  }
+  std::vector<int> members;
+  for (int r = 0; r < n; ++r) {
+    if (!gone[r]) members.push_back(r);
+  }
+  // The parent's operations in flight end first (at once with BRAID_SHRINK_ABORT).
+  if (flags & BRAID_SHRINK_ABORT) c.requestAbort();
+  std::lock_guard<std::mutex> lock(comm->opMu);
+  const int leader = members.front();
+  std::string packed;
+  std::shared_ptr<RootHandle> root;
+  if (c.rank() == leader) {
+    UniqueIdData data;
+    data.secret = randomSecret();
+    SockAddr bind = c.peer(leader).listenAddr;
+    bind.setPort(0);
+    BRAID_ASSIGN_OR_RETURN(root, startRootService(bind, data.secret, c.config().timeoutMs,
+                                                  &data.root));
+    braidUniqueId id;
+    packUniqueId(data, &id);
+    packed.assign(reinterpret_cast<const char*>(&id), sizeof(id));
+  }
+  BRAID_ASSIGN_OR_RETURN(packed, c.passBytes(leader, members, packed, Deadline(c.config().timeoutMs)));
+  if (packed.size() != sizeof(braidUniqueId)) return remoteError("shrink: malformed unique id");
+  braidUniqueId id;
+  std::memcpy(&id, packed.data(), sizeof(id));
+  const int newRank = static_cast<int>(std::find(members.begin(), members.end(), c.rank()) -
+                                       members.begin());
+  braidConfig_t inherited = BRAID_CONFIG_INITIALIZER;
+  if (config == nullptr) {
+    inherited.timeoutMs = static_cast<int>(c.config().timeoutMs);
+    config = &inherited;
+  }
+  Status st = initComm(newcomm, static_cast<int>(members.size()), id, newRank, config);
+  if (root) root->wait();
+  return st;
+}
+
 }  // namespace
+
+extern "C" braidResult_t braidCommShrink(braidComm_t comm, int* excludeRanksList,
+                                         int excludeRanksCount, braidComm_t* newcomm,
+                                         braidConfig_t* config, int shrinkFlags) {
+  Status st;
+  if (comm == nullptr || !isLiveComm(comm)) {
+    st = invalidArgument("comm is not a live communicator");
+  } else if (newcomm == nullptr) {
+    st = invalidArgument("newcomm is NULL");
+  } else if (excludeRanksCount < 0 || (excludeRanksCount > 0 && excludeRanksList == nullptr)) {
+    st = invalidArgument("excludeRanksList is NULL or excludeRanksCount negative");
+  } else if ((shrinkFlags & ~BRAID_SHRINK_ABORT) != 0) {
+    st = invalidArgument("shrinkFlags " + std::to_string(shrinkFlags) +
+                         " is not BRAID_SHRINK_DEFAULT or BRAID_SHRINK_ABORT");
+  }
+  if (st.isOk()) st = shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  return finish(comm, st);
+}
 
 extern "C" braidResult_t braidCommSplit(braidComm_t comm, int color, int key,
                                         braidComm_t* newcomm, braidConfig_t* config) {

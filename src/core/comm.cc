@@ -18,6 +18,7 @@ namespace {
 constexpr uint32_t kLinkMagic = 0x42524c4b;  // "BRLK"
 constexpr uint32_t kLinkControl = 1;
 constexpr uint32_t kLinkData = 2;
+constexpr uint32_t kLinkPass = 3;  // passBytes: a length and that many bytes, then closed
 constexpr uint32_t kMsgBye = 1;
 constexpr uint32_t kMsgDead = 2;    // rank is gone (relayed by rank 0, or reported to it)
 constexpr uint32_t kMsgFailed = 3;  // leaving after an error caused by rank (not a death)
@@ -246,6 +247,33 @@ Status Comm::connectPeers(const std::vector<int>& peers, const Deadline& deadlin
   todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
   for (int p : todo) BRAID_TRY(connectOne(p, deadline));
   return Status::ok();
+}
+
+Expected<std::string> Comm::passBytes(int from, const std::vector<int>& to,
+                                      const std::string& bytes, const Deadline& deadline) {
+  constexpr uint32_t kMaxPass = 1u << 16;
+  if (rank_ == from) {
+    if (bytes.size() > kMaxPass) return invalidArgument("passBytes: too many bytes");
+    const uint32_t len = static_cast<uint32_t>(bytes.size());
+    for (int r : to) {
+      if (r == rank_) continue;
+      BRAID_ASSIGN_OR_RETURN(int fd, openLink(r, kLinkPass, deadline));
+      Status st = sendAll(fd, &len, sizeof(len), deadline, "pass length");
+      if (st.isOk()) st = sendAll(fd, bytes.data(), len, deadline, "pass bytes");
+      close(fd);
+      if (!st.isOk()) return st.withContext("passing bytes to " + describePeer(r) + ": ");
+    }
+    return bytes;
+  }
+  BRAID_ASSIGN_OR_RETURN(int fd, acceptLink(from, kLinkPass, deadline));
+  uint32_t len = 0;
+  Status st = recvAll(fd, &len, sizeof(len), deadline, "pass length");
+  if (st.isOk() && len > kMaxPass) st = remoteError("passBytes: too many bytes announced");
+  std::string out(st.isOk() ? len : 0, '\0');
+  if (st.isOk()) st = recvAll(fd, out.data(), out.size(), deadline, "pass bytes");
+  close(fd);
+  if (!st.isOk()) return st.withContext("receiving bytes from " + describePeer(from) + ": ");
+  return out;
 }
 
 Status Comm::asyncError() const {

@@ -104,6 +104,13 @@ class Comm {
   // `seq` waiting on `peer`; "" when the peer does not answer.
   std::string describeLag(int peer, uint64_t seq, const std::string& mine);
 
+  // A few bytes from `from` to every rank in `to` over one-off authenticated
+  // links that need neither the data links nor rank 0 (so they work among the
+  // survivors of a failure). `from` passes `bytes`; the others get them.
+  // Every rank of {from} + to must call it. Used by braidCommShrink.
+  Expected<std::string> passBytes(int from, const std::vector<int>& to, const std::string& bytes,
+                                  const Deadline& deadline);
+
   // Says goodbye to the liveness watch so leaving is not taken for a death.
   void finalize();
 

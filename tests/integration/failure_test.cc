@@ -308,5 +308,91 @@ TEST(CallCheck, MismatchedCallsFailOnEveryRankNamingBoth) {
   }
 }
 
+// Elastic recovery: a rank is killed mid-run; the survivors see the error,
+// shrink the communicator without it, and finish exact all-reduces.
+TEST(Shrink, SurvivorsOfAKilledRankShrinkAndFinishExactly) {
+  const int n = 4;
+  const int victim = 3;
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "30000";
+  auto outcomes = runRanks(
+      n, env,
+      [](int rank) {
+        braidComm_t comm;
+        if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+        std::vector<float> buf(1 << 18, 1.0f);
+        braidResult_t res = braidSuccess;
+        for (int i = 0; i < 1000000 && res == braidSuccess; ++i) {
+          res = braidAllReduce(buf.data(), buf.data(), buf.size(), braidFloat32, braidMax, comm,
+                               nullptr);
+        }
+        fprintf(stderr, "failed: %s\n", braidGetLastError(comm));
+        int excluded[] = {3};
+        braidComm_t small = nullptr;
+        if (braidCommShrink(comm, excluded, 1, &small, nullptr, BRAID_SHRINK_ABORT) !=
+            braidSuccess) {
+          fprintf(stderr, "shrink: %s\n", braidGetLastError(comm));
+          return 4;
+        }
+        braidCommAbort(comm);
+        int count = 0, me = -1;
+        braidCommCount(small, &count);
+        braidCommUserRank(small, &me);
+        if (count != 3 || me != rank) return 5;
+        for (int i = 0; i < 20; ++i) {
+          std::vector<float> v(100000, static_cast<float>(rank + i));
+          if (braidAllReduce(v.data(), v.data(), v.size(), braidFloat32, braidSum, small,
+                             nullptr) != braidSuccess) {
+            return 6;
+          }
+          const float want = static_cast<float>(0 + 1 + 2 + 3 * i);
+          for (float x : v) {
+            if (x != want) return 7;
+          }
+        }
+        braidCommDestroy(small);
+        return 0;
+      },
+      120,
+      [&](const std::vector<pid_t>& pids) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        kill(pids[victim], SIGKILL);
+      });
+  EXPECT_EQ(outcomes[victim].signal, SIGKILL);
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) continue;
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+TEST(Shrink, ArgumentsAreChecked) {
+  const int n = 2;
+  auto outcomes = runRanks(n, jobEnv(n), [](int rank) {
+    braidComm_t comm;
+    if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+    braidComm_t out = nullptr;
+    int self[] = {rank};
+    int bad[] = {7};
+    int bad1 = braidCommShrink(comm, self, 1, &out, nullptr, 0) == braidInvalidUsage &&
+               std::string(braidGetLastError(comm)).find("is in excludeRanksList") !=
+                   std::string::npos;
+    int bad2 = braidCommShrink(comm, bad, 1, &out, nullptr, 0) == braidInvalidArgument &&
+               std::string(braidGetLastError(comm)).find("outside 0..1") != std::string::npos;
+    int bad3 = braidCommShrink(comm, nullptr, 1, &out, nullptr, 0) == braidInvalidArgument;
+    int bad4 = braidCommShrink(comm, bad, 0, &out, nullptr, 8) == braidInvalidArgument;
+    // Excluding nobody: a copy of comm, usable at once.
+    braidComm_t copy = nullptr;
+    if (braidCommShrink(comm, nullptr, 0, &copy, nullptr, 0) != braidSuccess) return 3;
+    int v = 1;
+    if (braidAllReduce(&v, &v, 1, braidInt32, braidSum, copy, nullptr) != braidSuccess || v != 2) {
+      return 4;
+    }
+    braidCommDestroy(copy);
+    braidCommDestroy(comm);
+    return bad1 && bad2 && bad3 && bad4 && out == nullptr ? 0 : 5;
+  }, 60);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(outcomes[r].exitCode, 0) << outcomes[r].output;
+}
+
 }  // namespace
 }  // namespace braid::test
