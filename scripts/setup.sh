@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev hwloc libucx-dev libibverbs-dev rdma-core
-  iproute2 procps openmpi-bin
+  iproute2 procps openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-torch python3-pip python3-setuptools
   fortunes
 )

@@ -196,6 +196,41 @@ TEST(NetworkNamespaces, InterfaceChoiceInsideANamespace) {
   }
 }
 
+// OpenMPI's mpirun, started in namespace a, reaches "host" b through an rsh
+// agent that enters b: ranks 0-1 run in a, 2-3 in b, and Braid reads rank and
+// size from OpenMPI's variables.
+TEST(NetworkNamespaces, OpenMpiMpirunAcrossTwoHosts) {
+  if (std::string why = cannotMakeNamespaces(); !why.empty()) GTEST_SKIP() << why;
+  std::string probe;
+  if (runCommand("command -v mpirun", &probe) != 0) GTEST_SKIP() << "no mpirun (openmpi-bin)";
+  Namespaces ns;
+  if (std::string err = ns.create(false); !err.empty()) GTEST_SKIP() << "no namespaces: " << err;
+  LogDir logs;
+  const std::string agent = logs.log(99) + ".sh";
+  std::string out;
+  ASSERT_EQ(runCommand("printf '#!/bin/sh\\nhost=$1; shift\\nns=" + ns.a() +
+                           "; [ \"$host\" = 10.77.0.2 ] && ns=" + ns.b() +
+                           "\\nexec ip netns exec $ns sh -c \"$*\"\\n' > " + agent +
+                           " && chmod +x " + agent,
+                       &out),
+            0)
+      << out;
+  const std::string perf = std::string(BRAID_BIN_DIR) + "/perf/coll/all_reduce_perf";
+  std::string cmd = "ip netns exec " + ns.a() +
+                    " env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 "
+                    "mpirun --host 10.77.0.1:2,10.77.0.2:2 -np 4 --mca plm_rsh_agent " + agent +
+                    " --mca oob_tcp_if_include 10.77.0.0/24 -x BRAID_ROOT=10.77.0.1:" +
+                    std::to_string(freePort()) + " -x BRAID_SECRET=" + randomHex() +
+                    " -x BRAID_DEBUG=INFO -x BRAID_TIMEOUT_MS=30000 sh -c "
+                    "'BRAID_HOST_ID=$(ip netns identify) exec " + perf + " -b 8 -e 1M -f 32 -n 2'";
+  int rc = runCommand(cmd, &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("# Out of bounds values : 0 OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("#  Rank  3 Group  0"), std::string::npos) << out;
+  EXPECT_NE(out.find("over socket"), std::string::npos) << out;
+  EXPECT_NE(out.find("over shm"), std::string::npos) << out;
+}
+
 // Kills namespace b's ranks in the middle of a long run: a's ranks must end
 // with an error naming a lost rank, by themselves (the harness's own kill
 // after 120 s would show as a signal), not hang.
