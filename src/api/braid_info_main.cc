@@ -2,8 +2,13 @@
 //   braid-info          version, reduction kernels, transports, algorithms
 //   braid-info --env    every BRAID_* variable: its value here, default, NCCL
 //                       fallback and a line of doc
+//   braid-info --dump PID...  asks running Braid processes to print their
+//                       communicators' in-flight operations (BRAID_DUMP_SIGNAL,
+//                       SIGUSR1 by default) on their stderr
 // Built beside the library (it reads the internal variable table), so it sits
 // here rather than under tools/, which uses the public API only.
+#include <signal.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +58,22 @@ int main(int argc, char** argv) {
     printBuild();
     return 0;
   }
-  std::fprintf(stderr, "usage: braid-info [--env]\n");
+  if (argc >= 3 && std::strcmp(argv[1], "--dump") == 0) {
+    const char* spec = std::getenv("BRAID_DUMP_SIGNAL");
+    int sig = SIGUSR1;
+    if (spec != nullptr && std::strcmp(spec, "USR2") == 0) sig = SIGUSR2;
+    if (spec != nullptr && std::strcmp(spec, "SIGUSR2") == 0) sig = SIGUSR2;
+    if (spec != nullptr && std::atoi(spec) > 0) sig = std::atoi(spec);
+    int rc = 0;
+    for (int i = 2; i < argc; ++i) {
+      const int pid = std::atoi(argv[i]);
+      if (pid <= 0 || kill(pid, sig) != 0) {
+        std::fprintf(stderr, "braid-info: cannot signal pid '%s'\n", argv[i]);
+        rc = 1;
+      }
+    }
+    return rc;
+  }
+  std::fprintf(stderr, "usage: braid-info [--env | --dump PID...]\n");
   return 2;
 }

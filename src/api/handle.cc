@@ -36,6 +36,11 @@ bool isLiveComm(const braidComm* comm) {
   return comms().count(comm) != 0;
 }
 
+void forEachLiveComm(const std::function<void(const braidComm*)>& fn) {
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  for (const braidComm* c : comms()) fn(c);
+}
+
 bool isValidStream(braidStream_t stream) {
   if (stream == nullptr) return true;
   std::lock_guard<std::mutex> lock(gRegistryMu);

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,9 @@ namespace braid {
 void registerComm(braidComm* comm);
 void unregisterComm(braidComm* comm);
 bool isLiveComm(const braidComm* comm);
+// Calls fn on every live communicator while holding the registry's lock (no
+// communicator is freed meanwhile; fn must not call back into the registry).
+void forEachLiveComm(const std::function<void(const braidComm*)>& fn);
 
 // Records `status` as the last error (of comm, when live, and of this thread)
 // and returns its code. Logs it at WARN level once.

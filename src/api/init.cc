@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "api/dump.h"
 #include "api/handle.h"
 #include "core/env.h"
 #include "core/logging.h"
@@ -100,6 +101,7 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   handle->checkCalls = envInt("BRAID_CHECK", 0) != 0;
   handle->exec = std::make_unique<HostExecutor>(*handle->comm);
   BRAID_INFO("rank %d of %d ready (reduction kernels: %s)", rank, nranks, reduceIsa());
+  installDumpSignal();
   braidComm* raw = handle.release();
   registerComm(raw);
   *out = raw;

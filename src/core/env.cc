@@ -50,6 +50,10 @@ const std::vector<EnvVar>& envTable() {
        "load the topology from this XML file instead of discovering it (braid-topo)"},
       {"BRAID_TOPO_DUMP_FILE", nullptr, nullptr,
        "write the topology Braid uses to this XML file"},
+      {"BRAID_DUMP_SIGNAL", nullptr, nullptr,
+       "signal that prints every communicator's in-flight operation to stderr (default "
+       "SIGUSR1 when the program does not handle it; 0 turns it off); braid-info --dump PID "
+       "sends it"},
       {"BRAID_CHECK", nullptr, "0",
        "1: before each collective the ranks compare their calls (collective, count, type, op, "
        "root) and fail alike, naming both, when they differ"},

@@ -394,5 +394,38 @@ TEST(Shrink, ArgumentsAreChecked) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(outcomes[r].exitCode, 0) << outcomes[r].output;
 }
 
+// SIGUSR1 (BRAID_DUMP_SIGNAL's default) makes a waiting rank print what its
+// communicator is doing, without disturbing the job.
+TEST(Dump, SignalPrintsTheOperationInFlight) {
+  const int n = 2;
+  auto outcomes = runRanks(
+      n, jobEnv(n),
+      [](int rank) {
+        braidComm_t comm;
+        if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+        float v[64] = {};
+        if (braidAllReduce(v, v, 64, braidFloat32, braidSum, comm, nullptr) != braidSuccess) {
+          return 3;
+        }
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+        if (braidAllReduce(v, v, 64, braidFloat32, braidSum, comm, nullptr) != braidSuccess) {
+          return 4;
+        }
+        braidCommDestroy(comm);
+        return 0;
+      },
+      60,
+      [](const std::vector<pid_t>& pids) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        kill(pids[0], SIGUSR1);
+      });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(outcomes[r].exitCode, 0) << outcomes[r].output;
+  const std::string& out = outcomes[0].output;
+  EXPECT_NE(out.find("[braid dump pid"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank 0 of 2 on 1 node(s); posted #2, completed #1; in allreduce #2 (256 B"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace braid::test
