@@ -43,6 +43,7 @@ HostExecutor::HostExecutor(Comm& comm) : comm_(comm) {
   if (std::getenv("BRAID_SPIN_US") == nullptr && cores > 0 && comm.machineRanks() > cores) {
     spinUs_ = 0;
   }
+  spinBudgetUs_ = spinUs_;
 }
 
 char* HostExecutor::address(BufRef ref, uint64_t offset) const {
@@ -110,19 +111,40 @@ void HostExecutor::blockOnce() {
   w.ep->wait(w.recv, !w.recv, sliceUs);
 }
 
+// A wait that outlasted the spin budget means the rank we wait for was not
+// running (it shares our core, or the machine is busy): spinning only delayed
+// it. Such waits cut the budget to a quarter; waits that end inside it grow it
+// back slowly, up to BRAID_SPIN_US. The yield phase that follows the spin is
+// itself a spin that lets a same-core peer run, so a small budget costs little.
+void HostExecutor::adaptSpin(uint64_t waitedUs) {
+  if (waitedUs > static_cast<uint64_t>(spinBudgetUs_)) {
+    spinBudgetUs_ /= 4;
+  } else if (spinBudgetUs_ < spinUs_) {
+    spinBudgetUs_ = std::min(spinUs_, spinBudgetUs_ + spinBudgetUs_ / 8 + 1);
+  }
+}
+
 Status HostExecutor::pause(const OpDesc& desc) {
-  if (comm_.failed()) return stalled(desc, "failed");
+  if (comm_.failed()) {
+    // One more pass first: what a peer sent before it left is still readable,
+    // and a malformed message explains more than its sender's exit.
+    if (!lookedAfterFailure_) {
+      lookedAfterFailure_ = true;
+      return Status::ok();
+    }
+    return stalled(desc, "failed");
+  }
   ++stallPolls_;
-  if (spinUs_ > 0 && (stallPolls_ & 63) != 0) {  // read the clock every 64 polls
+  if (spinBudgetUs_ > 0 && (stallPolls_ & 63) != 0) {  // read the clock every 64 polls
     cpuRelax();
     return Status::ok();
   }
   uint64_t now = nowNs();
   if (stallStartNs_ == 0) stallStartNs_ = now;
   uint64_t waitedUs = (now - stallStartNs_) / 1000;
-  if (waitedUs < static_cast<uint64_t>(spinUs_)) {
+  if (waitedUs < static_cast<uint64_t>(spinBudgetUs_)) {
     cpuRelax();
-  } else if (waitedUs < static_cast<uint64_t>(spinUs_ + yieldUs_)) {
+  } else if (waitedUs < static_cast<uint64_t>(spinBudgetUs_ + yieldUs_)) {
     sched_yield();
   } else {
     if (now >= deadline_.endNs()) return stalled(desc, "timed out");
@@ -254,6 +276,7 @@ Status HostExecutor::runBatch(size_t begin, size_t end, const OpDesc& desc) {
       if (s.finished) --unfinished;
     }
     if (moved) {
+      if (stallStartNs_ != 0) adaptSpin((nowNs() - stallStartNs_) / 1000);
       stallStartNs_ = 0;
       stallPolls_ = 0;
       continue;
@@ -296,6 +319,7 @@ Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const Op
   deadline_ = comm_.deadline();
   stallStartNs_ = 0;
   stallPolls_ = 0;
+  lookedAfterFailure_ = false;
   if (scratch_.size() < s.scratchElems * elemSize_) scratch_.resize(s.scratchElems * elemSize_);
   activePeers_.clear();
   for (const Step& st : s.steps) {

@@ -67,6 +67,7 @@ class HostExecutor {
   Expected<int> advance(StepRun& s, const OpDesc& desc);
   void copyStep(const algo::Step& step, const OpDesc& desc);
   Status pause(const OpDesc& desc);
+  void adaptSpin(uint64_t waitedUs);
   void blockOnce();
   Status flushSends(const OpDesc& desc);
   Status endpointError(int peer, const Status& st, const OpDesc& desc);
@@ -74,7 +75,8 @@ class HostExecutor {
   char* address(algo::BufRef ref, uint64_t offset) const;
 
   Comm& comm_;
-  int spinUs_;
+  int spinUs_;           // the most a wait spins (BRAID_SPIN_US, 0 when oversubscribed)
+  int spinBudgetUs_ = 0;  // what it spins now (adaptSpin)
   int yieldUs_;
   // The operation being run.
   const algo::Schedule* schedule_ = nullptr;
@@ -88,6 +90,7 @@ class HostExecutor {
   std::vector<WaitTarget> waits_;  // filled by the last round that moved nothing
   uint64_t stallStartNs_ = 0;
   uint32_t stallPolls_ = 0;
+  bool lookedAfterFailure_ = false;  // pause() gave the steps one pass after a failure
   std::vector<char> scratch_;
 };
 
