@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
   libhwloc-dev hwloc libucx-dev libibverbs-dev rdma-core
   iproute2 procps openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-torch python3-pip python3-setuptools

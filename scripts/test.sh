@@ -9,3 +9,5 @@ cd build
 # keeps a 2-core machine from starving them.
 ctest --output-on-failure -L unit -j "$(getconf _NPROCESSORS_ONLN)"
 ctest --output-on-failure -L integration
+# Every parser of outside input, fuzzed under ASan + UBSan (clang, build-fuzz/).
+bash ../scripts/fuzz.sh

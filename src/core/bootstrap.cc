@@ -375,6 +375,32 @@ Expected<std::shared_ptr<RootHandle>> startRootService(const SockAddr& bindAddr,
   return std::shared_ptr<RootHandle>(new ThreadRootHandle(std::move(t)));
 }
 
+Expected<std::vector<PeerInfo>> parseBootstrapTable(const std::string& payload, int nranks) {
+  if (nranks < 1) return remoteError("table for no ranks");
+  const size_t tableBytes = static_cast<size_t>(nranks) * sizeof(WirePeer);
+  if (payload.size() < tableBytes) return remoteError("table size does not match nranks");
+  std::vector<PeerInfo> peers;
+  size_t at = tableBytes;
+  for (int r = 0; r < nranks; ++r) {
+    WirePeer w;
+    std::memcpy(&w, payload.data() + r * sizeof(WirePeer), sizeof(w));
+    BRAID_ASSIGN_OR_RETURN(PeerInfo p, fromWire(w));
+    if (p.rank != r) return remoteError("table out of order");
+    uint32_t len = 0;
+    if (payload.size() - at < sizeof(len)) return remoteError("node section truncated");
+    std::memcpy(&len, payload.data() + at, sizeof(len));
+    at += sizeof(len);
+    if (len > kMaxNodeBlob || payload.size() - at < len) {
+      return remoteError("node section truncated");
+    }
+    p.nodeBlob.assign(payload.data() + at, len);
+    at += len;
+    peers.push_back(std::move(p));
+  }
+  if (at != payload.size()) return remoteError("trailing bytes after the node section");
+  return peers;
+}
+
 Expected<std::vector<PeerInfo>> bootstrapJoin(const UniqueIdData& id, int rank, int nranks,
                                               const PeerInfo& self, int64_t timeoutMs) {
   // The root reports missing ranks at its own deadline; give it a margin.
@@ -412,27 +438,8 @@ Expected<std::vector<PeerInfo>> bootstrapJoin(const UniqueIdData& id, int rank, 
     return st;
   }
   if (hdr.ok == 0) return remoteError(payload);
-  const size_t tableBytes = static_cast<size_t>(nranks) * sizeof(WirePeer);
-  if (payload.size() < tableBytes) return remoteError(where + ": table size does not match nranks");
-  std::vector<PeerInfo> peers;
-  size_t at = tableBytes;
-  for (int r = 0; r < nranks; ++r) {
-    WirePeer w;
-    std::memcpy(&w, payload.data() + r * sizeof(WirePeer), sizeof(w));
-    BRAID_ASSIGN_OR_RETURN(PeerInfo p, fromWire(w));
-    if (p.rank != r) return remoteError(where + ": table out of order");
-    uint32_t len = 0;
-    if (payload.size() - at < sizeof(len)) return remoteError(where + ": node section truncated");
-    std::memcpy(&len, payload.data() + at, sizeof(len));
-    at += sizeof(len);
-    if (len > kMaxNodeBlob || payload.size() - at < len) {
-      return remoteError(where + ": node section truncated");
-    }
-    p.nodeBlob.assign(payload.data() + at, len);
-    at += len;
-    peers.push_back(std::move(p));
-  }
-  if (at != payload.size()) return remoteError(where + ": trailing bytes after the node section");
+  Expected<std::vector<PeerInfo>> peers = parseBootstrapTable(payload, nranks);
+  if (!peers.isOk()) return peers.status().withContext(where + ": ");
   return peers;
 }
 

@@ -55,6 +55,11 @@ Expected<std::shared_ptr<RootHandle>> startRootService(const SockAddr& bindAddr,
 Expected<std::vector<PeerInfo>> bootstrapJoin(const UniqueIdData& id, int rank, int nranks,
                                               const PeerInfo& self, int64_t timeoutMs);
 
+// The root's reply to a joining rank, checked field by field: nranks
+// WirePeers, then per rank a 32-bit length and its node blob. Exposed for the
+// fuzzer (fuzz/).
+Expected<std::vector<PeerInfo>> parseBootstrapTable(const std::string& payload, int nranks);
+
 // Wire form of PeerInfo, shared by bootstrap and peer links.
 struct WirePeer {
   int32_t rank;

@@ -43,8 +43,18 @@ inline Status internalError(std::string m) { return Status(braidInternalError, s
 inline Status remoteError(std::string m) { return Status(braidRemoteError, std::move(m)); }
 inline Status timeoutError(std::string m) { return Status(braidTimeout, std::move(m)); }
 // A failed system call: names the call's purpose and strerror(err).
+// Errors of a system call, with what to do about the limits users hit.
 inline Status systemError(const std::string& what, int err = errno) {
-  return Status(braidSystemError, what + ": " + std::strerror(err));
+  std::string hint;
+  if (err == EMFILE || err == ENFILE) {
+    hint = " (out of file descriptors: raise the limit, e.g. ulimit -n 65536; Braid uses a few "
+           "per peer)";
+  } else if (err == EADDRINUSE) {
+    hint = " (another process holds that port: pick another, e.g. in BRAID_ROOT)";
+  } else if (err == ENOSPC) {
+    hint = " (out of space: for /dev/shm, give the container more, e.g. docker --shm-size=1g)";
+  }
+  return Status(braidSystemError, what + ": " + std::strerror(err) + hint);
 }
 
 // A value or the Status that explains why there is none.
