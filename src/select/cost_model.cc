@@ -278,11 +278,18 @@ CostInputs costInputsFor(const topo::Topology& topo, int nranks, int ranksPerNod
 double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in) {
   if (!algo::supports(a, c)) return std::numeric_limits<double>::infinity();
   if (in.nranks <= 1) return in.baseUs;  // no peer: nothing crosses a link
+  // The band holding S; outside every band, the nearest one.
+  const AlgoFit* fit = nullptr;
   for (const AlgoFit& f : in.fits) {
-    if (f.collective == c && f.algorithm == a) {
-      return f.baseUs + static_cast<double>(bytes) / (f.gbps * 1e3);
-    }
+    if (f.collective != c || f.algorithm != a) continue;
+    const bool inside = bytes >= f.loBytes && bytes < f.hiBytes;
+    const auto gap = [&](const AlgoFit& g) {
+      return bytes < g.loBytes ? g.loBytes - bytes : bytes >= g.hiBytes ? bytes - g.hiBytes + 1 : 0;
+    };
+    if (inside || fit == nullptr || gap(f) < gap(*fit)) fit = &f;
+    if (inside) break;
   }
+  if (fit != nullptr) return fit->baseUs + static_cast<double>(bytes) / (fit->gbps * 1e3);
   // Flat algorithms across nodes run at the bottleneck: the network's alpha and
   // bandwidth when it is the slower (see the header).
   LinkCost link = in.intra;

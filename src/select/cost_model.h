@@ -41,12 +41,16 @@ struct LinkCost {
   double gbps = 0;     // achievable GB/s (1e9 bytes/s) per direction for one rank
 };
 
-// A measured algorithm: time = baseUs + S / gbps (S as predictUs's bytes).
+// A measured algorithm: time = baseUs + S / gbps (S as predictUs's bytes),
+// for S in [loBytes, hiBytes). Several bands per algorithm follow regimes a
+// single line cannot (in cache or from memory, eager or pipelined).
 struct AlgoFit {
   algo::Collective collective = algo::Collective::kAllReduce;
   algo::Algorithm algorithm = algo::Algorithm::kRing;
   double baseUs = 0;
   double gbps = 1;
+  uint64_t loBytes = 0;
+  uint64_t hiBytes = UINT64_MAX;
 };
 
 struct CostInputs {

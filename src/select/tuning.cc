@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/env.h"
 #include "select/select.h"
 
 namespace braid {
@@ -19,6 +20,21 @@ bool keyValue(const std::string& word, const char* key, double* out) {
   const double v = std::strtod(begin, &end);
   if (end == begin || *end != '\0' || !std::isfinite(v) || v < 0) return false;
   *out = v;
+  return true;
+}
+
+// "bytes=0-256k", "bytes=2m-inf": the fit's band, lo < hi.
+bool parseBand(const std::string& word, AlgoFit* fit) {
+  if (word.rfind("bytes=", 0) != 0) return false;
+  const std::string range = word.substr(6);
+  const size_t dash = range.find('-');
+  if (dash == std::string::npos) return false;
+  const int64_t lo = parseSize(range.substr(0, dash));
+  const std::string hiText = range.substr(dash + 1);
+  const int64_t hi = hiText == "inf" ? -2 : parseSize(hiText);
+  if (lo < 0 || hi == -1 || (hi >= 0 && hi <= lo)) return false;
+  fit->loBytes = static_cast<uint64_t>(lo);
+  fit->hiBytes = hi == -2 ? UINT64_MAX : static_cast<uint64_t>(hi);
   return true;
 }
 
@@ -66,10 +82,11 @@ Expected<Tuning> Tuning::parse(const std::string& text, const std::string& sourc
       t.links.push_back(e);
     } else if (w[0] == "fit") {
       FitEntry e;
-      if (w.size() != 7 || nranks < 1 || !keyValue(w[5], "base_us", &e.fit.baseUs) ||
-          !keyValue(w[6], "gbps", &e.fit.gbps) || e.fit.gbps <= 0) {
+      if ((w.size() != 7 && w.size() != 8) || nranks < 1 ||
+          !keyValue(w[5], "base_us", &e.fit.baseUs) || !keyValue(w[6], "gbps", &e.fit.gbps) ||
+          e.fit.gbps <= 0 || (w.size() == 8 && !parseBand(w[7], &e.fit))) {
         return bad("expected 'fit <transport> <nranks> <collective> <algorithm> base_us=<us> "
-                   "gbps=<GB/s>'");
+                   "gbps=<GB/s> [bytes=<lo>-<hi>]'");
       }
       if (!parseCollective(w[3], &e.fit.collective)) return bad("unknown collective '" + w[3] + "'");
       if (!algo::parseAlgorithm(w[4], &e.fit.algorithm)) {

@@ -4,10 +4,12 @@
 // Text, one entry per line, '#' starts a comment:
 //   link <transport> <nranks> alpha_us=<us> gbps=<GB/s>
 //   fit  <transport> <nranks> <collective> <algorithm> base_us=<us> gbps=<GB/s>
+//        [bytes=<lo>-<hi>]
 // A `link` line is the per-step latency and per-rank bandwidth of a transport
 // ("shm", "socket") with that many ranks on the machine; a `fit` line is one
 // algorithm's measured time, base_us + S / gbps, with S as the perf tools'
-// size column (cost_model.h). Unknown keywords, collectives or algorithms are
+// size column (cost_model.h), for S in [lo, hi) when a band is given (sizes
+// with k/m/g suffixes; hi may be "inf"). Unknown keywords, collectives or algorithms are
 // errors naming the line. Immutable after parse; thread-safe.
 #pragma once
 

@@ -129,5 +129,29 @@ TEST(Selector, ChoosesHierarchicalAcrossNodesAndNeverOnOne) {
             Algorithm::kHierarchical);
 }
 
+TEST(Tuning, BandsPriceEachSizeWithItsOwnLine) {
+  const char* text =
+      "fit shm 4 allreduce ring base_us=10 gbps=1 bytes=0-32k\n"
+      "fit shm 4 allreduce ring base_us=100 gbps=10 bytes=32k-inf\n"
+      "fit shm 4 allreduce tree base_us=50 gbps=2 bytes=0-inf\n";
+  Expected<Tuning> t = Tuning::parse(text, "t.txt");
+  ASSERT_TRUE(t.isOk()) << t.status().message();
+  EXPECT_EQ(t.value().fits[1].fit.loBytes, 32768u);
+  EXPECT_EQ(t.value().fits[1].fit.hiBytes, UINT64_MAX);
+  const CostInputs in = applyTuning(hostInputs(4, 1), t.value(), "shm");
+  EXPECT_DOUBLE_EQ(predictUs(Algorithm::kRing, Collective::kAllReduce, 1000, in), 11.0);
+  EXPECT_DOUBLE_EQ(predictUs(Algorithm::kRing, Collective::kAllReduce, 100000, in), 110.0);
+  // ring's small band wins small, tree in the middle, ring's large band large.
+  const Selector sel(AlgoPolicy::parse("").value(), in);
+  EXPECT_EQ(sel.choose(Collective::kAllReduce, 1000).value().algorithm, Algorithm::kRing);
+  EXPECT_EQ(sel.choose(Collective::kAllReduce, 32768).value().algorithm, Algorithm::kTree);
+  EXPECT_EQ(sel.choose(Collective::kAllReduce, 1 << 24).value().algorithm, Algorithm::kRing);
+  for (const char* bad : {"fit shm 4 allreduce ring base_us=1 gbps=1 bytes=64k-1k\n",
+                          "fit shm 4 allreduce ring base_us=1 gbps=1 bytes=oops\n",
+                          "fit shm 4 allreduce ring base_us=1 gbps=1 size=0-1k\n"}) {
+    EXPECT_FALSE(Tuning::parse(bad, "t.txt").isOk()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace braid
