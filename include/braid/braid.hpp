@@ -100,6 +100,26 @@ class Communicator {
                                 op, comm_, stream));
   }
 
+  // The algorithm a call of `collective` with `count` elements of T runs here,
+  // and the cost model's predicted microseconds (braidCommGetAlgorithm).
+  template <typename T>
+  Result algorithm(braidCollective_t collective, size_t count, const char** name,
+                   double* predictedUs = nullptr) const {
+    return check(braidCommGetAlgorithm(comm_, collective, count, dataTypeOf<T>(), name,
+                                       predictedUs));
+  }
+
+  // The survivors of `excluded` (every surviving rank calls it alike).
+  Result shrink(std::span<const int> excluded, Communicator* out,
+                int flags = BRAID_SHRINK_DEFAULT) {
+    braidComm_t c = nullptr;
+    braidResult_t r = braidCommShrink(comm_, const_cast<int*>(excluded.data()),
+                                      static_cast<int>(excluded.size()), &c, nullptr, flags);
+    if (r != braidSuccess) return check(r);
+    *out = Communicator(c);
+    return Result();
+  }
+
   Result abort() {
     braidResult_t r = braidCommAbort(comm_);
     comm_ = nullptr;

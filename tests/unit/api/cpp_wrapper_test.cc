@@ -38,4 +38,27 @@ TEST(CppWrapper, MismatchedSpansAreAnErrorValue) {
   EXPECT_NE(r.message().find("sizes differ"), std::string::npos);
 }
 
+TEST(CppWrapper, AlgorithmQueryAndShrinkReturnResults) {
+  braid::Communicator comm = oneRank();
+  const char* name = nullptr;
+  double us = -1;
+  braid::Result r = comm.algorithm<float>(braidCollAllReduce, 1 << 20, &name, &us);
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_NE(name, nullptr);
+  EXPECT_GE(us, 0);
+  r = comm.algorithm<float>(static_cast<braidCollective_t>(42), 8, &name);
+  EXPECT_EQ(r.code(), braidInvalidArgument);
+  EXPECT_NE(r.message().find("braidCollective_t"), std::string::npos);
+  // Excluding this rank itself is misuse; excluding nobody gives a working copy.
+  braid::Communicator copy;
+  const int self[] = {0};
+  r = comm.shrink(self, &copy);
+  EXPECT_EQ(r.code(), braidInvalidUsage);
+  r = comm.shrink({}, &copy);
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::vector<int> v{5};
+  EXPECT_TRUE(copy.allReduce<int>(v).ok());
+  EXPECT_EQ(v[0], 5);
+}
+
 }  // namespace
