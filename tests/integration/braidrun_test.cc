@@ -193,6 +193,19 @@ class SyncDir {
 
 }  // namespace
 
+TEST(Braidrun, RemovesSharedMemoryAKilledRankLeft) {
+  // The rank is the shell itself (braidrun execs it): $$ is its pid, as in
+  // the FIFO names Braid's shm transport uses.
+  Result r = runBraidrun({"-n", "1", "--", "sh", "-c",
+                          "touch /dev/shm/braid-$$-0123456789abcdef; echo $$; kill -9 $$"});
+  EXPECT_NE(r.exit_code, 0);
+  const size_t at = r.out.find("] ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string pid = r.out.substr(at + 2, r.out.find('\n', at) - at - 2);
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/braid-" + pid + "-0123456789abcdef")) << r.err;
+  EXPECT_NE(r.err.find("removed 1 shared-memory segment(s) rank 0 left"), std::string::npos) << r.err;
+}
+
 TEST(Braidrun, AllRanksSucceedingExitsZero) {
   Result r = runBraidrun({"-n", "4", "--", "sh", "-c", "exit 0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -1,6 +1,8 @@
 #include "tools/braidrun/supervisor.h"
 
+#include <dirent.h>
 #include <poll.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -128,8 +130,28 @@ void Supervisor::reapChildren() {
   }
 }
 
+// Shared-memory FIFOs are named /braid-<creator pid>-<random> and unlinked as
+// soon as the peer maps them; a rank killed inside that window leaves one.
+// Returns how many of `pid`'s segments were removed.
+int removeSegmentsOf(pid_t pid) {
+  const std::string prefix = "braid-" + std::to_string(pid) + "-";
+  int removed = 0;
+  if (DIR* dir = opendir("/dev/shm")) {
+    while (dirent* e = readdir(dir)) {
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+      removed += unlink(("/dev/shm/" + std::string(e->d_name)).c_str()) == 0 ? 1 : 0;
+    }
+    closedir(dir);
+  }
+  return removed;
+}
+
 void Supervisor::onRankExit(Rank& rank, int wait_status) {
   rank.running = false;
+  if (int n = removeSegmentsOf(rank.pid); n > 0) {
+    note("removed " + std::to_string(n) + " shared-memory segment(s) rank " +
+         std::to_string(rank.rank) + " left in /dev/shm");
+  }
   if (--running_ == 0) {  // nobody left to stop: only the output remains
     phase_deadline_.reset();
     timeout_deadline_.reset();

@@ -53,7 +53,11 @@ struct Mapping {
   }
 };
 
-std::string randomName() { return "/braid-" + secretToHex(randomSecret()); }
+// "/braid-<creator pid>-<128 random bits>": unguessable, and braidrun can
+// remove what a killed rank created but no peer had unlinked yet.
+std::string randomName() {
+  return "/braid-" + std::to_string(getpid()) + "-" + secretToHex(randomSecret());
+}
 
 Status createFifo(const std::string& name, const ConnectOptions& o, Mapping* m) {
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
