@@ -3,7 +3,8 @@
 # (clang, build-fuzz/), for a fixed number of runs each, starting from
 # fuzz/corpus/<target>/. A crash stops with the input saved under
 # build-fuzz/crashes/: add it to fuzz/corpus/<target>/ with the fix, and the
-# normal build replays it forever (ctest -R Fuzz). FUZZ_RUNS overrides the runs.
+# normal build replays it forever (ctest -R Fuzz). FUZZ_RUNS overrides the runs;
+# FUZZ_SEED the seed (1 by default, so CI is repeatable; 0 picks one at random).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${FUZZ_RUNS:-200000}"
@@ -18,7 +19,7 @@ for t in "${targets[@]}"; do
   work="build-fuzz/corpus/$t"
   mkdir -p "$work"
   echo "== fuzz_$t: $runs runs"
-  build-fuzz/fuzz/fuzz_"$t" -runs="$runs" -max_len=4096 -artifact_prefix=build-fuzz/crashes/"$t"- \
+  build-fuzz/fuzz/fuzz_"$t" -runs="$runs" -seed="${FUZZ_SEED:-1}" -max_len=4096 -artifact_prefix=build-fuzz/crashes/"$t"- \
     -print_final_stats=1 "$work" "fuzz/corpus/$t" 2>&1 | grep -E "^(stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)|Done" || true
   if ls build-fuzz/crashes/"$t"-* > /dev/null 2>&1; then
     echo "fuzz_$t crashed; inputs in build-fuzz/crashes/"

@@ -148,6 +148,12 @@ Expected<PeerInfo> fromWire(const WirePeer& w) {
   if (w.addrLen == 0 || w.addrLen > sizeof(w.addr) || w.addrLen > sizeof(sockaddr_storage)) {
     return remoteError("peer info carries an invalid address length");
   }
+  // toWire always leaves a terminator; a field without one was not made by it.
+  if (strnlen(w.hostId, sizeof(w.hostId)) == sizeof(w.hostId) ||
+      strnlen(w.hostName, sizeof(w.hostName)) == sizeof(w.hostName) ||
+      strnlen(w.place, sizeof(w.place)) == sizeof(w.place)) {
+    return remoteError("peer info carries an unterminated text field");
+  }
   PeerInfo p;
   p.rank = w.rank;
   p.pid = w.pid;
