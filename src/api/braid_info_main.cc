@@ -15,6 +15,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
+#include "api/dump.h"
 #include "braid/braid.h"
 #include "core/env.h"
 #include "exec/reduce.h"
@@ -59,11 +60,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 3 && std::strcmp(argv[1], "--dump") == 0) {
-    const char* spec = std::getenv("BRAID_DUMP_SIGNAL");
-    int sig = SIGUSR1;
-    if (spec != nullptr && std::strcmp(spec, "USR2") == 0) sig = SIGUSR2;
-    if (spec != nullptr && std::strcmp(spec, "SIGUSR2") == 0) sig = SIGUSR2;
-    if (spec != nullptr && std::atoi(spec) > 0) sig = std::atoi(spec);
+    const int sig = braid::parseDumpSignal(braid::envString("BRAID_DUMP_SIGNAL"));
+    if (sig <= 0) {
+      std::fprintf(stderr, "braid-info: BRAID_DUMP_SIGNAL names no signal to send\n");
+      return 2;
+    }
     int rc = 0;
     for (int i = 2; i < argc; ++i) {
       const int pid = std::atoi(argv[i]);

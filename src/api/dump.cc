@@ -32,8 +32,9 @@ void onDumpSignal(int) {
   errno = saved;
 }
 
-// "SIGUSR1", "USR1", "10"; 0 for "0"/"off"/"none"; -1 when unreadable.
-int parseSignal(const std::string& s) {
+}  // namespace
+
+int parseDumpSignal(const std::string& s) {
   if (s.empty()) return SIGUSR1;
   if (s == "0" || s == "off" || s == "none") return 0;
   const std::string name = s.rfind("SIG", 0) == 0 ? s.substr(3) : s;
@@ -43,8 +44,6 @@ int parseSignal(const std::string& s) {
   const long v = std::strtol(s.c_str(), &end, 10);
   return end != s.c_str() && *end == '\0' && v > 0 && v < NSIG ? static_cast<int>(v) : -1;
 }
-
-}  // namespace
 
 std::string describeLiveComms() {
   std::string out;
@@ -68,7 +67,7 @@ void installDumpSignal() {
   static std::once_flag once;
   std::call_once(once, [] {
     const std::string spec = envString("BRAID_DUMP_SIGNAL");
-    const int sig = parseSignal(spec);
+    const int sig = parseDumpSignal(spec);
     if (sig < 0) {
       BRAID_WARN("BRAID_DUMP_SIGNAL='%s' is not a signal (SIGUSR1, USR2, a number, or 0); no dump",
                  spec.c_str());

@@ -50,6 +50,22 @@ const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args
   return cache.front().schedule;
 }
 
+// What every schedule on this communicator is given, besides the call's own
+// placement and root.
+algo::CollArgs argsFor(const Comm& c, Collective collective, uint64_t count, size_t es) {
+  algo::CollArgs args;
+  args.collective = collective;
+  args.rank = c.rank();
+  args.nranks = c.nranks();
+  args.count = count;
+  args.elemSize = static_cast<uint32_t>(es);
+  // Half the FIFO per step: the first send of a round always fits, and a rank
+  // can run a step ahead of its neighbour.
+  args.maxStepElems = std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2) / es);
+  if (c.nodes() > 1) args.nodeOf = c.nodeOf();
+  return args;
+}
+
 // BRAID_CHECK=1: what every rank must agree on for one collective call.
 struct CallSignature {
   uint32_t magic;
@@ -100,13 +116,7 @@ Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
   Comm& c = *comm->comm;
   const CallSignature mine = signatureOf(op, seq);
   std::vector<CallSignature> all(c.nranks());
-  algo::CollArgs args;
-  args.collective = Collective::kAllGather;
-  args.rank = c.rank();
-  args.nranks = c.nranks();
-  args.count = sizeof(CallSignature);
-  args.elemSize = 1;
-  args.maxStepElems = std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2));
+  algo::CollArgs args = argsFor(c, Collective::kAllGather, sizeof(CallSignature), 1);
   const algo::Schedule& s = cachedSchedule(comm, args, algo::Algorithm::kRing);
   OpDesc desc;
   desc.collective = "call check";
@@ -128,19 +138,9 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   Comm& c = *comm->comm;
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
-  algo::CollArgs args;
-  args.collective = op.collective;
-  args.rank = c.rank();
-  args.nranks = c.nranks();
-  args.count = op.count;
-  args.elemSize = static_cast<uint32_t>(es);
+  algo::CollArgs args = argsFor(c, op.collective, op.count, es);
   args.inPlace = isInPlace(op, c.rank(), es);
   args.root = op.root;
-  // Half the FIFO per step: the first send of a round always fits, and a rank
-  // can run a step ahead of its neighbour.
-  args.maxStepElems =
-      std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2) / es);
-  if (c.nodes() > 1) args.nodeOf = c.nodeOf();
   BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
                          comm->selector.choose(op.collective, op.count * es));
   const algo::Algorithm alg = choice.algorithm;

@@ -391,12 +391,7 @@ void Comm::onProgressMessage(int slot, const ControlMsg& msg) {
       (void)sendControl(msg.rank, fwd);
     }
   } else if (msg.rank == 0) {
-    ControlMsg answer = msg;
-    answer.rank = slot;
-    std::lock_guard<std::mutex> lock(progressMu_);
-    progressAnswers_[slot] = Progress{answer.posted, answer.completed,
-                                      std::string(msg.what, strnlen(msg.what, sizeof(msg.what)))};
-    progressCv_.notify_all();
+    deliver(slot);  // the answer to rank 0's own question
   } else {
     ControlMsg fwd = msg;
     fwd.rank = slot;  // who answers

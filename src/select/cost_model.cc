@@ -217,11 +217,7 @@ CostInputs costInputsFor(const topo::Topology& topo, const std::vector<topo::Ran
   }
   in.nodes = std::max<int>(1, static_cast<int>(perNode.size()));
   for (const auto& [node, count] : perNode) in.ranksPerNode = std::max(in.ranksPerNode, count);
-  const auto nodeOf = [&](int index) -> const topo::Node& {
-    static const topo::Node kEmpty{};
-    if (topo.nodes.empty()) return kEmpty;
-    return topo.nodes[std::min<size_t>(index, topo.nodes.size() - 1)];
-  };
+  const auto nodeOf = [&](int index) -> const topo::Node& { return topo::nodeAt(topo, index); };
   for (const topo::RankPlace& p : places) ++perNic[{p.node, topo::nearestNic(nodeOf(p.node), p)}];
   // One rank's share of the NIC it sends through; TCP's one-stream figure,
   // not shared, when the NIC reports no speed.

@@ -37,12 +37,6 @@ struct Nominal {
 };
 constexpr Nominal kN{};
 
-const Node& nodeData(const Topology& topo, int index) {
-  static const Node kEmpty{};
-  if (topo.nodes.empty()) return kEmpty;
-  return topo.nodes[std::clamp(index, 0, static_cast<int>(topo.nodes.size()) - 1)];
-}
-
 int packageOfNuma(const Node& node, int numa) {
   for (const NumaNode& m : node.numaNodes) {
     if (m.id == numa) return m.package;
@@ -98,6 +92,12 @@ Link gpuPair(const Node& node, const Gpu& a, const Gpu& b, const RankPlace& pa,
 
 }  // namespace
 
+const Node& nodeAt(const Topology& topo, int index) {
+  static const Node kEmpty{};
+  if (topo.nodes.empty()) return kEmpty;
+  return topo.nodes[std::clamp(index, 0, static_cast<int>(topo.nodes.size()) - 1)];
+}
+
 int nearestNic(const Node& node, const RankPlace& place) {
   if (node.nics.empty()) return -1;
   const Gpu* g = gpuOf(node, place);
@@ -122,12 +122,12 @@ int nearestNic(const Node& node, const RankPlace& place) {
 
 Link pathBetween(const Topology& topo, const RankPlace& a, const RankPlace& b) {
   if (a.node != b.node) {
-    const Link la = networkLink(nodeData(topo, a.node), a);
-    const Link lb = networkLink(nodeData(topo, b.node), b);
+    const Link la = networkLink(nodeAt(topo, a.node), a);
+    const Link lb = networkLink(nodeAt(topo, b.node), b);
     return {LinkType::kNetwork, std::min(la.bandwidthGBps, lb.bandwidthGBps),
             std::max(la.latencyUs, lb.latencyUs)};
   }
-  const Node& node = nodeData(topo, a.node);
+  const Node& node = nodeAt(topo, a.node);
   const Gpu* ga = gpuOf(node, a);
   const Gpu* gb = gpuOf(node, b);
   if (ga != nullptr && gb != nullptr) return gpuPair(node, *ga, *gb, a, b);
@@ -163,7 +163,7 @@ std::vector<RankPlace> blockPlaces(const Topology& topo, int nranks, int ranksPe
     RankPlace p;
     p.node = r / ranksPerNode;
     const int local = r % ranksPerNode;
-    const Node& node = nodeData(topo, p.node);
+    const Node& node = nodeAt(topo, p.node);
     if (!node.gpus.empty()) {
       p.gpu = local % static_cast<int>(node.gpus.size());
       p.numa = node.gpus[p.gpu].numa;

@@ -43,6 +43,10 @@ struct PathMatrix {
 };
 PathMatrix pathMatrix(const Topology& topo, const std::vector<RankPlace>& places);
 
+// Node `index` of `topo`, clamped to its last node (a one-node file stands for
+// every node); an empty node when `topo` has none.
+const Node& nodeAt(const Topology& topo, int index);
+
 // The NIC index of `place`'s node a rank at `place` sends through (see the
 // header); -1 when the node has none.
 int nearestNic(const Node& node, const RankPlace& place);
