@@ -142,7 +142,7 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   args.inPlace = isInPlace(op, c.rank(), es);
   args.root = op.root;
   BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
-                         comm->selector.choose(op.collective, op.count * es));
+                         comm->selector.chooseForCall(op.collective, op.count * es));
   const algo::Algorithm alg = choice.algorithm;
   OpDesc desc;
   desc.collective = algo::collectiveName(op.collective);

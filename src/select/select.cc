@@ -201,6 +201,14 @@ Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes) co
   return choice;
 }
 
+Expected<Selector::Choice> Selector::chooseForCall(Collective c, uint64_t rankBytes) {
+  Recent& r = recent_[static_cast<size_t>(c) % recent_.size()];
+  if (r.valid && r.bytes == rankBytes) return r.choice;
+  BRAID_ASSIGN_OR_RETURN(Choice choice, choose(c, rankBytes));
+  r = Recent{true, rankBytes, choice};
+  return choice;
+}
+
 std::string Selector::explain(Collective c, uint64_t rankBytes) const {
   std::string out;
   char buf[64];

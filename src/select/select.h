@@ -15,6 +15,7 @@
 // choice. Immutable after parse; thread-safe.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ class Selector {
       : policy_(std::move(policy)), inputs_(std::move(inputs)) {}
   // `rankBytes`: count x element size of the call (the per-rank buffer).
   Expected<Choice> choose(algo::Collective c, uint64_t rankBytes) const;
+  // The same, remembering the last answer per collective (a job repeats its
+  // sizes, and ranking allocates): for the operation path, one call at a time.
+  Expected<Choice> chooseForCall(algo::Collective c, uint64_t rankBytes);
   // "ring 12.3 us; tree 15.0 us; direct 20.1 us": the ranking, for logs.
   std::string explain(algo::Collective c, uint64_t rankBytes) const;
   const AlgoPolicy& policy() const { return policy_; }
@@ -80,6 +84,12 @@ class Selector {
  private:
   AlgoPolicy policy_;
   CostInputs inputs_;
+  struct Recent {
+    bool valid = false;
+    uint64_t bytes = 0;
+    Choice choice;
+  };
+  std::array<Recent, 16> recent_{};  // by collective
 };
 
 }  // namespace braid

@@ -153,5 +153,18 @@ TEST(Tuning, BandsPriceEachSizeWithItsOwnLine) {
   }
 }
 
+TEST(Selector, CallPathRemembersTheLastAnswerPerCollectiveAndReranksNewSizes) {
+  const Tuning t = Tuning::parse(kFile, "t.txt").value();
+  Selector sel(AlgoPolicy::parse("").value(), applyTuning(hostInputs(4, 1), t, "shm"));
+  for (uint64_t bytes : {8ull, 8ull, 1ull << 20, 1ull << 20, 8ull}) {
+    const Selector::Choice fresh = sel.choose(Collective::kAllReduce, bytes).value();
+    const Selector::Choice call = sel.chooseForCall(Collective::kAllReduce, bytes).value();
+    EXPECT_EQ(call.algorithm, fresh.algorithm) << bytes;
+    EXPECT_DOUBLE_EQ(call.predictedUs, fresh.predictedUs) << bytes;
+  }
+  EXPECT_EQ(sel.chooseForCall(Collective::kAllReduce, 8).value().algorithm, Algorithm::kDirect);
+  EXPECT_EQ(sel.chooseForCall(Collective::kAllReduce, 1 << 20).value().algorithm, Algorithm::kRing);
+}
+
 }  // namespace
 }  // namespace braid
