@@ -155,6 +155,18 @@ braidResult_t braidStreamCreate(braidStream_t* stream);
 braidResult_t braidStreamSynchronize(braidStream_t stream);
 braidResult_t braidStreamDestroy(braidStream_t stream);
 
+/* Memory peers can map. braidMemAlloc returns host memory that other ranks on
+ * the node can read and write directly, so collectives on it skip staging
+ * copies (any memory works with every call; this is only faster). Free it with
+ * braidMemFree. */
+braidResult_t braidMemAlloc(void** ptr, size_t size);
+braidResult_t braidMemFree(void* ptr);
+
+/* Registers a user buffer with a communicator for the calls that use it
+ * (NCCL's ncclCommRegister); *handle is passed to braidCommDeregister. */
+braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle);
+braidResult_t braidCommDeregister(const braidComm_t comm, void* handle);
+
 /* All-reduce: recvbuff[i] = op over ranks of sendbuff[i]. In place when
  * sendbuff == recvbuff. Every rank ends with bitwise-identical results. */
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
