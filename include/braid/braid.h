@@ -62,7 +62,12 @@ typedef enum BRAID_ENUM_BASE {
   braidFloat64 = 8,
   braidDouble = 8,
   braidBfloat16 = 9,
-  braidNumTypes = 10
+  /* OCP float8 (NCCL 2.28's values): e4m3 is finite-only (max 448, NaN
+   * 0x7f/0xff); e5m2 has Inf and NaN. Reductions compute in float32 and round
+   * to nearest even, saturating to the largest finite value. */
+  braidFloat8e4m3 = 10,
+  braidFloat8e5m2 = 11,
+  braidNumTypes = 12
 } braidDataType_t;
 
 typedef enum BRAID_ENUM_BASE {

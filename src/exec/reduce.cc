@@ -87,6 +87,8 @@ size_t datatypeSize(braidDataType_t datatype) {
   switch (datatype) {
     case braidInt8:
     case braidUint8:
+    case braidFloat8e4m3:
+    case braidFloat8e5m2:
       return 1;
     case braidFloat16:
     case braidBfloat16:
@@ -126,6 +128,10 @@ const char* datatypeName(braidDataType_t datatype) {
       return "float64";
     case braidBfloat16:
       return "bfloat16";
+    case braidFloat8e4m3:
+      return "float8e4m3";
+    case braidFloat8e5m2:
+      return "float8e5m2";
     default:
       return "invalid";
   }

@@ -2,8 +2,9 @@
 //
 // Kernels are plain functions over contiguous arrays, vectorised (an AVX2 +
 // F16C build is chosen at run time when the CPU has it, else a portable one).
-// float16 and bfloat16 are widened to float32 for each operation and rounded
-// back to nearest-even. avg reduces as sum; its division by nranks happens once,
+// float16, bfloat16 and the float8 types are widened to float32 for each
+// operation and rounded back to nearest-even (float8 saturating to its largest
+// finite value, as CUDA's __NV_SATFINITE conversions do). avg reduces as sum; its division by nranks happens once,
 // in the final step (reduceFinal), so every rank copies one final value.
 // Integers wrap; max/min give NaN when either operand is NaN. Pointers must be
 // aligned to the element size. BRAID_REDUCE_ISA=generic forces the portable build.

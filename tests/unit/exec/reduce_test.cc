@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "exec/reduce_tables.h"
+#include "tests/unit/cuda/float8_reference.h"
 
 namespace braid {
 namespace {
@@ -98,12 +99,14 @@ struct FloatRef {
     if (op == braidMax || op == braidMin) return encode((r % 129 - 64.0L) / 4);
     return encode(static_cast<long double>(r % 17) - 8);
   }
-  static T apply(braidRedOp_t op, T sx, T sy) {
-    long double x = decode(sx), y = decode(sy);
-    if (op == braidProd) return encode(x * y);
-    if (op == braidMax) return encode(x > y ? x : y);
-    if (op == braidMin) return encode(x < y ? x : y);
-    return encode(x + y);
+  static T apply(braidRedOp_t op, T sx, T sy) { return apply(op, decode(sx), decode(sy), &encode); }
+  // x op y, exactly, then `enc` (one rounding).
+  template <typename Enc>
+  static auto apply(braidRedOp_t op, long double x, long double y, Enc enc) {
+    if (op == braidProd) return enc(x * y);
+    if (op == braidMax) return enc(x > y ? x : y);
+    if (op == braidMin) return enc(x < y ? x : y);
+    return enc(x + y);
   }
   static T divide(T v, int d) {  // float16 and bfloat16 divide in float32, then round once
     using Div = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -111,10 +114,31 @@ struct FloatRef {
   }
 };
 
+// float8: as FloatRef, with the float8 codec and data whose sums of two are exact in both
+// formats (avg then rounds once, like the kernel); max/min see values that round.
+template <const test::Float8Format* F>
+struct Float8Ref {
+  using Storage = uint8_t;
+  static uint8_t encode(long double v) { return test::float8Encode(static_cast<double>(v), *F); }
+  static long double decode(uint8_t v) { return test::float8Decode(v, *F); }
+  static uint8_t sample(uint64_t r, braidRedOp_t op) {
+    if (op == braidProd) return encode(static_cast<long double>(r % 7) - 3);
+    if (op == braidMax || op == braidMin) return encode((r % 129 - 64.0L) / 4);
+    return encode(static_cast<long double>(r % 9) - 4);
+  }
+  static uint8_t apply(braidRedOp_t op, uint8_t sx, uint8_t sy) {
+    return FloatRef<uint8_t, nullptr>::apply(op, decode(sx), decode(sy), &encode);
+  }
+  static uint8_t divide(uint8_t v, int d) {
+    return encode(static_cast<float>(decode(v)) / static_cast<float>(d));
+  }
+};
+
 // The reference of each datatype, in braid.h's enum order.
 using Refs = std::tuple<IntRef<int8_t>, IntRef<uint8_t>, IntRef<int32_t>, IntRef<uint32_t>,
                         IntRef<int64_t>, IntRef<uint64_t>, FloatRef<uint16_t, &kHalf>,
-                        FloatRef<float>, FloatRef<double>, FloatRef<uint16_t, &kBfloat>>;
+                        FloatRef<float>, FloatRef<double>, FloatRef<uint16_t, &kBfloat>,
+                        Float8Ref<&test::kE4m3>, Float8Ref<&test::kE5m2>>;
 
 template <typename F, size_t... I>
 void visitType(braidDataType_t dt, F&& f, std::index_sequence<I...>) {
@@ -348,14 +372,43 @@ TEST_P(SmallFloatTest, EveryValueRoundsLikeReference) {
   }
 }
 
+// float8: every pair of bit patterns, summed and multiplied, rounds like the reference (for
+// NaN: is NaN). This covers subnormals, ties, saturation of overflow and of Inf to the
+// largest finite value, and e4m3's lack of Inf.
+TEST_P(SmallFloatTest, Float8EveryPairRoundsLikeReference) {
+  const std::pair<braidDataType_t, const test::Float8Format*> formats[] = {
+      {braidFloat8e4m3, &test::kE4m3}, {braidFloat8e5m2, &test::kE5m2}};
+  std::vector<uint8_t> x(65536), y(65536), out(65536);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<uint8_t>(i >> 8);
+    y[i] = static_cast<uint8_t>(i);
+  }
+  for (const auto& [dt, f] : formats) {
+    for (braidRedOp_t op : {braidSum, braidProd, braidMax}) {
+      kTables[GetParam()](dt, op)->reduce(out.data(), x.data(), y.data(), out.size());
+      for (size_t i = 0; i < out.size(); ++i) {
+        long double a = test::float8Decode(x[i], *f), b = test::float8Decode(y[i], *f);
+        uint8_t want = FloatRef<uint8_t, nullptr>::apply(
+            op, a, b, [f = f](long double v) { return test::float8Encode(double(v), *f); });
+        if (op == braidMax && (std::isnan(a) || std::isnan(b))) want = 0x7f;
+        bool ok = test::float8IsNan(want, *f) ? test::float8IsNan(out[i], *f) : out[i] == want;
+        ASSERT_TRUE(ok) << datatypeName(dt) << " " << redOpName(op) << " 0x" << std::hex
+                        << int{x[i]} << ", 0x" << int{y[i]} << ": got 0x" << int{out[i]}
+                        << ", want 0x" << int{want};
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(BothBuilds, SmallFloatTest, ::testing::Range(0, 2),
                          [](const auto& info) { return std::string(kIsaNames[info.param]); });
 
 // ---- Names, sizes and the run-time choice.
 TEST(ReduceInfoTest, NamesAndSizes) {
-  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
-  const char* names[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
-                         "uint64", "float16", "float32", "float64", "bfloat16"};
+  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  const char* names[] = {"int8",    "uint8",   "int32",    "uint32",     "int64",     "uint64",
+                         "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+  static_assert(std::size(sizes) == braidNumTypes && std::size(names) == braidNumTypes);
   for (int t = 0; t < braidNumTypes; ++t) {
     EXPECT_EQ(datatypeSize(static_cast<braidDataType_t>(t)), sizes[t]);
     EXPECT_STREQ(datatypeName(static_cast<braidDataType_t>(t)), names[t]);
