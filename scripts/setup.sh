@@ -8,7 +8,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
   libhwloc-dev hwloc libucx-dev libibverbs-dev rdma-core
   iproute2 procps openmpi-bin libopenmpi-dev
-  python3 python3-numpy python3-torch python3-pip python3-setuptools
+  mpich libmpich-dev libgloo-dev
+  python3 python3-numpy python3-torch python3-pip python3-setuptools python3-matplotlib
   fortunes
 )
 

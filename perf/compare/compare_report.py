@@ -1,0 +1,230 @@
+"""compare.py's report: the side-by-side Markdown tables, issue 5's goals
+checked one by one, and the busbw plot. Pure functions of the medians."""
+
+import math
+
+KIB, MIB = 1 << 10, 1 << 20
+LIB_ORDER = ["braid", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
+COLL_TITLES = {"allreduce": "all-reduce", "allgather": "all-gather",
+               "reduce_scatter": "reduce-scatter", "bcast": "broadcast", "alltoall": "all-to-all"}
+MPI_LIBS = ("openmpi", "openmpi-ucx", "mpich")
+
+
+def parse_size(text):
+    units = {"K": KIB, "M": MIB, "G": 1 << 30}
+    text = text.strip()
+    if text and text[-1].upper() in units:
+        return int(float(text[:-1]) * units[text[-1].upper()])
+    return int(text)
+
+
+def size_name(b):
+    for unit, name in ((MIB, "MiB"), (KIB, "KiB")):
+        if b >= unit and b % unit == 0:
+            return f"{b // unit} {name}"
+    return f"{b} B"
+
+
+def time_name(us):
+    if us is None:
+        return "-"
+    if us < 10:
+        return f"{us:.2f} us"
+    if us < 1000:
+        return f"{us:.1f} us" if us < 100 else f"{us:.0f} us"
+    return f"{us / 1000:.2f} ms" if us < 100000 else f"{us / 1000:.0f} ms"
+
+
+def ratio_name(x):
+    if x is None:
+        return "-"
+    return f"{x:.2f}x" if x < 10 else f"{x:.0f}x"
+
+
+class Report:
+    def __init__(self, args, rows, floors, probe, meta):
+        self.args = args
+        self.rows = rows  # (lib, coll, nranks, size) -> median row
+        self.floors = floors  # (nranks, size) -> us or None
+        self.probe = probe
+        self.meta = meta
+
+    def row(self, lib, coll, p, s):
+        return self.rows.get((lib, coll, p, s))
+
+    def libs(self, coll):
+        return [lib for lib in LIB_ORDER if lib in self.args.libs and
+                any(k[0] == lib and k[1] == coll for k in self.rows)]
+
+    def best_peer(self, coll, p, s, among=None):
+        """(lib, row) of the fastest peer, or (None, None)."""
+        best = (None, None)
+        for lib in among or LIB_ORDER[1:]:
+            r = self.row(lib, coll, p, s)
+            if r and (best[1] is None or r["time_us"] < best[1]["time_us"]):
+                best = (lib, r)
+        return best
+
+    # ---- tables ----------------------------------------------------------
+
+    def table(self, coll, p):
+        libs = self.libs(coll)
+        if not libs:
+            return []
+        is_ar = coll == "allreduce"
+        head = ["size"] + (["floor A"] if is_ar else []) + libs
+        head += (["braid / floor A"] if is_ar else []) + ["braid / best peer (time)", "best peer"]
+        lines = [f"#### {COLL_TITLES[coll]}, {p} ranks" +
+                 (f" on {self.meta['cpus']} cores" if p > self.meta["cpus"] else ""),
+                 "", "| " + " | ".join(head) + " |",
+                 "|" + "---:|" * len(head)]
+        for s in self.args.sizes:
+            cells = [size_name(s)]
+            floor = self.floors.get((p, s))
+            if is_ar:
+                cells.append(time_name(floor))
+            for lib in libs:
+                r = self.row(lib, coll, p, s)
+                cells.append(f"{time_name(r['time_us'])} / {r['busbw']:.2f}" if r else "-")
+            braid = self.row("braid", coll, p, s)
+            if braid and braid["bytes"] == 0:
+                braid = None  # a gathering call of 0-byte blocks: nothing to compare
+            if is_ar:
+                cells.append(ratio_name(braid["time_us"] / floor) if braid and floor else "-")
+            lib, peer = self.best_peer(coll, p, s)
+            cells.append(ratio_name(braid["time_us"] / peer["time_us"]) if braid and peer else "-")
+            cells.append(lib or "-")
+            lines.append("| " + " | ".join(cells) + " |")
+        algos = sorted({self.rows[k].get("algorithm", "") for k in self.rows
+                        if k[0] == "braid" and k[1] == coll and k[2] == p} - {""})
+        lines += ["", "Cells: time per call / busbw (GB/s). Braid ran: " +
+                  (", ".join(algos) if algos else "-") + ".", ""]
+        return lines
+
+    # ---- goals -----------------------------------------------------------
+
+    def goals(self):
+        """Issue 5's goals, each with the measured value and met / missed."""
+        out = []
+
+        def add(ok, text):
+            out.append(f"- {'met' if ok else '**missed**'}: {text}")
+
+        for p, small_us, mult in ((2, 0.30, 2.0), (4, 2.5, 2.5)):
+            if p not in self.args.ranks:
+                continue
+            r = self.row("braid", "allreduce", p, 8)
+            if r and 8 in self.args.sizes:
+                add(r["time_us"] <= small_us, f"all-reduce {p} ranks 8 B: {time_name(r['time_us'])}"
+                    f" (goal <= {small_us} us{self.by(r['time_us'] / small_us)})")
+            for s in self.args.sizes:
+                floor, r = self.floors.get((p, s)), self.row("braid", "allreduce", p, s)
+                if s >= 64 * KIB and r and floor:
+                    x = r["time_us"] / floor
+                    add(x <= mult, f"all-reduce {p} ranks {size_name(s)}: {x:.2f}x floor A "
+                        f"({time_name(r['time_us'])} vs {time_name(floor)}; goal <= {mult}x"
+                        f"{self.by(x / mult)})")
+        for p in self.args.ranks:
+            for coll in ("allgather", "reduce_scatter", "bcast", "alltoall"):
+                for s in (64 * KIB, MIB, 16 * MIB):
+                    r = self.row("braid", coll, p, s)
+                    lib, peer = self.best_peer(coll, p, s, MPI_LIBS)
+                    if r and peer and s in self.args.sizes:
+                        x = r["busbw"] / peer["busbw"] if peer["busbw"] else math.inf
+                        add(x >= 1.5, f"{COLL_TITLES[coll]} {p} ranks {size_name(s)}: busbw "
+                            f"{x:.2f}x {lib}'s ({r['busbw']:.2f} vs {peer['busbw']:.2f} GB/s; goal"
+                            f" >= 1.5x{self.by(1.5 / x if x else math.inf)})")
+            for s in self.args.sizes:
+                rs, ar = self.row("braid", "reduce_scatter", p, s), self.row(
+                    "braid", "allreduce", p, s)
+                if rs and ar and s >= 64 * KIB:
+                    add(rs["time_us"] <= ar["time_us"], f"reduce-scatter {p} ranks {size_name(s)}"
+                        f" {time_name(rs['time_us'])} vs all-reduce of the same input "
+                        f"{time_name(ar['time_us'])} (goal: not slower)")
+            for s, want in ((8, 100), (64 * MIB, 5)):
+                r, t = self.row("braid", "allreduce", p, s), self.row("torch-gloo", "allreduce", p, s)
+                if r and t:
+                    x = t["time_us"] / r["time_us"]
+                    add(x >= want, f"torch gloo / braid {p} ranks {size_name(s)}: {x:.1f}x "
+                        f"(goal >= {want}x{self.by(want / x)})")
+            for s in self.args.sizes:
+                r = self.row("braid", "allreduce", p, s)
+                lib, peer = self.best_peer("allreduce", p, s)
+                if r and peer:
+                    x = r["time_us"] / peer["time_us"]
+                    add(x < 1, f"all-reduce {p} ranks {size_name(s)} beats every peer: braid "
+                        f"{time_name(r['time_us'])}, best {lib} {time_name(peer['time_us'])}"
+                        f" ({x:.2f}x)")
+        return out
+
+    @staticmethod
+    def by(factor):
+        return f"; missed by {factor:.2f}x" if factor > 1 else ""
+
+    # ---- whole report ----------------------------------------------------
+
+    def header(self):
+        m = self.meta
+        lines = [f"Measured {m['date']} on {m['cpus']} CPUs, load average "
+                 f"{m['load_before'][0]:.2f} before and {m['load_after'][0]:.2f} after "
+                 f"({m['minutes']:.1f} min); medians of {m['reps']} interleaved runs, "
+                 f"{m['seconds']} s timed per size; float32, sum; time is the slowest rank's "
+                 "mean per call."]
+        if self.probe:
+            lat = self.probe["latency"]
+            lines.append(f"Floor A inputs: one-way hand-off {lat.get('spin', float('nan')):.3f} us "
+                         f"spinning across cores, {lat.get('yield', float('nan')):.3f} us "
+                         "yielding on one core; STREAM best GB/s (1 / 2 threads) by working set: " +
+                         ", ".join(f"{size_name(int(ws))} {self.probe['stream'].get('1/' + ws, 0):.0f}"
+                                   f" / {self.probe['stream'].get('2/' + ws, 0):.0f}"
+                                   for ws in sorted({k.split('/')[1] for k in self.probe['stream']},
+                                                    key=int)) + ".")
+        if m["notes"]:
+            lines += [""] + [f"Note: {n}" for n in m["notes"]]
+        return lines + [""]
+
+    def markdown(self):
+        lines = self.header()
+        for coll in self.args.colls:
+            for p in self.args.ranks:
+                lines += self.table(coll, p)
+        goals = self.goals()
+        if goals:
+            lines += ["#### Issue 5's goals", ""] + goals + [""]
+        return "\n".join(lines)
+
+    def plot(self, path):
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            return False
+        colls, ranks = self.args.colls, self.args.ranks
+        fig, axes = plt.subplots(len(colls), len(ranks), figsize=(6 * len(ranks), 3.6 * len(colls)),
+                                 squeeze=False)
+        for i, coll in enumerate(colls):
+            for j, p in enumerate(ranks):
+                ax = axes[i][j]
+                for lib in self.libs(coll):
+                    pts = [(s, self.rows[(lib, coll, p, s)]["busbw"]) for s in self.args.sizes
+                           if (lib, coll, p, s) in self.rows and self.rows[(lib, coll, p, s)]["busbw"] > 0]
+                    if pts:
+                        ax.plot(*zip(*pts), marker="o", label=lib, linewidth=2.5 if lib == "braid" else 1.2)
+                if coll == "allreduce":
+                    pts = [(s, s / self.floors[(p, s)] / 1e3 * 2 * (p - 1) / p) for s in self.args.sizes
+                           if self.floors.get((p, s))]
+                    if pts:
+                        ax.plot(*zip(*pts), "k--", label="floor A")
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_xticks(self.args.sizes, [size_name(s) for s in self.args.sizes], fontsize=8)
+                ax.set_title(f"{COLL_TITLES[coll]}, {p} ranks")
+                ax.set_ylabel("busbw (GB/s)")
+                ax.grid(True, which="both", alpha=0.3)
+                ax.legend(fontsize=7)
+        fig.suptitle(f"Braid vs host peers, {self.meta['date']}, load {self.meta['load_before'][0]:.1f}")
+        fig.tight_layout()
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        return True

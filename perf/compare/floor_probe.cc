@@ -1,0 +1,271 @@
+// floor_probe: what this machine's memory system allows, for issue 5's floor A.
+//
+//   floor A = ceil(log2 P) x one-way latency + 2 P n / B
+//
+// needs two numbers this program measures, in the same run as the peers:
+//  - B: STREAM bandwidth (copy, scale, add, triad; STREAM's byte counts) of 1
+//    and 2 threads, each pinned to its own CPU, for a given working set (the
+//    bytes of all arrays together). Each sample repeats the kernel until it
+//    lasts ~200 us, so small, in-cache working sets are timed too; the best
+//    sample of each kernel counts (STREAM's rule), after one untimed pass that
+//    faults the pages in.
+//  - one-way latency: two processes hand a cache-line flag back and forth in a
+//    shared mapping; one way is half a round trip. "spin": pinned to different
+//    CPUs, spinning. "yield": both pinned to one CPU, sched_yield between
+//    looks (what ranks sharing a core pay).
+//
+// Output, one fact a line (perf/compare/compare.py parses it):
+//   stream <threads> <working set bytes> <kernel> <GB/s>
+//   latency spin|yield <one-way us>
+//
+//   floor_probe [--quick] [--latency-only | --stream-only] [working set bytes ...]
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int onlineCpus() { return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); }
+
+bool pinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+// ---- STREAM -------------------------------------------------------------
+
+enum class Kernel { kCopy, kScale, kAdd, kTriad };
+constexpr Kernel kKernels[] = {Kernel::kCopy, Kernel::kScale, Kernel::kAdd, Kernel::kTriad};
+
+const char* kernelName(Kernel k) {
+  switch (k) {
+    case Kernel::kCopy: return "copy";
+    case Kernel::kScale: return "scale";
+    case Kernel::kAdd: return "add";
+    case Kernel::kTriad: return "triad";
+  }
+  return "?";
+}
+
+// Arrays a kernel touches (STREAM counts each once per element).
+int arraysOf(Kernel k) { return k == Kernel::kAdd || k == Kernel::kTriad ? 3 : 2; }
+
+// One thread's share [lo, hi) of the arrays, `reps` times.
+void runKernel(Kernel k, double* a, double* b, double* c, size_t lo, size_t hi, long reps) {
+  const double s = 3.0;
+  for (long r = 0; r < reps; ++r) {
+    switch (k) {
+      case Kernel::kCopy:
+        for (size_t i = lo; i < hi; ++i) c[i] = a[i];
+        break;
+      case Kernel::kScale:
+        for (size_t i = lo; i < hi; ++i) b[i] = s * c[i];
+        break;
+      case Kernel::kAdd:
+        for (size_t i = lo; i < hi; ++i) c[i] = a[i] + b[i];
+        break;
+      case Kernel::kTriad:
+        for (size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+        break;
+    }
+    // Keeps the compiler from folding repetitions of an idempotent kernel.
+    asm volatile("" ::: "memory");
+  }
+}
+
+// Threads that run one kernel together, released by a spinning barrier so
+// that a sample's start costs no system call.
+class Team {
+ public:
+  explicit Team(int threads) : threads_(threads) {}
+
+  // Seconds for `reps` passes of `k` over n elements, split evenly; the time
+  // is from release until the last thread finishes.
+  double run(Kernel k, double* a, double* b, double* c, size_t n, long reps) {
+    std::atomic<int> ready{0}, done{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> workers;
+    for (int t = 1; t < threads_; ++t) {
+      workers.emplace_back([&, t] {
+        pinTo(t % onlineCpus());
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire)) {
+        }
+        runKernel(k, a, b, c, n * t / threads_, n * (t + 1) / threads_, reps);
+        done.fetch_add(1, std::memory_order_release);
+      });
+    }
+    while (ready.load() != threads_ - 1) {
+    }
+    Clock::time_point t0 = Clock::now();
+    go.store(true, std::memory_order_release);
+    runKernel(k, a, b, c, 0, n / threads_, reps);
+    while (done.load(std::memory_order_acquire) != threads_ - 1) {
+    }
+    double s = secondsSince(t0);
+    for (auto& w : workers) w.join();
+    return s;
+  }
+
+ private:
+  int threads_;
+};
+
+// Best GB/s of kernel `k` with `threads` threads over `workingSet` bytes.
+double streamBandwidth(Kernel k, int threads, size_t workingSet, int samples) {
+  size_t n = std::max<size_t>(workingSet / arraysOf(k) / sizeof(double), 64 * threads);
+  std::vector<double> a(n, 1.0), b(n, 2.0), c(n, 0.5);
+  Team team(threads);
+  team.run(k, a.data(), b.data(), c.data(), n, 1);  // faults pages in, warms caches
+  double bytesPerRep = static_cast<double>(arraysOf(k) * n * sizeof(double));
+  double once = std::max(team.run(k, a.data(), b.data(), c.data(), n, 1), 1e-8);
+  long reps = std::max(1L, static_cast<long>(200e-6 / once));
+  double best = 0;
+  for (int s = 0; s < samples; ++s) {
+    double t = team.run(k, a.data(), b.data(), c.data(), n, reps);
+    best = std::max(best, bytesPerRep * reps / t / 1e9);
+  }
+  return best;
+}
+
+// ---- one-way latency --------------------------------------------------
+
+struct alignas(64) Flag {
+  std::atomic<uint64_t> value{0};
+};
+
+// Round trips between this process and a forked child pinned to cpuA / cpuB;
+// returns one-way microseconds (best of a few batches), or -1 on failure.
+double handOffUs(int cpuA, int cpuB, bool yield, int roundTrips) {
+  void* mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    std::perror("floor_probe: mmap");
+    return -1;
+  }
+  Flag* flag = new (mem) Flag();
+  auto waitFor = [&](uint64_t want) {
+    while (flag->value.load(std::memory_order_acquire) != want) {
+      if (yield) sched_yield();
+    }
+  };
+  constexpr int kBatches = 5;
+  pid_t child = fork();
+  if (child < 0) {
+    std::perror("floor_probe: fork");
+    munmap(mem, 4096);
+    return -1;
+  }
+  if (child == 0) {  // answers odd values with the next even one
+    pinTo(cpuB);
+    for (uint64_t v = 1; v < 2ull * roundTrips * kBatches; v += 2) {
+      waitFor(v);
+      flag->value.store(v + 1, std::memory_order_release);
+    }
+    _exit(0);
+  }
+  pinTo(cpuA);
+  double best = 1e30;
+  uint64_t v = 0;
+  for (int batch = 0; batch < kBatches; ++batch) {
+    Clock::time_point t0 = Clock::now();
+    for (int i = 0; i < roundTrips; ++i) {
+      flag->value.store(++v, std::memory_order_release);
+      waitFor(++v);
+    }
+    best = std::min(best, secondsSince(t0) / roundTrips / 2 * 1e6);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  munmap(mem, 4096);
+  return status == 0 ? best : -1;
+}
+
+// Restores the affinity the program started with (the latency probe pins).
+class AffinityGuard {
+ public:
+  AffinityGuard() { sched_getaffinity(0, sizeof(saved_), &saved_); }
+  ~AffinityGuard() { sched_setaffinity(0, sizeof(saved_), &saved_); }
+
+ private:
+  cpu_set_t saved_;
+};
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: floor_probe [--quick] [--latency-only | --stream-only] [working-set "
+               "bytes ...]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, stream = true, latency = true;
+  std::vector<size_t> sets;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else if (a == "--latency-only") {
+      stream = false;
+    } else if (a == "--stream-only") {
+      latency = false;
+    } else if (a == "-h" || a == "--help") {
+      return usage();
+    } else {
+      char* end = nullptr;
+      unsigned long long v = std::strtoull(a.c_str(), &end, 10);
+      if (end == a.c_str() || *end != '\0' || v == 0) {
+        std::fprintf(stderr, "floor_probe: '%s' is not a working-set size in bytes\n", a.c_str());
+        return usage();
+      }
+      sets.push_back(static_cast<size_t>(v));
+    }
+  }
+  if (sets.empty()) {
+    for (size_t s = size_t{64} << 10; s <= size_t{512} << 20; s *= 4) sets.push_back(s);
+  }
+  int cpus = onlineCpus();
+  if (latency) {
+    AffinityGuard guard;
+    int trips = quick ? 2000 : 20000;
+    if (cpus >= 2) std::printf("latency spin %.3f\n", handOffUs(0, 1, false, trips));
+    std::printf("latency yield %.3f\n", handOffUs(0, 0, true, trips / 4));
+    std::fflush(stdout);
+  }
+  if (stream) {
+    AffinityGuard guard;
+    pinTo(0);  // the first thread of a team; the others take CPUs 1, 2, ...
+    int samples = quick ? 3 : 10;
+    for (size_t ws : sets) {
+      for (int threads = 1; threads <= std::min(2, cpus); ++threads) {
+        for (Kernel k : kKernels) {
+          std::printf("stream %d %zu %s %.2f\n", threads, ws, kernelName(k),
+                      streamBandwidth(k, threads, ws, samples));
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  return 0;
+}
