@@ -33,7 +33,6 @@ import math
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,6 +70,7 @@ class Runner:
         self.build = args.build
         self.notes = []
         self.count = 0
+        self.loads = []  # 1-minute load average at the start of each rep
 
     def path(self, *parts):
         return os.path.join(self.build, *parts)
@@ -88,6 +88,7 @@ class Runner:
         """Runs cmd in its own process group; returns (rc, output)."""
         full_env = dict(os.environ, **(env or {}))
         timeout = timeout or self.args.run_timeout
+        started = time.monotonic()
         with open(self.log_name(tag), "w") as log:
             log.write("$ " + " ".join(cmd) + "\n")
             log.flush()
@@ -95,18 +96,19 @@ class Runner:
                                     env=full_env, text=True, start_new_session=True)
             try:
                 output, _ = proc.communicate(timeout=timeout)
+                rc = proc.returncode
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 output, _ = proc.communicate()
                 output += f"\n(timed out after {timeout} s)\n"
-                log.write(output)
-                return 124, output
-            log.write(output)
-        return proc.returncode, output
+                rc = 124
+            log.write(output + f"(rc {rc}, {time.monotonic() - started:.1f} s)\n")
+        return rc, output
 
     def run_ranks(self, tag, nranks, cmd, env_of):
         """P copies of cmd, rank r with env_of(r); rank 0's output is returned."""
         procs, outputs = [], []
+        started = time.monotonic()
         for r in range(nranks):
             env = dict(os.environ, **env_of(r))
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -128,7 +130,20 @@ class Runner:
             log.write("$ " + " ".join(cmd) + "\n")
             for r, out in enumerate(outputs):
                 log.write(f"--- rank {r}\n{out}")
+            log.write(f"(rc {rc}, {time.monotonic() - started:.1f} s)\n")
         return rc, outputs[0]
+
+
+def bus_factor(coll, nranks):
+    """nccl-tests' busbw / algbw."""
+    if coll == "allreduce":
+        return 2 * (nranks - 1) / nranks
+    return 1.0 if coll == "bcast" else (nranks - 1) / nranks
+
+
+def busbw(coll, nranks, nbytes, time_us):
+    """GB/s, from the time (the programs print few digits)."""
+    return nbytes / time_us / 1e3 * bus_factor(coll, nranks) if time_us > 0 else 0.0
 
 
 def parse_rows(output):
@@ -136,9 +151,10 @@ def parse_rows(output):
     for line in output.splitlines():
         f = line.split()
         if len(f) == 10 and f[0] == "row":
-            rows.append({"lib": f[1], "coll": f[2], "nranks": int(f[3]), "size": int(f[4]),
-                         "bytes": int(f[5]), "time_us": float(f[6]), "busbw": float(f[8]),
-                         "wrong": int(f[9])})
+            row = {"lib": f[1], "coll": f[2], "nranks": int(f[3]), "size": int(f[4]),
+                   "bytes": int(f[5]), "time_us": float(f[6]), "wrong": int(f[9])}
+            row["busbw"] = busbw(row["coll"], row["nranks"], row["bytes"], row["time_us"])
+            rows.append(row)
     return rows
 
 
@@ -180,7 +196,8 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check):
     cmd = [braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout), tool,
            "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup),
            "-c", str(check), "-a", "3", "-J", json_path]
-    rc, output = runner.run(f"braid-{coll}-{nranks}-{size}", cmd, timeout=runner.args.run_timeout + 5)
+    rc, output = runner.run(f"braid-{coll}-{nranks}-{size}", cmd,
+                            timeout=runner.args.run_timeout + 5)
     try:
         with open(json_path) as f:
             result = json.load(f)
@@ -193,7 +210,7 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check):
     r = result["results"][0]
     oop = r["out_of_place"]
     return {"lib": "braid", "coll": coll, "nranks": nranks, "size": size, "bytes": r["size"],
-            "time_us": oop["time_us"], "busbw": oop["busbw"],
+            "time_us": oop["time_us"], "busbw": busbw(coll, nranks, r["size"], oop["time_us"]),
             "wrong": oop["wrong"] if oop["wrong"] is not None else 0,
             "algorithm": r.get("algorithm", "")}
 
@@ -331,13 +348,15 @@ def measure(runner, args):
     """Every (lib, coll, nranks, size) measured args.reps times, interleaved."""
     samples, probes, estimates = {}, [], {}
     for rep in range(args.reps):
-        print(f"# rep {rep + 1}/{args.reps}: load average {os.getloadavg()[0]:.2f}", flush=True)
+        runner.loads.append(os.getloadavg()[0])
+        print(f"# rep {rep + 1}/{args.reps}: load average {runner.loads[-1]:.2f}", flush=True)
         probe = run_probe(runner, args.ranks, args.sizes)
         if probe:
             probes.append(probe)
         for nranks in args.ranks:
             for coll in args.colls:
-                libs = [lib for lib in args.libs if coll == "allreduce" or lib not in ALLREDUCE_ONLY]
+                libs = [lib for lib in args.libs
+                        if coll == "allreduce" or lib not in ALLREDUCE_ONLY]
                 shift = rep % len(libs)  # rotate the order so no library always goes first
                 for lib in libs[shift:] + libs[:shift]:
                     if lib == "braid":
@@ -414,11 +433,10 @@ def main():
     except OSError:
         print("# could not raise priority (nice -20 needs root); timings see other load")
     runner = Runner(args, out)
-    load_before = os.getloadavg()
     started = time.monotonic()
     samples, probe = measure(runner, args)
-    meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"), "load_before": load_before,
-            "load_after": os.getloadavg(), "cpus": cpus(), "reps": args.reps,
+    meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"),
+            "loads": runner.loads + [os.getloadavg()[0]], "cpus": cpus(), "reps": args.reps,
             "seconds": args.seconds, "minutes": (time.monotonic() - started) / 60,
             "quick": args.quick, "notes": runner.notes}
     rows = medians(samples)
@@ -434,7 +452,8 @@ def main():
                    "floor_a_us": {f"{p}/{s}": v for (p, s), v in floors.items()}}, f, indent=1)
     plotted = report.plot(os.path.join(out, "busbw.png"))
     if not plotted:
-        print(f"# no plot: {sys.executable} has no matplotlib (python3-matplotlib, /usr/bin/python3)")
+        print(f"# no plot: {sys.executable} has no matplotlib (python3-matplotlib is in "
+              "/usr/bin/python3)")
     print(f"# wrote {out}/table.md, results.json{', busbw.png' if plotted else ''} and logs/")
     return 1 if any("failed" in n or "wrong" in n for n in runner.notes) else 0
 

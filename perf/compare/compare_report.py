@@ -135,14 +135,15 @@ class Report:
                             f"{x:.2f}x {lib}'s ({r['busbw']:.2f} vs {peer['busbw']:.2f} GB/s; goal"
                             f" >= 1.5x{self.by(1.5 / x if x else math.inf)})")
             for s in self.args.sizes:
-                rs, ar = self.row("braid", "reduce_scatter", p, s), self.row(
-                    "braid", "allreduce", p, s)
+                rs = self.row("braid", "reduce_scatter", p, s)
+                ar = self.row("braid", "allreduce", p, s)
                 if rs and ar and s >= 64 * KIB:
                     add(rs["time_us"] <= ar["time_us"], f"reduce-scatter {p} ranks {size_name(s)}"
                         f" {time_name(rs['time_us'])} vs all-reduce of the same input "
                         f"{time_name(ar['time_us'])} (goal: not slower)")
             for s, want in ((8, 100), (64 * MIB, 5)):
-                r, t = self.row("braid", "allreduce", p, s), self.row("torch-gloo", "allreduce", p, s)
+                r = self.row("braid", "allreduce", p, s)
+                t = self.row("torch-gloo", "allreduce", p, s)
                 if r and t:
                     x = t["time_us"] / r["time_us"]
                     add(x >= want, f"torch gloo / braid {p} ranks {size_name(s)}: {x:.1f}x "
@@ -165,23 +166,25 @@ class Report:
 
     def header(self):
         m = self.meta
-        lines = [f"Measured {m['date']} on {m['cpus']} CPUs, load average "
-                 f"{m['load_before'][0]:.2f} before and {m['load_after'][0]:.2f} after "
-                 f"({m['minutes']:.1f} min); medians of {m['reps']} interleaved runs, "
-                 f"{m['seconds']} s timed per size; float32, sum; time is the slowest rank's "
-                 "mean per call."]
+        loads = " / ".join(f"{x:.1f}" for x in m["loads"])
+        lines = [f"Measured {m['date']} on {m['cpus']} CPUs, 1-minute load average {loads} (at "
+                 f"each run's start, and at the end; {m['minutes']:.1f} min); medians of "
+                 f"{m['reps']} interleaved runs, {m['seconds']} s timed per size; float32, sum; "
+                 "time is the slowest rank's mean per call."]
         if self.probe:
-            lat = self.probe["latency"]
-            lines.append(f"Floor A inputs: one-way hand-off {lat.get('spin', float('nan')):.3f} us "
-                         f"spinning across cores, {lat.get('yield', float('nan')):.3f} us "
-                         "yielding on one core; STREAM best GB/s (1 / 2 threads) by working set: " +
-                         ", ".join(f"{size_name(int(ws))} {self.probe['stream'].get('1/' + ws, 0):.0f}"
-                                   f" / {self.probe['stream'].get('2/' + ws, 0):.0f}"
-                                   for ws in sorted({k.split('/')[1] for k in self.probe['stream']},
-                                                    key=int)) + ".")
+            lines.append(self.probe_line())
         if m["notes"]:
             lines += [""] + [f"Note: {n}" for n in m["notes"]]
         return lines + [""]
+
+    def probe_line(self):
+        lat, stream = self.probe["latency"], self.probe["stream"]
+        sets = sorted({int(k.split("/")[1]) for k in stream})
+        bw = ", ".join(f"{size_name(ws)} {stream.get(f'1/{ws}', 0):.0f} / "
+                       f"{stream.get(f'2/{ws}', 0):.0f}" for ws in sets)
+        return (f"Floor A inputs: one-way hand-off {lat.get('spin', math.nan):.3f} us spinning "
+                f"across cores, {lat.get('yield', math.nan):.3f} us yielding on one core; STREAM "
+                f"best GB/s (1 / 2 threads) by working set: {bw}.")
 
     def markdown(self):
         lines = self.header()
@@ -201,30 +204,34 @@ class Report:
         except ImportError:
             return False
         colls, ranks = self.args.colls, self.args.ranks
-        fig, axes = plt.subplots(len(colls), len(ranks), figsize=(6 * len(ranks), 3.6 * len(colls)),
-                                 squeeze=False)
+        fig, axes = plt.subplots(len(colls), len(ranks), squeeze=False,
+                                 figsize=(6 * len(ranks), 3.6 * len(colls)))
         for i, coll in enumerate(colls):
             for j, p in enumerate(ranks):
-                ax = axes[i][j]
-                for lib in self.libs(coll):
-                    pts = [(s, self.rows[(lib, coll, p, s)]["busbw"]) for s in self.args.sizes
-                           if (lib, coll, p, s) in self.rows and self.rows[(lib, coll, p, s)]["busbw"] > 0]
-                    if pts:
-                        ax.plot(*zip(*pts), marker="o", label=lib, linewidth=2.5 if lib == "braid" else 1.2)
-                if coll == "allreduce":
-                    pts = [(s, s / self.floors[(p, s)] / 1e3 * 2 * (p - 1) / p) for s in self.args.sizes
-                           if self.floors.get((p, s))]
-                    if pts:
-                        ax.plot(*zip(*pts), "k--", label="floor A")
-                ax.set_xscale("log", base=2)
-                ax.set_yscale("log")
-                ax.set_xticks(self.args.sizes, [size_name(s) for s in self.args.sizes], fontsize=8)
-                ax.set_title(f"{COLL_TITLES[coll]}, {p} ranks")
-                ax.set_ylabel("busbw (GB/s)")
-                ax.grid(True, which="both", alpha=0.3)
-                ax.legend(fontsize=7)
-        fig.suptitle(f"Braid vs host peers, {self.meta['date']}, load {self.meta['load_before'][0]:.1f}")
+                self.plot_panel(axes[i][j], coll, p)
+        fig.suptitle(f"Braid vs host peers, {self.meta['date']}, "
+                     f"load {max(self.meta['loads']):.1f}")
         fig.tight_layout()
         fig.savefig(path, dpi=90)
         plt.close(fig)
         return True
+
+    def plot_panel(self, ax, coll, p):
+        sizes = self.args.sizes
+        for lib in self.libs(coll):
+            rows = [self.row(lib, coll, p, s) for s in sizes]
+            pts = [(s, r["busbw"]) for s, r in zip(sizes, rows) if r and r["busbw"] > 0]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=lib, linewidth=2.5 if lib == "braid" else 1.2)
+        if coll == "allreduce":
+            floors = [(s, self.floors.get((p, s))) for s in sizes]
+            pts = [(s, s / us / 1e3 * 2 * (p - 1) / p) for s, us in floors if us]
+            if pts:
+                ax.plot(*zip(*pts), "k--", label="floor A")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(sizes, [size_name(s) for s in sizes], fontsize=8)
+        ax.set_title(f"{COLL_TITLES[coll]}, {p} ranks")
+        ax.set_ylabel("busbw (GB/s)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
