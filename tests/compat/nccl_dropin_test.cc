@@ -2,14 +2,14 @@
 // (nccl_dropin_check.c), run as 2 and 4 processes on host buffers with the
 // NULL stream; and its exports against every function the header declares.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "tests/integration/spawn.h"
 
 namespace {
 
@@ -28,21 +28,12 @@ constexpr bool kBuilt = false;
     if (!std::ifstream(NCCL_HEADER)) GTEST_SKIP() << NCCL_HEADER << " is missing";          \
   } while (0)
 
-int run(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t got;
-  out->clear();
-  while ((got = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, got);
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using braid::test::runCommand;
 
 // The program with the build's library first on the search path, so a
 // system libnccl.so.2 (NVIDIA's, under LD_LIBRARY_PATH) cannot stand in.
 int check(const std::string& scenario, int nranks, std::string* out) {
-  return run(std::string("env LD_LIBRARY_PATH=") + NCCL_DROPIN_LIB_DIR + " " + NCCL_DROPIN_CHECK +
+  return runCommand(std::string("env LD_LIBRARY_PATH=") + NCCL_DROPIN_LIB_DIR + " " + NCCL_DROPIN_CHECK +
                  " " + scenario + " " + std::to_string(nranks),
              out);
 }
@@ -138,7 +129,7 @@ TEST(NcclDropIn, ExportsEveryFunctionOfTheHeaderAndNothingElse) {
     EXPECT_TRUE(declared.count("p" + name)) << name << " has no pnccl alias in the header";
   }
   std::string out;
-  ASSERT_EQ(run(std::string("nm -D --defined-only ") + NCCL_DROPIN_LIB_DIR + "/libnccl.so.2", &out),
+  ASSERT_EQ(runCommand(std::string("nm -D --defined-only ") + NCCL_DROPIN_LIB_DIR + "/libnccl.so.2", &out),
             0)
       << out;
   std::set<std::string> exported;
