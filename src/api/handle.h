@@ -16,12 +16,14 @@
 #include "algorithms/schedule.h"
 #include "core/comm.h"
 #include "exec/host_executor.h"
+#include "exec/window.h"
 #include "select/select.h"
 #include "topo/view.h"
 
 struct braidComm {
   std::unique_ptr<braid::Comm> comm;
   std::unique_ptr<braid::HostExecutor> exec;
+  std::unique_ptr<braid::NodeWindows> windows;  // direct algorithms over shared memory
   std::mutex opMu;                 // one operation at a time (streams run on workers)
   std::atomic<int> inflight{0};    // operations enqueued on streams, not yet finished
   std::mutex errorMu;

@@ -100,6 +100,7 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   BRAID_TRY(setUpSelector(*handle, transportList));
   handle->checkCalls = envInt("BRAID_CHECK", 0) != 0;
   handle->exec = std::make_unique<HostExecutor>(*handle->comm);
+  handle->windows = std::make_unique<NodeWindows>(*handle->comm, *handle->exec);
   BRAID_INFO("rank %d of %d ready (reduction kernels: %s)", rank, nranks, reduceIsa());
   installDumpSignal();
   braidComm* raw = handle.release();

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "api/cuda_ops.h"
 #include "core/logging.h"
 #include "core/stream.h"
 #include "exec/reduce.h"
@@ -170,6 +171,11 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
     args.recvDispls = op.recvDispls;
     algo::Schedule s = algo::buildSchedule(alg, args);
     BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
+  } else if (comm->windows->handles(op.collective, alg)) {
+    BRAID_TRY(comm->windows->run(args, alg, ExecBuffers{op.send, op.recv}, desc,
+                                 [&]() -> const algo::Schedule& {
+                                   return cachedSchedule(comm, args, alg);
+                                 }));
   } else {
     const algo::Schedule& s = cachedSchedule(comm, args, alg);
     BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
@@ -268,6 +274,7 @@ Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
 }
 
 braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
   comm->inflight.fetch_add(1);
   stream->impl.enqueue([comm, ops = std::move(ops)] {

@@ -15,10 +15,6 @@
 namespace braid {
 namespace {
 
-constexpr uint32_t kLinkMagic = 0x42524c4b;  // "BRLK"
-constexpr uint32_t kLinkControl = 1;
-constexpr uint32_t kLinkData = 2;
-constexpr uint32_t kLinkPass = 3;  // passBytes: a length and that many bytes, then closed
 constexpr uint32_t kMsgBye = 1;
 constexpr uint32_t kMsgDead = 2;    // rank is gone (relayed by rank 0, or reported to it)
 constexpr uint32_t kMsgFailed = 3;  // leaving after an error caused by rank (not a death)
@@ -85,6 +81,7 @@ Status Comm::init(const UniqueIdData& id, int nranks, int rank) {
   nodes_ = static_cast<int>(hosts.size());
   endpoints_.resize(nranks);
   endpointTransport_.assign(nranks, "none");
+  endpointTransportOf_.assign(nranks, nullptr);
   BRAID_TRY(connectControl(deadline));
   wakeFd_ = eventfd(0, EFD_CLOEXEC);
   if (wakeFd_ < 0) return systemError("eventfd (liveness watch)");
@@ -100,14 +97,8 @@ std::string Comm::describePeer(int r) const {
 
 Expected<int> Comm::openLink(int peer, uint32_t kind, const Deadline& deadline) {
   BRAID_ASSIGN_OR_RETURN(int fd, connectTo(peers_[peer].listenAddr, deadline));
-  LinkHello h{};
-  h.magic = kLinkMagic;
-  h.kind = kind;
-  std::memcpy(h.secret, secret_.data(), 16);
-  h.from = rank_;
-  h.to = peer;
-  h.sliceBytes = config_.sliceBytes;
-  h.slots = config_.slots;
+  const LinkHello h =
+      makeLinkHello(kind, secret_, rank_, peer, config_.sliceBytes, config_.slots);
   Status st = sendAll(fd, &h, sizeof(h), deadline, "link hello");
   if (!st.isOk()) {
     close(fd);
@@ -128,24 +119,20 @@ bool Comm::readLinkHello(PendingLink& p, Status* fatal) {
   }
   if (n > 0) p.got += static_cast<size_t>(n);
   if (p.got < sizeof(LinkHello)) return false;
-  const LinkHello& h = p.hello;
-  if (h.magic != kLinkMagic || !secretEquals(h.secret, secret_.data()) || h.to != rank_ ||
-      h.from < 0 || h.from >= nranks_) {
-    BRAID_WARN("rank %d: dropped a connection that did not present this job's secret", rank_);
+  const LinkExpectation expect{secret_, rank_, nranks_, config_.sliceBytes, config_.slots};
+  Expected<LinkOrigin> origin = parseLinkHello(&p.hello, sizeof(p.hello), expect);
+  if (!origin.isOk()) {
     close(p.fd);
-    return true;
-  }
-  if (h.sliceBytes != config_.sliceBytes || h.slots != config_.slots) {
-    close(p.fd);
-    *fatal = invalidUsage(describePeer(h.from) + " uses slice size " +
-                          std::to_string(h.sliceBytes) + " x " + std::to_string(h.slots) +
-                          " slots, this rank " + std::to_string(config_.sliceBytes) + " x " +
-                          std::to_string(config_.slots) +
-                          ": set BRAID_SHM_SLOT_BYTES / BRAID_SHM_SLOTS alike on every rank");
+    if (origin.status().code() == braidInvalidUsage) {
+      *fatal = origin.status();
+    } else {
+      BRAID_WARN("rank %d: dropped a peer-link connection: %s", rank_,
+                 origin.status().message().c_str());
+    }
     return true;
   }
   setNonBlocking(p.fd, false).isOk();
-  stashedLinks_[{h.kind, h.from}] = p.fd;
+  stashedLinks_[{origin.value().kind, origin.value().from}] = p.fd;
   return true;
 }
 
@@ -174,6 +161,10 @@ Expected<int> Comm::acceptLink(int peer, uint32_t kind, const Deadline& deadline
       if (fd >= 0) {
         setNoDelay(fd);
         pendingLinks_.push_back(PendingLink{fd, 0, LinkHello{}, nowNs()});
+      } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The connection stays queued and poll keeps reporting it: retrying
+        // would spin until the deadline and then blame the peer.
+        return systemError(waiting + ": accept");
       }
     }
     Status fatal;
@@ -231,6 +222,7 @@ Status Comm::connectOne(int peer, const Deadline& deadline) {
   }
   endpoints_[peer] = std::move(ep).value();
   endpointTransport_[peer] = chosen->name();
+  endpointTransportOf_[peer] = chosen;
   BRAID_INFO("rank %d: connected to %s over %s", rank_, describePeer(peer).c_str(),
              chosen->name());
   return Status::ok();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
+#include "core/link_hello.h"
 #include "core/transport.h"
 
 namespace braid {
@@ -68,6 +69,8 @@ class Comm {
   Status connectPeers(const std::vector<int>& peers, const Deadline& deadline);
   Endpoint* endpoint(int peer) const { return endpoints_[peer].get(); }
   const char* transportName(int peer) const { return endpointTransport_[peer]; }
+  // The transport that made `peer`'s endpoint (nullptr before it connects).
+  Transport* transportOf(int peer) const { return endpointTransportOf_[peer]; }
 
   // Sticky error from a peer's death or an abort; ok otherwise. Cheap.
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
@@ -115,17 +118,6 @@ class Comm {
   void finalize();
 
  private:
-  // The first message on every peer link (wire format).
-  struct LinkHello {
-    uint32_t magic;
-    uint32_t kind;
-    uint8_t secret[16];
-    int32_t from;
-    int32_t to;
-    char transport[16];
-    uint64_t sliceBytes;
-    int32_t slots;
-  };
   // An accepted connection whose hello has not fully arrived.
   struct PendingLink {
     int fd;
@@ -161,6 +153,7 @@ class Comm {
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::vector<const char*> endpointTransport_;
+  std::vector<Transport*> endpointTransportOf_;
   int listenFd_ = -1;
   std::map<std::pair<uint32_t, int>, int> stashedLinks_;  // (kind, rank) -> fd
   std::vector<PendingLink> pendingLinks_;

@@ -35,6 +35,9 @@ const std::vector<EnvVar>& envTable() {
        "hex secret every bootstrap connection presents (set by braidrun)"},
       {"BRAID_SHM_SLOT_BYTES", nullptr, "131072", "bytes per slot of a shared-memory FIFO"},
       {"BRAID_SHM_SLOTS", nullptr, "8", "slots per shared-memory FIFO (one per peer direction)"},
+      {"BRAID_SHM_WINDOW_BYTES", nullptr, "1048576",
+       "bytes per rank one round of a direct algorithm moves through the node's shared windows "
+       "(each rank maps 4x this from every peer); 0 turns the windows off"},
       {"BRAID_SOCKET_SLOT_BYTES", nullptr, "262144", "bytes per slot of a socket FIFO"},
       {"BRAID_SOCKET_SLOTS", nullptr, "8", "slots per socket FIFO"},
       {"BRAID_SOCKET_NSOCKS", "NCCL_NSOCKS_PERTHREAD", nullptr,

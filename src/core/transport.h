@@ -61,6 +61,20 @@ class Endpoint {
   virtual void wait(bool wantRecv, bool wantSend, int timeoutUs) = 0;
 };
 
+// Memory one rank exposes to the peers of its node for load/store access
+// (shm): the creator makes it and passes name() to peers over the
+// communicator; each peer opens it; the creator unlinks the name once every
+// peer has it mapped. Unmapped when destroyed.
+class SharedRegion {
+ public:
+  virtual ~SharedRegion() = default;
+  virtual void* base() const = 0;
+  virtual size_t bytes() const = 0;
+  virtual const std::string& name() const = 0;
+  // Removes the name (the mapping stays); idempotent.
+  virtual void unlinkName() = 0;
+};
+
 // Settings a transport needs to build endpoints; equal on both sides.
 struct ConnectOptions {
   size_t sliceBytes = 0;
@@ -78,6 +92,17 @@ class Transport {
                                                       const PeerInfo& peer,
                                                       const ConnectOptions& options,
                                                       const Deadline& deadline) = 0;
+
+  // Load/store access for peers on this node (transports that map memory):
+  // a zero-filled region of `bytes`, or a peer's region by its name (whose
+  // size must be `bytes`). Others answer braidInvalidUsage.
+  virtual Expected<std::unique_ptr<SharedRegion>> createRegion(size_t bytes) {
+    return invalidUsage(std::string(name()) + " cannot share memory");
+  }
+  virtual Expected<std::unique_ptr<SharedRegion>> openRegion(const std::string& regionName,
+                                                             size_t bytes) {
+    return invalidUsage(std::string(name()) + " cannot share memory");
+  }
 };
 
 }  // namespace braid

@@ -43,6 +43,13 @@ class HostExecutor {
 
   Status run(const algo::Schedule& schedule, const ExecBuffers& buffers, const OpDesc& desc);
 
+  // The wait policy, shared with the shared-window algorithms (window.h): a
+  // wait spins spinBudgetUs(), then yields until yieldUs() more have passed,
+  // then sleeps; adaptSpin() learns from how long each wait took.
+  int spinBudgetUs() const { return spinBudgetUs_; }
+  int yieldUs() const { return yieldUs_; }
+  void adaptSpin(uint64_t waitedUs);
+
  private:
   // One step's progress through its slices.
   struct StepRun {
@@ -67,7 +74,6 @@ class HostExecutor {
   Expected<int> advance(StepRun& s, const OpDesc& desc);
   void copyStep(const algo::Step& step, const OpDesc& desc);
   Status pause(const OpDesc& desc);
-  void adaptSpin(uint64_t waitedUs);
   void blockOnce();
   Status flushSends(const OpDesc& desc);
   Status endpointError(int peer, const Status& st, const OpDesc& desc);

@@ -182,15 +182,30 @@ int everyAlgorithmBody() {
 struct Job {
   int nranks;
   const char* transport;
+  // BRAID_SHM_WINDOW_BYTES: "4096" makes direct calls on shared windows run
+  // in many rounds; "0" sends them through the FIFO schedules instead.
+  const char* window = nullptr;
 };
+
+std::string jobName(const Job& j) {
+  std::string name = std::string(j.transport) + "_" + std::to_string(j.nranks);
+  if (j.window != nullptr) name += std::string("_window") + j.window;
+  return name;
+}
+
+Env envFor(const Job& j) {
+  Env env = jobEnv(j.nranks);
+  env["BRAID_TRANSPORTS"] = j.transport;
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  if (j.window != nullptr) env["BRAID_SHM_WINDOW_BYTES"] = j.window;
+  return env;
+}
 
 class Collectives : public ::testing::TestWithParam<Job> {};
 
 TEST_P(Collectives, EveryAlgorithmOfEveryCollectiveIsExact) {
   Job j = GetParam();
-  Env env = jobEnv(j.nranks);
-  env["BRAID_TRANSPORTS"] = j.transport;
-  env["BRAID_TIMEOUT_MS"] = "60000";
+  Env env = envFor(j);
   auto outcomes = runRanks(j.nranks, env, [](int) { return everyAlgorithmBody(); }, 300);
   for (int r = 0; r < j.nranks; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
@@ -239,9 +254,7 @@ int randomSequenceBody(int ops) {
 
 TEST_P(Collectives, RandomMixedCallsOnWorldAndSplitCommunicators) {
   Job j = GetParam();
-  Env env = jobEnv(j.nranks);
-  env["BRAID_TRANSPORTS"] = j.transport;
-  env["BRAID_TIMEOUT_MS"] = "60000";
+  Env env = envFor(j);
   auto outcomes = runRanks(j.nranks, env, [](int) { return randomSequenceBody(150); }, 300);
   for (int r = 0; r < j.nranks; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
@@ -251,11 +264,10 @@ TEST_P(Collectives, RandomMixedCallsOnWorldAndSplitCommunicators) {
 INSTANTIATE_TEST_SUITE_P(Jobs, Collectives,
                          ::testing::Values(Job{2, "shm"}, Job{3, "shm"}, Job{4, "shm"},
                                            Job{5, "shm"}, Job{7, "shm"}, Job{2, "socket"},
-                                           Job{4, "socket"}, Job{5, "socket"}),
-                         [](const auto& info) {
-                           return std::string(info.param.transport) + "_" +
-                                  std::to_string(info.param.nranks);
-                         });
+                                           Job{4, "socket"}, Job{5, "socket"},
+                                           Job{2, "shm", "4096"}, Job{3, "shm", "4096"},
+                                           Job{4, "shm", "4096"}, Job{3, "shm", "0"}),
+                         [](const auto& info) { return jobName(info.param); });
 
 }  // namespace
 }  // namespace braid::test

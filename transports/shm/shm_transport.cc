@@ -186,6 +186,66 @@ class ShmEndpoint : public Endpoint {
   uint64_t cachedHead_ = 0;
 };
 
+// A region this rank made or a peer's, mapped; see SharedRegion.
+class ShmRegion : public SharedRegion {
+ public:
+  ShmRegion(std::string name, bool owner) : name_(std::move(name)), owner_(owner) {}
+  ~ShmRegion() override {
+    unlinkName();
+    if (base_ != MAP_FAILED) munmap(base_, bytes_);
+  }
+  void* base() const override { return base_; }
+  size_t bytes() const override { return bytes_; }
+  const std::string& name() const override { return name_; }
+  void unlinkName() override {
+    if (owner_ && !unlinked_) shm_unlink(name_.c_str());
+    unlinked_ = true;
+  }
+
+  Status create(size_t bytes) {
+    int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return systemError("shm_open(" + name_ + ") in /dev/shm");
+    int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (err != 0) {
+      close(fd);
+      if (err == ENOSPC) {
+        return Status(braidSystemError,
+                      "/dev/shm is full: a shared window of " + std::to_string(bytes) +
+                          " bytes does not fit (Docker's default is 64 MiB: run the container "
+                          "with --shm-size=1g, or lower BRAID_SHM_WINDOW_BYTES)");
+      }
+      return systemError("posix_fallocate of " + std::to_string(bytes) + " bytes in /dev/shm", err);
+    }
+    return map(fd, bytes);
+  }
+
+  Status open(size_t bytes) {
+    int fd = shm_open(name_.c_str(), O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return systemError("shm_open(" + name_ + ") of a peer's shared window");
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+      close(fd);
+      return remoteError("a peer's shared window has an unexpected size");
+    }
+    return map(fd, bytes);
+  }
+
+ private:
+  Status map(int fd, size_t bytes) {
+    base_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    close(fd);
+    if (base_ == MAP_FAILED) return systemError("mmap of a shared window");
+    bytes_ = bytes;
+    return Status::ok();
+  }
+
+  std::string name_;
+  bool owner_;
+  bool unlinked_ = false;
+  void* base_ = MAP_FAILED;
+  size_t bytes_ = 0;
+};
+
 struct NameMsg {
   char name[64];
 };
@@ -199,6 +259,21 @@ class ShmTransport : public Transport {
   Expected<std::unique_ptr<Endpoint>> connect(int linkFd, const PeerInfo& self,
                                               const PeerInfo& peer, const ConnectOptions& o,
                                               const Deadline& deadline) override;
+
+  Expected<std::unique_ptr<SharedRegion>> createRegion(size_t bytes) override {
+    auto r = std::make_unique<ShmRegion>(randomName(), true);
+    BRAID_TRY(r->create(bytes));
+    return std::unique_ptr<SharedRegion>(std::move(r));
+  }
+  Expected<std::unique_ptr<SharedRegion>> openRegion(const std::string& regionName,
+                                                     size_t bytes) override {
+    if (regionName.compare(0, 7, "/braid-") != 0 || regionName.find('/', 1) != std::string::npos) {
+      return remoteError("a peer sent a malformed shared-window name");
+    }
+    auto r = std::make_unique<ShmRegion>(regionName, false);
+    BRAID_TRY(r->open(bytes));
+    return std::unique_ptr<SharedRegion>(std::move(r));
+  }
 };
 
 Expected<std::unique_ptr<Endpoint>> ShmTransport::connect(int linkFd, const PeerInfo& self,

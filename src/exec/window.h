@@ -1,0 +1,110 @@
+// NodeWindows: the direct algorithms over memory the ranks of one node share.
+//
+// Every rank exposes one region (SharedRegion, made by the shm transport) and
+// maps every peer's, so a collective reads peers' data where it lies instead of
+// moving it through FIFOs slice by slice. A region holds a header with two
+// flags and two halves, each an input area and an output area of
+// BRAID_SHM_WINDOW_BYTES (the chunk one round moves per rank). Large calls run
+// in rounds of a chunk.
+//
+// Rounds are numbered (epochs) alike on every rank; round e uses half e % 2.
+// A rank publishes `ready = e` once its input for round e is in its input area
+// (and it has finished round e - 1), and `done = e` once its reduced piece of
+// round e is in its output area. A rank writes half e % 2 again only in round
+// e + 2, after seeing every peer's ready >= e + 1, that is after every peer has
+// finished reading round e: two halves and two flags are all the
+// synchronisation there is, and the fast path makes no system call. Waits spin,
+// then yield, then sleep on a futex in the awaited rank's header (whose
+// publisher wakes sleepers only when there are some), re-checking the
+// deadline, abort and peer deaths.
+//
+// Collectives and the algorithm names that run here (single-node
+// communicators whose peers all connect over shm):
+//   all-reduce direct    one-shot: every rank reduces every input, in rank order
+//   all-reduce two_shot  rank r reduces piece r of every input, then every rank
+//                        copies every piece
+//   all-gather, reduce-scatter, broadcast direct; all-to-all pairwise
+// Results are bitwise identical on every rank (one reduction order). The
+// regions are set up by the first call that runs here (names cross the
+// communicator in a ring all-gather, then every rank confirms its mappings);
+// if any rank cannot, every rank falls back to the FIFO schedules for good.
+// Used by one thread at a time (the communicator's operation thread).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "algorithms/schedule.h"
+#include "core/comm.h"
+#include "exec/host_executor.h"
+
+namespace braid {
+
+class NodeWindows {
+ public:
+  NodeWindows(Comm& comm, HostExecutor& fifo);
+  ~NodeWindows();
+  NodeWindows(const NodeWindows&) = delete;
+  NodeWindows& operator=(const NodeWindows&) = delete;
+
+  // Whether (collective, algorithm) runs here on this communicator: the same
+  // answer on every rank.
+  bool handles(algo::Collective c, algo::Algorithm a) const;
+  // Runs a call handles() accepted; falls back to the FIFO schedule when the
+  // regions could not be set up. `schedule` builds that schedule on demand.
+  template <typename BuildSchedule>
+  Status run(const algo::CollArgs& args, algo::Algorithm a, const ExecBuffers& b,
+             const OpDesc& desc, BuildSchedule schedule) {
+    if (state_ == State::kUnset) BRAID_TRY(setup(desc));
+    if (state_ == State::kOff) return fifo_.run(schedule(), b, desc);
+    return runHere(args, a, b, desc);
+  }
+  // Bytes one round moves per rank.
+  size_t chunkBytes() const { return chunk_; }
+
+ private:
+  enum class State { kUnset, kOn, kOff };
+  struct Header;
+
+  Status setup(const OpDesc& desc);
+  Status runHere(const algo::CollArgs& args, algo::Algorithm a, const ExecBuffers& b,
+                 const OpDesc& desc);
+  Status allReduce(const algo::CollArgs& args, bool twoShot, const ExecBuffers& b,
+                   const OpDesc& desc);
+  Status allGather(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
+  Status reduceScatter(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
+  Status broadcast(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
+  Status allToAll(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
+
+  // Starts the next round; a rank about to write its half first makes sure
+  // every peer has finished the round that used it last.
+  Expected<uint64_t> beginRound(bool writes, const OpDesc& desc);
+  void publish(bool done, uint64_t epoch);
+  Status waitFor(int peer, bool done, uint64_t epoch, const OpDesc& desc);
+  Status waitAll(bool done, uint64_t epoch, const OpDesc& desc);
+  Status stalled(int peer, bool done, uint64_t epoch, const OpDesc& desc, const char* why);
+  // dst[0..count) = op over ranks (in rank order) of src(rank)[0..count);
+  // dst1, when set, gets the same values.
+  void reduceAll(char* dst, char* dst1, size_t offsetBytes, size_t count, int half,
+                 const OpDesc& desc) const;
+
+  Header* header(int rank) const;
+  char* inputArea(int rank, int half) const;
+  char* outputArea(int rank, int half) const;
+
+  Comm& comm_;
+  HostExecutor& fifo_;
+  State state_ = State::kUnset;
+  bool enabled_ = true;  // BRAID_SHM_WINDOW_BYTES=0 turns the windows off
+  size_t chunk_ = 0;
+  size_t regionBytes_ = 0;
+  std::unique_ptr<SharedRegion> mine_;
+  std::vector<std::unique_ptr<SharedRegion>> peers_;  // by rank; empty at this rank
+  std::vector<char*> bases_;                          // every rank's region, mapped here
+  uint64_t epoch_ = 0;
+  uint64_t allReady_ = 0;  // every peer has published ready >= this
+  Deadline deadline_{0};
+};
+
+}  // namespace braid
