@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "api/cuda_ops.h"
 #include "api/ops.h"
 #include "core/stream.h"
 #include "exec/reduce.h"
@@ -19,9 +20,7 @@ Status checkComm(braidComm* comm, braidStream_t stream) {
   if (!isLiveComm(comm)) {
     return invalidArgument("comm is not a live communicator (destroyed, aborted, or never made)");
   }
-  if (!isValidStream(stream)) {
-    return invalidArgument("stream is neither NULL nor a stream from braidStreamCreate");
-  }
+  if (!isValidStream(stream)) return checkCudaStream(stream);  // or a CUDA stream
   return Status::ok();
 }
 

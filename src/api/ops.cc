@@ -275,6 +275,7 @@ Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
 
 braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
+  if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
   comm->inflight.fetch_add(1);
   stream->impl.enqueue([comm, ops = std::move(ops)] {

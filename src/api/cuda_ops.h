@@ -1,0 +1,26 @@
+// Operations on the CUDA side: a call whose stream is a CUDA stream, or whose buffers live
+// in device memory, is staged through pinned host memory (exec/cuda_staging.h says how and
+// what it costs) and runs the host collective in between. In a build without CUDA, or on a
+// machine without a device, nothing here takes a call and the host path is unchanged.
+#pragma once
+
+#include <vector>
+
+#include "api/ops.h"
+
+namespace braid {
+
+// For a stream that is neither NULL nor a live host stream: accepted when it is a CUDA
+// stream of this process; otherwise the error names the stream argument and says why
+// (no CUDA in this build, no device, or CUDA's answer).
+Status checkCudaStream(braidStream_t stream);
+
+// Whether `ops` issued on `stream` take the CUDA path: a CUDA stream, or a device buffer.
+// One registry lookup and nothing else when there is no device.
+bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream);
+
+// Runs `ops` staged and ordered on `stream` (NULL: the legacy default stream, complete on
+// return); device buffers with a host stream are invalid usage.
+braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream);
+
+}  // namespace braid

@@ -1,0 +1,35 @@
+// The copy kernel: bytes, in 16-byte vectors between an unaligned head and tail.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/reduce_family.h"
+
+namespace braid::cuda::detail {
+namespace {
+
+__global__ void __launch_bounds__(kThreads)
+    copyKernel(uint8_t* dst, const uint8_t* src, size_t bytes, size_t head, size_t nvec) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint4* s = reinterpret_cast<const uint4*>(src + head);
+  uint4* d = reinterpret_cast<uint4*>(dst + head);
+  for (size_t v = tid; v < nvec; v += stride) d[v] = s[v];
+  const size_t tailStart = head + nvec * 16;
+  const size_t scalars = head + (bytes - tailStart);
+  for (size_t j = tid; j < scalars; j += stride) {
+    const size_t i = j < head ? j : tailStart + (j - head);
+    dst[i] = src[i];
+  }
+}
+
+}  // namespace
+
+int launchCopyBytes(void* dst, const void* src, size_t bytes, size_t head, size_t nvec,
+                    unsigned blocks, void* stream) {
+  copyKernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes, head, nvec);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace braid::cuda::detail

@@ -1,0 +1,134 @@
+// device.h over the CUDA runtime (linked statically; it opens the driver on first use).
+#include "cuda/device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "core/logging.h"
+
+namespace braid::cuda {
+namespace {
+
+Status cudaFailure(const char* call, cudaError_t err) {
+  return Status(braidUnhandledCudaError, std::string(call) + " failed: " + cudaGetErrorName(err) +
+                                             " (" + cudaGetErrorString(err) + ")");
+}
+
+#define BRAID_CUDA_CALL(call)                     \
+  do {                                            \
+    cudaError_t braid_cuda_err_ = (call);         \
+    if (braid_cuda_err_ != cudaSuccess) {         \
+      return cudaFailure(#call, braid_cuda_err_); \
+    }                                             \
+  } while (0)
+
+DeviceStatus askDevices() {
+  DeviceStatus s;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaSuccess && count > 0) {
+    s.count = count;
+    return s;
+  }
+  if (err == cudaSuccess) {
+    s.reason = "no CUDA device: cudaGetDeviceCount found none";
+  } else {
+    // 34 cudaErrorStubLibrary, 35 cudaErrorInsufficientDriver, 100 cudaErrorNoDevice are the
+    // ordinary "this machine has no usable GPU"; anything else is worth a warning.
+    bool ordinary = err == cudaErrorStubLibrary || err == cudaErrorInsufficientDriver ||
+                    err == cudaErrorNoDevice;
+    s.reason = std::string("no CUDA device: cudaGetDeviceCount returned ") +
+               std::to_string(static_cast<int>(err)) + " " + cudaGetErrorName(err) + " (" +
+               cudaGetErrorString(err) + ")";
+    if (!ordinary) BRAID_WARN("%s; the GPU path is off", s.reason.c_str());
+    cudaGetLastError();  // the runtime keeps the error sticky for the next call otherwise
+  }
+  BRAID_INFO("%s; device buffers are refused, host memory works", s.reason.c_str());
+  return s;
+}
+
+}  // namespace
+
+bool compiled() { return true; }
+
+const DeviceStatus& deviceStatus() {
+  static const DeviceStatus status = askDevices();
+  return status;
+}
+
+MemoryKind memoryKind(const void* p) {
+  if (p == nullptr || !hasDevice()) return MemoryKind::kHost;
+  cudaPointerAttributes attr{};
+  cudaError_t err = cudaPointerGetAttributes(&attr, p);
+  if (err != cudaSuccess) {  // older drivers answer "invalid value" for plain host memory
+    cudaGetLastError();
+    return MemoryKind::kHost;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged
+             ? MemoryKind::kDevice
+             : MemoryKind::kHost;
+}
+
+Status checkStream(void* stream) {
+  if (!hasDevice()) return Status(braidInvalidArgument, deviceStatus().reason);
+  cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+  if (err == cudaSuccess || err == cudaErrorNotReady) return Status::ok();
+  cudaGetLastError();
+  return Status(braidInvalidArgument, std::string("cudaStreamQuery rejects it: ") +
+                                          cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
+                                          ")");
+}
+
+Status streamSynchronize(void* stream) {
+  BRAID_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  return Status::ok();
+}
+
+Expected<void*> streamCreate() {
+  cudaStream_t s = nullptr;
+  BRAID_CUDA_CALL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return static_cast<void*>(s);
+}
+
+Status streamDestroy(void* stream) {
+  BRAID_CUDA_CALL(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
+  return Status::ok();
+}
+
+Expected<void*> deviceAlloc(size_t bytes) {
+  void* p = nullptr;
+  BRAID_CUDA_CALL(cudaMalloc(&p, bytes));
+  return p;
+}
+
+Status deviceFree(void* p) {
+  BRAID_CUDA_CALL(cudaFree(p));
+  return Status::ok();
+}
+
+Expected<void*> pinnedAlloc(size_t bytes) {
+  void* p = nullptr;
+  BRAID_CUDA_CALL(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  return p;
+}
+
+Status pinnedFree(void* p) {
+  BRAID_CUDA_CALL(cudaFreeHost(p));
+  return Status::ok();
+}
+
+Status copyAsync(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return Status::ok();
+  BRAID_CUDA_CALL(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+  return Status::ok();
+}
+
+Status memsetAsync(void* dst, int value, size_t bytes, void* stream) {
+  if (bytes == 0) return Status::ok();
+  BRAID_CUDA_CALL(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)));
+  return Status::ok();
+}
+
+}  // namespace braid::cuda

@@ -1,0 +1,53 @@
+// The CUDA runtime as the rest of Braid uses it: whether this process has a GPU (and if
+// not, why), where a pointer lives, CUDA streams, device and pinned memory, and copies.
+//
+// Plain C++ (streams and pointers are void*); errors are Status values with code
+// braidUnhandledCudaError naming the CUDA call and its error. The runtime is linked
+// statically and loads the driver on first use, so a machine without a driver or GPU
+// simply reports no device. CUDA state does not survive fork(): a process that forks
+// workers which use the GPU must not ask anything here before forking (deviceStatus()
+// caches its answer per process). Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/status.h"
+
+namespace braid::cuda {
+
+// Whether this build has the GPU path (nvcc was found at configure time).
+bool compiled();
+
+struct DeviceStatus {
+  int count = 0;       // devices this process can use
+  std::string reason;  // when count is 0: why, for a user (or a skipped test) to read
+};
+// Asked once per process (cudaGetDeviceCount); errors 34 (stub library), 35 (driver too
+// old or missing) and 100 (no device) mean no device, with CUDA's text as the reason.
+const DeviceStatus& deviceStatus();
+inline bool hasDevice() { return deviceStatus().count > 0; }
+
+// Host: pageable, pinned or unknown to CUDA; device: device or managed memory, which host
+// code must not touch unordered. Always kHost when there is no device.
+enum class MemoryKind { kHost, kDevice };
+MemoryKind memoryKind(const void* p);
+
+// Whether `stream` is a live CUDA stream of this process (cudaStreamQuery accepts it).
+// The error says why not (no device, or CUDA's answer).
+Status checkStream(void* stream);
+
+Status streamSynchronize(void* stream);
+Expected<void*> streamCreate();  // non-blocking with respect to the legacy stream
+Status streamDestroy(void* stream);
+
+Expected<void*> deviceAlloc(size_t bytes);
+Status deviceFree(void* p);
+Expected<void*> pinnedAlloc(size_t bytes);  // page-locked host memory
+Status pinnedFree(void* p);
+
+// Copies between any two kinds of memory (unified addressing), ordered on `stream`.
+Status copyAsync(void* dst, const void* src, size_t bytes, void* stream);
+Status memsetAsync(void* dst, int value, size_t bytes, void* stream);
+
+}  // namespace braid::cuda

@@ -1,0 +1,34 @@
+// Device kernels for copying and reducing, launched from host code.
+//
+// Plain C++: a CUDA stream travels as void* (a cudaStream_t; nullptr is the legacy
+// default stream), so no CUDA type reaches the callers. Launches are asynchronous on that
+// stream; a returned error is a launch error (a fault inside a kernel shows at the next
+// synchronisation). Pointers must be device-accessible (device, managed, pinned or
+// peer-mapped memory) and aligned to the element size. In a build without CUDA every
+// launcher returns braidUnhandledCudaError saying so. Thread-safe, as CUDA launches are.
+#pragma once
+
+#include <cstddef>
+
+#include "braid/braid.h"
+#include "core/status.h"
+
+namespace braid::cuda {
+
+constexpr int kMaxReduceInputs = 8;
+
+// dst[i] = srcs[0][i] op srcs[1][i] op ... op srcs[nsrcs-1][i], for 1 <= nsrcs <= 8,
+// accumulated in order in float32 for float16, bfloat16 and float8 (rounded once, to
+// nearest even, float8 saturating), in the type itself otherwise; integers wrap. For avg
+// the result is divided by `divisor` (integers truncate), as the host's reduceFinal does;
+// for other ops the divisor is ignored. max/min keep a NaN from either side. dst may be
+// one of the srcs exactly, not overlap one partially. 16-byte vector loads and stores run
+// where every pointer has the same offset modulo 16 (else element by element).
+Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
+                    braidDataType_t datatype, braidRedOp_t op, int divisor, void* stream);
+
+// dst[0..bytes) = src[0..bytes), in 16-byte vectors where both share an offset modulo 16.
+// The buffers must not overlap.
+Status launchCopy(void* dst, const void* src, size_t bytes, void* stream);
+
+}  // namespace braid::cuda

@@ -1,0 +1,116 @@
+// kernels.h: checks a launch's arguments, splits the buffers into an unaligned head,
+// 16-byte vectors and a tail, sizes the grid, and hands the launch to the datatype's
+// family (reduce_*.cu).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/kernels.h"
+#include "cuda/reduce_family.h"
+
+namespace braid::cuda {
+namespace {
+
+using detail::kThreads;
+
+// Bytes per element, in braid.h's order (src/cuda sits below src/exec and its tables).
+constexpr size_t kElemSize[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+static_assert(sizeof(kElemSize) / sizeof(kElemSize[0]) == braidNumTypes);
+
+// Enough resident blocks to fill every SM of the current device (2048 threads each on
+// sm_80..sm_90); a grid-stride loop covers the rest.
+unsigned maxBlocks() {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      sms <= 0) {
+    cudaGetLastError();
+    sms = 132;  // an H100 SXM
+  }
+  return static_cast<unsigned>(sms) * (2048 / kThreads);
+}
+
+unsigned blocksFor(size_t work) {
+  static const unsigned kMax = maxBlocks();
+  size_t blocks = (work + kThreads - 1) / kThreads;
+  if (blocks < 1) blocks = 1;
+  return blocks > kMax ? kMax : static_cast<unsigned>(blocks);
+}
+
+// Elements before the first 16-byte boundary of p (every pointer must share it).
+size_t headOf(const void* p, size_t es, size_t count) {
+  size_t misalign = reinterpret_cast<uintptr_t>(p) % 16;
+  size_t head = misalign == 0 ? 0 : (16 - misalign) / es;
+  return head < count ? head : count;
+}
+
+Status launchFailure(const std::string& what, int err) {
+  auto e = static_cast<cudaError_t>(err);
+  return Status(braidUnhandledCudaError, what + " failed to launch: " + cudaGetErrorName(e) + " (" +
+                                             cudaGetErrorString(e) + ")");
+}
+
+}  // namespace
+
+Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
+                    braidDataType_t datatype, braidRedOp_t op, int divisor, void* stream) {
+  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes) {
+    return invalidArgument("reduce kernel: datatype " + std::to_string(datatype) +
+                           " is not a braidDataType_t");
+  }
+  if (static_cast<int>(op) < 0 || op >= braidNumOps) {
+    return invalidArgument("reduce kernel: op " + std::to_string(op) + " is not a braidRedOp_t");
+  }
+  if (nsrcs < 1 || nsrcs > kMaxReduceInputs) {
+    return invalidArgument("reduce kernel: " + std::to_string(nsrcs) + " inputs (1.." +
+                           std::to_string(kMaxReduceInputs) + " allowed)");
+  }
+  if (divisor < 1) return invalidArgument("reduce kernel: divisor " + std::to_string(divisor));
+  if (count == 0) return Status::ok();
+  const size_t es = kElemSize[datatype];
+  detail::ReduceParams p{};
+  p.dst = dst;
+  p.nsrcs = nsrcs;
+  p.divisor = divisor;
+  p.count = count;
+  bool sameOffset = true;
+  for (int k = 0; k < nsrcs; ++k) {
+    p.srcs[k] = srcs[k];
+    for (const void* q : {srcs[k], static_cast<const void*>(dst)}) {
+      if (q == nullptr || reinterpret_cast<uintptr_t>(q) % es != 0) {
+        return invalidArgument("reduce kernel: a buffer is NULL or not aligned to its " +
+                               std::to_string(es) + "-byte elements");
+      }
+    }
+    sameOffset = sameOffset &&
+                 reinterpret_cast<uintptr_t>(srcs[k]) % 16 == reinterpret_cast<uintptr_t>(dst) % 16;
+  }
+  const size_t lanes = 16 / es;
+  p.head = sameOffset ? headOf(dst, es, count) : count;
+  p.nvec = (count - p.head) / lanes;
+  const size_t scalars = count - p.nvec * lanes;
+  const unsigned blocks = blocksFor(p.nvec > scalars ? p.nvec : scalars);
+  int err = detail::launchReduceInt(p, datatype, op, blocks, stream);
+  if (err == -1) err = detail::launchReduceFloat(p, datatype, op, blocks, stream);
+  if (err == -1) err = detail::launchReduceHalf(p, datatype, op, blocks, stream);
+  if (err == -1) err = detail::launchReduceFloat8(p, datatype, op, blocks, stream);
+  if (err != 0) return launchFailure("reduce kernel", err);
+  return Status::ok();
+}
+
+Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return Status::ok();
+  if (dst == nullptr || src == nullptr) return invalidArgument("copy kernel: a buffer is NULL");
+  const bool sameOffset =
+      reinterpret_cast<uintptr_t>(src) % 16 == reinterpret_cast<uintptr_t>(dst) % 16;
+  const size_t head = sameOffset ? headOf(dst, 1, bytes) : bytes;
+  const size_t nvec = (bytes - head) / 16;
+  const size_t scalars = bytes - nvec * 16;
+  int err = detail::launchCopyBytes(dst, src, bytes, head, nvec,
+                                    blocksFor(nvec > scalars ? nvec : scalars), stream);
+  if (err != 0) return launchFailure("copy kernel", err);
+  return Status::ok();
+}
+
+}  // namespace braid::cuda

@@ -1,0 +1,41 @@
+// kernels.h and device.h in a build without CUDA: no device, and every call says why.
+#include "cuda/device.h"
+#include "cuda/kernels.h"
+
+namespace braid::cuda {
+namespace {
+
+const char kNoCuda[] =
+    "this Braid was built without CUDA (nvcc was not found at configure time, or "
+    "BRAID_ENABLE_CUDA=OFF)";
+
+Status notBuilt() { return Status(braidUnhandledCudaError, kNoCuda); }
+
+}  // namespace
+
+bool compiled() { return false; }
+
+const DeviceStatus& deviceStatus() {
+  static const DeviceStatus status{0, kNoCuda};
+  return status;
+}
+
+MemoryKind memoryKind(const void*) { return MemoryKind::kHost; }
+Status checkStream(void*) { return Status(braidInvalidArgument, kNoCuda); }
+Status streamSynchronize(void*) { return notBuilt(); }
+Expected<void*> streamCreate() { return notBuilt(); }
+Status streamDestroy(void*) { return notBuilt(); }
+Expected<void*> deviceAlloc(size_t) { return notBuilt(); }
+Status deviceFree(void*) { return notBuilt(); }
+Expected<void*> pinnedAlloc(size_t) { return notBuilt(); }
+Status pinnedFree(void*) { return notBuilt(); }
+Status copyAsync(void*, const void*, size_t, void*) { return notBuilt(); }
+Status memsetAsync(void*, int, size_t, void*) { return notBuilt(); }
+
+Status launchReduce(void*, const void* const*, int, size_t, braidDataType_t, braidRedOp_t, int,
+                    void*) {
+  return notBuilt();
+}
+Status launchCopy(void*, const void*, size_t, void*) { return notBuilt(); }
+
+}  // namespace braid::cuda

@@ -1,0 +1,182 @@
+// The reduction kernel template, included by each datatype family's .cu file, which
+// instantiates it once per (datatype, op) of its family.
+//
+// An element kind E says how a datatype is stored (Storage) and computed (Acc), and widens
+// and narrows between them. Ops follow the host kernels (src/exec/reduce_kernels.inc)
+// exactly: integers wrap (computed unsigned), max/min keep a NaN from either side, avg sums
+// and divides once at the end, so a device result equals the host's bit for bit wherever
+// both reduce the same operands in the same order.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/reduce_family.h"
+
+namespace braid::cuda::detail {
+
+// Types computed as stored: integers, float32, float64.
+template <typename T>
+struct Plain {
+  using Storage = T;
+  using Acc = T;
+  __device__ static T widen(T x) { return x; }
+  __device__ static T narrow(T x) { return x; }
+};
+
+template <typename A>
+__device__ inline A wrapAdd(A x, A y) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<decltype(x + y)>;
+    return static_cast<A>(static_cast<U>(x) + static_cast<U>(y));
+  } else {
+    return x + y;
+  }
+}
+
+template <typename A>
+__device__ inline A wrapMul(A x, A y) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<decltype(x * y)>;
+    return static_cast<A>(static_cast<U>(x) * static_cast<U>(y));
+  } else {
+    return x * y;
+  }
+}
+
+// avg's division: truncating for integers (of the wrapped sum), rounded for floats.
+template <typename A>
+__device__ inline A divideBy(A v, int divisor) {
+  if constexpr (std::is_floating_point_v<A>) {
+    return v / static_cast<A>(divisor);
+  } else if constexpr (std::is_signed_v<A>) {
+    return static_cast<A>(static_cast<int64_t>(v) / divisor);
+  } else {
+    return static_cast<A>(static_cast<uint64_t>(v) / static_cast<uint64_t>(divisor));
+  }
+}
+
+struct OpSum {
+  static constexpr bool kDivides = false;
+  template <typename A>
+  __device__ static A apply(A x, A y) {
+    return wrapAdd(x, y);
+  }
+};
+struct OpProd {
+  static constexpr bool kDivides = false;
+  template <typename A>
+  __device__ static A apply(A x, A y) {
+    return wrapMul(x, y);
+  }
+};
+struct OpMax {
+  static constexpr bool kDivides = false;
+  template <typename A>
+  __device__ static A apply(A x, A y) {
+    return (x > y || x != x) ? x : y;
+  }
+};
+struct OpMin {
+  static constexpr bool kDivides = false;
+  template <typename A>
+  __device__ static A apply(A x, A y) {
+    return (x < y || x != x) ? x : y;
+  }
+};
+struct OpAvg {  // reduces as sum; divides once at the end
+  static constexpr bool kDivides = true;
+  template <typename A>
+  __device__ static A apply(A x, A y) {
+    return wrapAdd(x, y);
+  }
+};
+
+template <typename E, typename Op>
+__device__ inline typename E::Storage combineAt(const ReduceParams& p, size_t i) {
+  using S = typename E::Storage;
+  typename E::Acc acc = E::widen(static_cast<const S*>(p.srcs[0])[i]);
+#pragma unroll
+  for (int k = 1; k < kMaxInputs; ++k) {
+    if (k < p.nsrcs) acc = Op::apply(acc, E::widen(static_cast<const S*>(p.srcs[k])[i]));
+  }
+  if (Op::kDivides && p.divisor != 1) acc = divideBy(acc, p.divisor);
+  return E::narrow(acc);
+}
+
+// Grid-stride over 16-byte vectors (every source's vector loaded before any is combined,
+// so a thread has up to kMaxInputs loads in flight), then the unaligned head and the tail
+// element by element.
+template <typename E, typename Op>
+__global__ void __launch_bounds__(kThreads) reduceKernel(ReduceParams p) {
+  using S = typename E::Storage;
+  using A = typename E::Acc;
+  constexpr int kLanes = 16 / sizeof(S);
+  union Vec {
+    uint4 u;
+    S e[kLanes];
+  };
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const bool divides = Op::kDivides && p.divisor != 1;
+  for (size_t v = tid; v < p.nvec; v += stride) {
+    const size_t at = p.head + v * kLanes;
+    Vec in[kMaxInputs];
+#pragma unroll
+    for (int k = 0; k < kMaxInputs; ++k) {
+      if (k < p.nsrcs)
+        in[k].u = *reinterpret_cast<const uint4*>(static_cast<const S*>(p.srcs[k]) + at);
+    }
+    A acc[kLanes];
+#pragma unroll
+    for (int i = 0; i < kLanes; ++i) acc[i] = E::widen(in[0].e[i]);
+#pragma unroll
+    for (int k = 1; k < kMaxInputs; ++k) {
+      if (k < p.nsrcs) {
+#pragma unroll
+        for (int i = 0; i < kLanes; ++i) acc[i] = Op::apply(acc[i], E::widen(in[k].e[i]));
+      }
+    }
+    Vec out;
+#pragma unroll
+    for (int i = 0; i < kLanes; ++i)
+      out.e[i] = E::narrow(divides ? divideBy(acc[i], p.divisor) : acc[i]);
+    *reinterpret_cast<uint4*>(static_cast<S*>(p.dst) + at) = out.u;
+  }
+  const size_t tailStart = p.head + p.nvec * kLanes;
+  const size_t scalars = p.head + (p.count - tailStart);
+  for (size_t j = tid; j < scalars; j += stride) {
+    const size_t i = j < p.head ? j : tailStart + (j - p.head);
+    static_cast<S*>(p.dst)[i] = combineAt<E, Op>(p, i);
+  }
+}
+
+// Launches the kernel of element kind E for `op`; returns the launch's cudaError_t.
+template <typename E>
+int launchOps(const ReduceParams& p, braidRedOp_t op, unsigned blocks, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (op) {
+    case braidSum:
+      reduceKernel<E, OpSum><<<blocks, kThreads, 0, s>>>(p);
+      break;
+    case braidProd:
+      reduceKernel<E, OpProd><<<blocks, kThreads, 0, s>>>(p);
+      break;
+    case braidMax:
+      reduceKernel<E, OpMax><<<blocks, kThreads, 0, s>>>(p);
+      break;
+    case braidMin:
+      reduceKernel<E, OpMin><<<blocks, kThreads, 0, s>>>(p);
+      break;
+    case braidAvg:
+      reduceKernel<E, OpAvg><<<blocks, kThreads, 0, s>>>(p);
+      break;
+    default:
+      return -1;
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace braid::cuda::detail

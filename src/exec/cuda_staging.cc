@@ -1,0 +1,133 @@
+#include "exec/cuda_staging.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "cuda/device.h"
+
+namespace braid {
+namespace {
+
+constexpr size_t kAlign = 256;
+constexpr size_t kMinPinned = size_t{4} << 20;
+constexpr size_t kMaxPooled = 4;
+
+size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+// Pinned buffers by size: page-locking is slow (milliseconds for large buffers), so a
+// buffer is reused by any later call that fits in it. Up to kMaxPooled wait in the pool;
+// they live until the process exits (freeing them at static destruction could run after
+// the CUDA runtime has gone).
+class PinnedPool {
+ public:
+  Expected<void*> take(size_t bytes, size_t* got) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.lower_bound(bytes);
+      if (it != free_.end()) {
+        *got = it->first;
+        void* p = it->second;
+        free_.erase(it);
+        return p;
+      }
+    }
+    size_t size = std::max(kMinPinned, roundUp(bytes, kMinPinned));
+    BRAID_ASSIGN_OR_RETURN(void* p, cuda::pinnedAlloc(size));
+    *got = size;
+    return p;
+  }
+
+  void give(void* p, size_t bytes) {
+    void* drop = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.emplace(bytes, p);
+      if (free_.size() > kMaxPooled) {  // keep the larger ones
+        drop = free_.begin()->second;
+        free_.erase(free_.begin());
+      }
+    }
+    if (drop != nullptr) (void)cuda::pinnedFree(drop);
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+};
+
+PinnedPool& pool() {
+  static auto* p = new PinnedPool();
+  return *p;
+}
+
+}  // namespace
+
+Expected<StagedBuffers> StagedBuffers::stageIn(const std::vector<StagedRegion>& regions,
+                                               void* stream) {
+  StagedBuffers staged;
+  std::vector<StagedRegion> device;
+  for (const StagedRegion& r : regions) {
+    if (r.bytes == 0 || r.ptr == nullptr) continue;
+    if (cuda::memoryKind(r.ptr) != cuda::MemoryKind::kDevice) continue;
+    device.push_back(r);
+    if (r.written) staged.written_.push_back(r);
+  }
+  // Overlapping device regions become one span.
+  std::sort(device.begin(), device.end(),
+            [](const StagedRegion& a, const StagedRegion& b) { return a.ptr < b.ptr; });
+  size_t total = 0;
+  for (const StagedRegion& r : device) {
+    auto lo = reinterpret_cast<uintptr_t>(r.ptr);
+    if (!staged.spans_.empty() && lo < staged.spans_.back().device + staged.spans_.back().bytes) {
+      Span& s = staged.spans_.back();
+      s.bytes = std::max(s.bytes, lo + r.bytes - s.device);
+      continue;
+    }
+    staged.spans_.push_back({lo, r.bytes, nullptr});
+  }
+  for (Span& s : staged.spans_) total += roundUp(s.bytes, kAlign);
+  if (total > 0) {
+    BRAID_ASSIGN_OR_RETURN(staged.pinned_, pool().take(total, &staged.pinnedBytes_));
+    char* at = static_cast<char*>(staged.pinned_);
+    for (Span& s : staged.spans_) {
+      s.host = at;
+      at += roundUp(s.bytes, kAlign);
+      BRAID_TRY(cuda::copyAsync(s.host, reinterpret_cast<const void*>(s.device), s.bytes, stream)
+                    .withContext("staging a device buffer into host memory: "));
+    }
+  }
+  BRAID_TRY(cuda::streamSynchronize(stream).withContext("waiting for the CUDA stream: "));
+  return staged;
+}
+
+StagedBuffers::StagedBuffers(StagedBuffers&& other) noexcept
+    : spans_(std::move(other.spans_)),
+      written_(std::move(other.written_)),
+      pinned_(other.pinned_),
+      pinnedBytes_(other.pinnedBytes_) {
+  other.pinned_ = nullptr;
+  other.pinnedBytes_ = 0;
+}
+
+StagedBuffers::~StagedBuffers() {
+  if (pinned_ != nullptr) pool().give(pinned_, pinnedBytes_);
+}
+
+const void* StagedBuffers::hostOf(const void* p) const {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  for (const Span& s : spans_) {
+    if (a >= s.device && a < s.device + s.bytes) return s.host + (a - s.device);
+  }
+  return p;
+}
+
+Status StagedBuffers::stageOut(void* stream) {
+  for (const StagedRegion& r : written_) {
+    BRAID_TRY(cuda::copyAsync(const_cast<void*>(r.ptr), hostOf(r.ptr), r.bytes, stream)
+                  .withContext("copying a result back to device memory: "));
+  }
+  return cuda::streamSynchronize(stream).withContext("waiting for the CUDA stream: ");
+}
+
+}  // namespace braid

@@ -1,0 +1,65 @@
+// StagedBuffers: host code (the host executor) running on buffers that may live in device
+// memory, ordered on a CUDA stream as NCCL orders a collective: work the stream ran before
+// the call is visible to it, and work the stream runs after sees its results.
+//
+// The first, simplest correct path. stageIn() copies every device region into pinned host
+// memory on the stream and waits for the stream; the caller runs the host collective on
+// hostOf() addresses; stageOut() copies the written regions back on the stream and waits
+// again. Cost: the calling thread blocks for the whole operation (NCCL returns at once),
+// and device data crosses PCIe twice, (input + output bytes) / pinned copy bandwidth on
+// top of the host collective. Device regions that overlap (NCCL's in-place layouts) are
+// staged as one span, so their relative placement, which the schedules test, survives.
+// Pinned memory comes from a per-process pool (kept until exit).
+//
+// One StagedBuffers per call, used by one thread; the pool is thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+
+namespace braid {
+
+struct StagedRegion {
+  const void* ptr = nullptr;
+  size_t bytes = 0;
+  bool written = false;  // the operation writes it (copied back by stageOut)
+};
+
+class StagedBuffers {
+ public:
+  // Classifies each region (host or device memory), copies the device ones to pinned
+  // memory on `stream` (a cudaStream_t; nullptr: the legacy default stream) and waits for
+  // the stream, so host regions, too, are safe to use when it returns.
+  static Expected<StagedBuffers> stageIn(const std::vector<StagedRegion>& regions, void* stream);
+
+  StagedBuffers(StagedBuffers&& other) noexcept;
+  StagedBuffers& operator=(StagedBuffers&&) = delete;
+  StagedBuffers(const StagedBuffers&) = delete;
+  ~StagedBuffers();  // gives the pinned memory back to the pool
+
+  // The address host code uses for p: inside a staged span, its pinned copy; else p.
+  const void* hostOf(const void* p) const;
+  void* hostOf(void* p) const { return const_cast<void*>(hostOf(static_cast<const void*>(p))); }
+  size_t stagedBytes() const { return pinnedBytes_; }
+
+  // Copies the written device regions back on `stream` and waits for them.
+  Status stageOut(void* stream);
+
+ private:
+  struct Span {
+    uintptr_t device;
+    size_t bytes;
+    char* host;
+  };
+  StagedBuffers() = default;
+
+  std::vector<Span> spans_;
+  std::vector<StagedRegion> written_;  // device regions to copy back
+  void* pinned_ = nullptr;
+  size_t pinnedBytes_ = 0;
+};
+
+}  // namespace braid

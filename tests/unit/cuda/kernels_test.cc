@@ -1,0 +1,350 @@
+// Tests of the device kernels (cuda/kernels.h): every datatype x op against a reference
+// written here (exact data: integers in modular uint64, floats in double, float8 through
+// its own codec), and, on random bit patterns, against the host kernels, which define the
+// semantics. Argument checks run everywhere; anything that launches skips, with the reason
+// device detection gives, where there is no GPU (or no CUDA in this build).
+#include "cuda/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/device.h"
+#include "exec/reduce.h"
+#include "tests/common/reference.h"
+#include "tests/unit/cuda/float8_reference.h"
+
+namespace braid {
+namespace {
+
+// A macro: GTEST_SKIP returns from the function it is written in.
+#define SKIP_WITHOUT_DEVICE() \
+  if (!cuda::hasDevice()) GTEST_SKIP() << cuda::deviceStatus().reason
+
+// Device memory holding `bytes`, freed on scope exit.
+struct DeviceBuf {
+  void* p = nullptr;
+  explicit DeviceBuf(size_t bytes) {
+    Expected<void*> got = cuda::deviceAlloc(bytes == 0 ? 1 : bytes);
+    EXPECT_TRUE(got.isOk()) << got.status().message();
+    if (got.isOk()) p = got.value();
+  }
+  ~DeviceBuf() {
+    if (p != nullptr) {
+      EXPECT_TRUE(cuda::deviceFree(p).isOk());
+    }
+  }
+  char* at(size_t off) const { return static_cast<char*>(p) + off; }
+};
+
+void toDevice(void* dst, const void* src, size_t bytes) {
+  ASSERT_TRUE(cuda::copyAsync(dst, src, bytes, nullptr).isOk());
+  ASSERT_TRUE(cuda::streamSynchronize(nullptr).isOk());
+}
+
+std::vector<char> fromDevice(const void* src, size_t bytes) {
+  std::vector<char> out(bytes);
+  EXPECT_TRUE(cuda::copyAsync(out.data(), src, bytes, nullptr).isOk());
+  Status st = cuda::streamSynchronize(nullptr);
+  EXPECT_TRUE(st.isOk()) << st.message();  // a fault inside a kernel shows here
+  return out;
+}
+
+bool isFloat(braidDataType_t t) {
+  return t == braidFloat16 || t == braidFloat32 || t == braidFloat64 || t == braidBfloat16 ||
+         t == braidFloat8e4m3 || t == braidFloat8e5m2;
+}
+
+// ---- The reference: input k of element i, and the expected result, as exact values.
+
+int64_t inputOf(braidDataType_t t, braidRedOp_t op, int k, size_t i) {
+  if (op == braidProd) return (i + k) % 3 == 0 ? 2 : 1;
+  if (op == braidMax || op == braidMin) {
+    int64_t v = static_cast<int64_t>((k * 7 + i * 3) % 11);
+    return test::isSigned(t) ? v - 5 : v;
+  }
+  int64_t v = static_cast<int64_t>((k * 5 + i) % 5);  // sums of 8 stay within +-16
+  return test::isSigned(t) ? v - 2 : v;
+}
+
+// The reduction of k inputs as a double (floats: exact for this data) and as modular bits
+// (integers).
+struct Expect {
+  double value;
+  uint64_t bits;
+};
+
+Expect expected(braidDataType_t t, braidRedOp_t op, int nsrcs, size_t i, int divisor) {
+  int64_t acc = inputOf(t, op, 0, i);
+  uint64_t bits = static_cast<uint64_t>(acc);
+  for (int k = 1; k < nsrcs; ++k) {
+    int64_t v = inputOf(t, op, k, i);
+    switch (op) {
+      case braidProd:
+        acc *= v;
+        bits *= static_cast<uint64_t>(v);
+        break;
+      case braidMax:
+        acc = std::max(acc, v);
+        bits = static_cast<uint64_t>(acc);
+        break;
+      case braidMin:
+        acc = std::min(acc, v);
+        bits = static_cast<uint64_t>(acc);
+        break;
+      default:
+        acc += v;
+        bits += static_cast<uint64_t>(v);
+        break;
+    }
+  }
+  double value = static_cast<double>(acc);
+  if (op == braidAvg) {
+    value /= divisor;                             // floats: divisor 4 keeps it exact
+    bits = static_cast<uint64_t>(acc / divisor);  // integers truncate toward zero
+    if (!test::isSigned(t)) bits = static_cast<uint64_t>(acc) / divisor;
+  }
+  return {value, bits};
+}
+
+void storeValue(braidDataType_t t, void* base, size_t i, double v, uint64_t bits) {
+  const size_t es = datatypeSize(t);
+  char* p = static_cast<char*>(base) + i * es;
+  if (t == braidFloat8e4m3 || t == braidFloat8e5m2) {
+    *reinterpret_cast<uint8_t*>(p) =
+        test::float8Encode(v, t == braidFloat8e4m3 ? test::kE4m3 : test::kE5m2);
+  } else if (isFloat(t)) {
+    test::store(t, base, i, v);
+  } else {
+    std::memcpy(p, &bits, es);  // little endian: the low bytes are the wrapped value
+  }
+}
+
+class ReduceKernelTest : public ::testing::TestWithParam<std::tuple<int, int>> {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_DEVICE(); }
+  braidDataType_t dt() const { return static_cast<braidDataType_t>(std::get<0>(GetParam())); }
+  braidRedOp_t op() const { return static_cast<braidRedOp_t>(std::get<1>(GetParam())); }
+};
+
+// K inputs into one, for K = 1..8, aligned, all shifted alike (unaligned head), and shifted
+// differently (element by element); in place into input 0 and into its own buffer.
+TEST_P(ReduceKernelTest, SumOfKBuffersMatchesReference) {
+  const size_t es = datatypeSize(dt());
+  const int divisor = op() != braidAvg ? 1 : isFloat(dt()) ? 4 : 3;
+  for (size_t count :
+       {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{1000}, size_t{70001}}) {
+    for (int nsrcs : {1, 2, 3, 5, 8}) {
+      for (int layout : {0, 1, 2, 3}) {  // aligned, same shift, different shifts, in place
+        SCOPED_TRACE(::testing::Message()
+                     << "count " << count << " inputs " << nsrcs << " layout " << layout);
+        const size_t pad = 64, slot = count * es + 2 * pad;
+        DeviceBuf mem(slot * (nsrcs + 1));
+        std::vector<char> host(slot * (nsrcs + 1), 0x5a);
+        std::vector<const void*> srcs(nsrcs);
+        for (int k = 0; k < nsrcs; ++k) {
+          size_t off = slot * k + pad + (layout == 1 || (layout == 2 && k % 2) ? es : 0);
+          for (size_t i = 0; i < count; ++i) {
+            int64_t v = inputOf(dt(), op(), k, i);
+            storeValue(dt(), host.data() + off, i, static_cast<double>(v),
+                       static_cast<uint64_t>(v));
+          }
+          srcs[k] = mem.at(off);
+        }
+        size_t dstOff = layout == 3 ? static_cast<const char*>(srcs[0]) - mem.at(0)
+                                    : slot * nsrcs + pad + (layout == 1 ? es : 0);
+        toDevice(mem.p, host.data(), host.size());
+        Status st = cuda::launchReduce(mem.at(dstOff), srcs.data(), nsrcs, count, dt(), op(),
+                                       divisor, nullptr);
+        ASSERT_TRUE(st.isOk()) << st.message();
+        std::vector<char> got = fromDevice(mem.p, host.size());
+        std::vector<char> want = host;
+        for (size_t i = 0; i < count; ++i) {
+          Expect e = expected(dt(), op(), nsrcs, i, divisor);
+          storeValue(dt(), want.data() + dstOff, i, e.value, e.bits);
+        }
+        for (size_t b = 0; b < want.size(); ++b) {
+          ASSERT_EQ(got[b], want[b])
+              << "byte " << b << " (element "
+              << (static_cast<long>(b) - static_cast<long>(dstOff)) / static_cast<long>(es)
+              << " of the output, or outside it)";
+        }
+      }
+    }
+  }
+}
+
+bool sameOrBothNan(braidDataType_t t, const char* x, const char* y) {
+  const size_t es = datatypeSize(t);
+  if (std::memcmp(x, y, es) == 0) return true;
+  auto nan = [t](const char* p) {
+    uint64_t b = 0;
+    std::memcpy(&b, p, datatypeSize(t));
+    switch (t) {
+      case braidFloat16:
+        return (b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0;
+      case braidBfloat16:
+        return (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
+      case braidFloat32:
+        return (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu) != 0;
+      case braidFloat64:
+        return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (b << 12) != 0;
+      case braidFloat8e4m3:
+        return test::float8IsNan(static_cast<uint8_t>(b), test::kE4m3);
+      case braidFloat8e5m2:
+        return test::float8IsNan(static_cast<uint8_t>(b), test::kE5m2);
+      default:
+        return false;
+    }
+  };
+  return nan(x) && nan(y);
+}
+
+// Two inputs of random bits (NaN, Inf, subnormals, wrapping integers) give what the host
+// kernels give, bit for bit (any NaN for a NaN).
+TEST_P(ReduceKernelTest, TwoInputsMatchHostKernelsOnRandomBits) {
+  const size_t es = datatypeSize(dt()), count = 100003;
+  std::mt19937 rng(std::get<0>(GetParam()) * 16 + std::get<1>(GetParam()));
+  std::vector<char> a(count * es), b(count * es), host(count * es);
+  for (auto* v : {&a, &b}) {
+    for (char& c : *v) c = static_cast<char>(rng());
+  }
+  const int divisor = 3;
+  const ReduceKernels& k = reduceKernels(dt(), op());
+  k.reduceFinal(host.data(), nullptr, a.data(), b.data(), count, divisor);
+  DeviceBuf da(a.size()), db(b.size());
+  toDevice(da.p, a.data(), a.size());
+  toDevice(db.p, b.data(), b.size());
+  const void* srcs[] = {da.p, db.p};
+  Status st = cuda::launchReduce(da.p, srcs, 2, count, dt(), op(), divisor, nullptr);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::vector<char> got = fromDevice(da.p, a.size());
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_TRUE(sameOrBothNan(dt(), &got[i * es], &host[i * es])) << "element " << i;
+  }
+}
+
+std::string paramName(const ::testing::TestParamInfo<std::tuple<int, int>>& info) {
+  return std::string(datatypeName(static_cast<braidDataType_t>(std::get<0>(info.param)))) + "_" +
+         redOpName(static_cast<braidRedOp_t>(std::get<1>(info.param)));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypesAndOps, ReduceKernelTest,
+                         ::testing::Combine(::testing::Range(0, int{braidNumTypes}),
+                                            ::testing::Range(0, int{braidNumOps})),
+                         paramName);
+
+TEST(CopyKernelTest, CopiesEveryByteAndNothingElse) {
+  SKIP_WITHOUT_DEVICE();
+  std::mt19937 rng(7);
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100003}}) {
+    for (size_t srcShift : {0, 3}) {
+      for (size_t dstShift : {0, 3, 5}) {
+        SCOPED_TRACE(::testing::Message()
+                     << bytes << " bytes, shifts " << srcShift << "/" << dstShift);
+        const size_t slot = bytes + 64;
+        std::vector<char> host(2 * slot);
+        for (char& c : host) c = static_cast<char>(rng());
+        DeviceBuf mem(host.size());
+        toDevice(mem.p, host.data(), host.size());
+        Status st = cuda::launchCopy(mem.at(slot + dstShift), mem.at(srcShift), bytes, nullptr);
+        ASSERT_TRUE(st.isOk()) << st.message();
+        std::vector<char> want = host;
+        std::memcpy(want.data() + slot + dstShift, host.data() + srcShift, bytes);
+        EXPECT_EQ(fromDevice(mem.p, host.size()), want);
+      }
+    }
+  }
+}
+
+// ---- What holds everywhere, with or without a device.
+
+TEST(CudaDeviceTest, NoDeviceComesWithAReason) {
+  const cuda::DeviceStatus& s = cuda::deviceStatus();
+  if (s.count > 0) {
+    EXPECT_TRUE(cuda::compiled());
+    EXPECT_TRUE(s.reason.empty()) << s.reason;
+  } else {
+    EXPECT_NE(s.reason, "");
+    EXPECT_NE(s.reason.find(cuda::compiled() ? "no CUDA device" : "without CUDA"),
+              std::string::npos)
+        << s.reason;
+  }
+}
+
+TEST(CudaDeviceTest, HostMemoryIsHost) {
+  int onStack = 0;
+  std::vector<char> onHeap(100);
+  EXPECT_EQ(cuda::memoryKind(&onStack), cuda::MemoryKind::kHost);
+  EXPECT_EQ(cuda::memoryKind(onHeap.data()), cuda::MemoryKind::kHost);
+  EXPECT_EQ(cuda::memoryKind(nullptr), cuda::MemoryKind::kHost);
+}
+
+TEST(CudaDeviceTest, DeviceMemoryIsDevice) {
+  SKIP_WITHOUT_DEVICE();
+  DeviceBuf mem(4096);
+  EXPECT_EQ(cuda::memoryKind(mem.p), cuda::MemoryKind::kDevice);
+  EXPECT_EQ(cuda::memoryKind(mem.at(100)), cuda::MemoryKind::kDevice);
+  Expected<void*> pinned = cuda::pinnedAlloc(4096);
+  ASSERT_TRUE(pinned.isOk()) << pinned.status().message();
+  EXPECT_EQ(cuda::memoryKind(pinned.value()), cuda::MemoryKind::kHost);
+  EXPECT_TRUE(cuda::pinnedFree(pinned.value()).isOk());
+}
+
+TEST(CudaDeviceTest, LaunchArgumentsAreCheckedBeforeAnyLaunch) {
+  alignas(16) float a[4] = {}, b[4] = {};
+  const void* two[] = {a, b};
+  const void* nine[9] = {a, a, a, a, a, a, a, a, a};
+  const void* withNull[] = {a, nullptr};
+  struct Case {
+    const char* what;
+    Status status;
+    const char* mention;
+  };
+  const Case cases[] = {
+      {"no inputs", cuda::launchReduce(a, two, 0, 4, braidFloat32, braidSum, 1, nullptr),
+       "0 inputs"},
+      {"nine inputs", cuda::launchReduce(a, nine, 9, 4, braidFloat32, braidSum, 1, nullptr),
+       "9 inputs"},
+      {"datatype 12",
+       cuda::launchReduce(a, two, 2, 4, static_cast<braidDataType_t>(12), braidSum, 1, nullptr),
+       "datatype 12"},
+      {"op 5",
+       cuda::launchReduce(a, two, 2, 4, braidFloat32, static_cast<braidRedOp_t>(5), 1, nullptr),
+       "op 5"},
+      {"divisor 0", cuda::launchReduce(a, two, 2, 4, braidFloat32, braidAvg, 0, nullptr),
+       "divisor 0"},
+      {"misaligned",
+       cuda::launchReduce(reinterpret_cast<char*>(a) + 1, two, 2, 3, braidFloat32, braidSum, 1,
+                          nullptr),
+       "aligned"},
+      {"NULL input", cuda::launchReduce(a, withNull, 2, 4, braidFloat32, braidSum, 1, nullptr),
+       "NULL"},
+  };
+  for (const Case& c : cases) {
+    if (!cuda::compiled()) {
+      EXPECT_EQ(c.status.code(), braidUnhandledCudaError) << c.what;
+      continue;
+    }
+    EXPECT_EQ(c.status.code(), braidInvalidArgument) << c.what << ": " << c.status.message();
+    EXPECT_NE(c.status.message().find(c.mention), std::string::npos) << c.status.message();
+  }
+}
+
+TEST(CudaDeviceTest, LaunchWithoutDeviceFailsWithCudaError) {
+  if (cuda::hasDevice()) GTEST_SKIP() << "this machine has a device; the launch would work";
+  alignas(16) float a[4] = {}, b[4] = {};
+  const void* two[] = {a, b};
+  Status st = cuda::launchReduce(a, two, 2, 4, braidFloat32, braidSum, 1, nullptr);
+  EXPECT_EQ(st.code(), braidUnhandledCudaError) << st.message();
+  EXPECT_EQ(cuda::launchCopy(a, b, 16, nullptr).code(), braidUnhandledCudaError);
+  EXPECT_FALSE(cuda::deviceAlloc(16).isOk());
+}
+
+}  // namespace
+}  // namespace braid
