@@ -1,0 +1,358 @@
+// Every collective on device buffers, ordered on a CUDA stream, with 2, 3 and 4 ranks as
+// processes sharing one GPU, checked exactly against tests/common/reference.h (and the
+// float8 codec). Inputs are copied to the device on the stream just before each call and
+// results copied back just after, with no wait in between, so right answers also show
+// that the call kept the stream's order. Skips, with the reason device detection gives,
+// where there is no GPU; the probe runs in a child process, since CUDA state does not
+// survive the fork that starts the ranks.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "braid/braid.h"
+#include "cuda/device.h"
+#include "spawn.h"
+#include "tests/common/reference.h"
+#include "tests/unit/cuda/float8_reference.h"
+
+namespace braid::test {
+namespace {
+
+// ---- Device detection in a child process: "" when a device is there, else the reason.
+std::string probeDevice() {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const cuda::DeviceStatus& s = cuda::deviceStatus();
+    std::string msg = s.count > 0 ? "" : s.reason.empty() ? "no device" : s.reason;
+    ssize_t w = write(fds[1], msg.data(), msg.size());
+    _exit(w == static_cast<ssize_t>(msg.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string reason;
+  char buf[512];
+  ssize_t got;
+  while ((got = read(fds[0], buf, sizeof(buf))) > 0) reason.append(buf, got);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return reason;
+}
+
+#define SKIP_WITHOUT_DEVICE()                        \
+  do {                                               \
+    static const std::string reason = probeDevice(); \
+    if (!reason.empty()) GTEST_SKIP() << reason;     \
+  } while (0)
+
+// ---- Data: reference.h's, except float8 sums (partial sums stay exact in float8 whatever
+// order an algorithm adds in).
+bool isFloat8(braidDataType_t t) { return t == braidFloat8e4m3 || t == braidFloat8e5m2; }
+const Float8Format& formatOf(braidDataType_t t) { return t == braidFloat8e4m3 ? kE4m3 : kE5m2; }
+size_t sizeOf(braidDataType_t t) { return isFloat8(t) ? 1 : elemSize(t); }
+
+void put(braidDataType_t t, void* base, size_t i, double v) {
+  if (isFloat8(t)) {
+    static_cast<uint8_t*>(base)[i] = float8Encode(v, formatOf(t));
+  } else {
+    store(t, base, i, v);
+  }
+}
+
+double get(braidDataType_t t, const void* base, size_t i) {
+  return isFloat8(t) ? float8Decode(static_cast<const uint8_t*>(base)[i], formatOf(t))
+                     : load(t, base, i);
+}
+
+double input(braidDataType_t t, braidRedOp_t op, int rank, int n, size_t i) {
+  if (isFloat8(t) && (op == braidSum || op == braidAvg)) return double((rank + i) % 3) - 1;
+  return inputValue(t, op, rank, n, i);
+}
+
+double reduced(braidDataType_t t, braidRedOp_t op, int n, size_t i) {
+  if (!isFloat8(t)) return expectedValue(t, op, n, i);
+  double acc = input(t, op, 0, n, i);
+  for (int r = 1; r < n; ++r) {
+    double v = input(t, op, r, n, i);
+    acc = op == braidProd  ? acc * v
+          : op == braidMax ? std::max(acc, v)
+          : op == braidMin ? std::min(acc, v)
+                           : acc + v;
+  }
+  if (op == braidAvg) acc = static_cast<float>(acc) / static_cast<float>(n);  // rounds once
+  return float8Decode(float8Encode(acc, formatOf(t)), formatOf(t));
+}
+
+enum Coll {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kGather,
+  kScatter,
+  kAllToAll,
+  kAllToAllv,
+  kNumColls
+};
+const char* const kNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                              "gather",    "scatter",   "alltoall",      "alltoallv"};
+
+struct Case {
+  int coll;
+  braidDataType_t t;
+  braidRedOp_t op;
+  size_t k;
+  bool inPlace;
+  int root;
+};
+
+// all-to-all-v counts: rank s sends m(s, d) elements to rank d, packed.
+size_t vcount(int s, int d, size_t k) { return (s + 2 * d) % 3 + k; }
+
+// Runs one collective on device memory on `stream`; returns the number of wrong elements
+// (or a large number when the call failed).
+size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  const size_t es = sizeOf(c.t), k = c.k;
+  const bool reduces = c.coll == kAllReduce || c.coll == kReduceScatter || c.coll == kReduce;
+  const braidRedOp_t vop = reduces ? c.op : braidSum;
+  std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
+  size_t vin = 0, vout = 0;
+  for (int p = 0; p < n; ++p) {
+    sc[p] = vcount(r, p, k), sd[p] = vin, vin += sc[p];
+    rc[p] = vcount(p, r, k), rd[p] = vout, vout += rc[p];
+  }
+  const bool bigOut = c.coll == kAllGather || c.coll == kGather || c.coll == kAllToAll;
+  const bool bigIn = c.coll == kReduceScatter || c.coll == kScatter || c.coll == kAllToAll;
+  const size_t inElems = c.coll == kAllToAllv ? vin : bigIn ? n * k : k;
+  const size_t outElems = c.coll == kAllToAllv ? vout : bigOut ? n * k : k;
+  // One device allocation: output region, then input region (out of place).
+  const size_t outBytes = outElems * es, bytes = outBytes + inElems * es + 64;
+  std::vector<char> image(bytes, 0x5a);
+  char* hostIn = image.data() + outBytes;
+  for (size_t i = 0; i < inElems; ++i) put(c.t, hostIn, i, input(c.t, vop, r, n, i));
+  Expected<void*> mem = cuda::deviceAlloc(bytes);
+  if (!mem.isOk()) {
+    fprintf(stderr, "rank %d: %s\n", r, mem.status().message().c_str());
+    return 1u << 30;
+  }
+  char* base = static_cast<char*>(mem.value());
+  const void* send = base + outBytes;
+  void* recv = base;
+  size_t recvAt = 0;  // where recv starts in the image
+  if (c.inPlace && c.coll != kAllToAllv) {
+    size_t at = (c.coll == kAllGather || c.coll == kGather) ? r * k : 0;
+    std::memcpy(image.data() + at * es, hostIn, inElems * es);
+    send = base + at * es;
+    if (c.coll == kReduceScatter || c.coll == kScatter) recvAt = r * k * es;
+    recv = base + recvAt;
+  }
+  auto* s = static_cast<braidStream_t>(stream);
+  bool copied = cuda::copyAsync(base, image.data(), bytes, stream).isOk();
+  braidResult_t res = braidSuccess;
+  switch (c.coll) {
+    case kAllReduce:
+      res = braidAllReduce(send, recv, k, c.t, c.op, comm, s);
+      break;
+    case kAllGather:
+      res = braidAllGather(send, recv, k, c.t, comm, s);
+      break;
+    case kReduceScatter:
+      res = braidReduceScatter(send, recv, k, c.t, c.op, comm, s);
+      break;
+    case kBroadcast:
+      res = braidBroadcast(send, recv, k, c.t, c.root, comm, s);
+      break;
+    case kReduce:
+      res = braidReduce(send, recv, k, c.t, c.op, c.root, comm, s);
+      break;
+    case kGather:
+      res = braidGather(send, recv, k, c.t, c.root, comm, s);
+      break;
+    case kScatter:
+      res = braidScatter(send, recv, k, c.t, c.root, comm, s);
+      break;
+    case kAllToAll:
+      res = braidAlltoAll(send, recv, k, c.t, comm, s);
+      break;
+    case kAllToAllv:
+      res = braidAlltoAllv(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), c.t, comm, s);
+      break;
+  }
+  copied = copied && cuda::copyAsync(image.data(), base, bytes, stream).isOk() &&
+           cuda::streamSynchronize(stream).isOk() && cuda::deviceFree(base).isOk();
+  if (res != braidSuccess || !copied) {
+    fprintf(stderr, "rank %d: %s failed: %s\n", r, kNames[c.coll], braidGetLastError(comm));
+    return 1u << 30;
+  }
+  auto in = [&](int p, size_t i) { return input(c.t, vop, p, n, i); };
+  size_t wrong = 0;
+  for (size_t j = 0; j < outElems; ++j) {
+    double want = 0;
+    bool defined = true;
+    switch (c.coll) {
+      case kAllReduce:
+        want = reduced(c.t, c.op, n, j);
+        break;
+      case kReduce:
+        want = reduced(c.t, c.op, n, j), defined = r == c.root;
+        break;
+      case kReduceScatter:
+        want = reduced(c.t, c.op, n, r * k + j);
+        break;
+      case kAllGather:
+        want = in(j / k, j % k);
+        break;
+      case kGather:
+        want = in(j / k, j % k), defined = r == c.root;
+        break;
+      case kBroadcast:
+        want = in(c.root, j);
+        break;
+      case kScatter:
+        want = in(c.root, r * k + j);
+        break;
+      case kAllToAll:
+        want = in(j / k, r * k + j % k);
+        break;
+      case kAllToAllv: {
+        int p = 0;
+        while (j >= rd[p] + rc[p]) ++p;
+        size_t from = 0;  // where p's block for r starts in p's input
+        for (int q = 0; q < r; ++q) from += vcount(p, q, k);
+        want = in(p, from + (j - rd[p]));
+        break;
+      }
+    }
+    if (!defined) continue;
+    double got = get(c.t, image.data() + recvAt, j);
+    if (got != want && !(std::isnan(got) && std::isnan(want)) && wrong++ < 3) {
+      fprintf(stderr, "rank %d %s n=%d k=%zu t=%d op=%d root=%d inPlace=%d: [%zu]=%g want %g\n", r,
+              kNames[c.coll], n, k, c.t, c.op, c.root, c.inPlace, j, got, want);
+    }
+  }
+  return wrong;
+}
+
+// Send/receive around the ring in one group, on device buffers on `stream`.
+size_t ringExchange(braidComm_t comm, void* stream, size_t k) {
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  std::vector<int32_t> out(k), in(k, -1);
+  for (size_t i = 0; i < k; ++i) out[i] = static_cast<int32_t>(r * 100000 + i);
+  Expected<void*> mem = cuda::deviceAlloc(2 * k * 4);
+  if (!mem.isOk()) return 1u << 30;
+  char* d = static_cast<char*>(mem.value());
+  auto* s = static_cast<braidStream_t>(stream);
+  bool ok = cuda::copyAsync(d, out.data(), k * 4, stream).isOk();
+  braidGroupStart();
+  braidSend(d, k, braidInt32, (r + 1) % n, comm, s);
+  braidRecv(d + k * 4, k, braidInt32, (r + n - 1) % n, comm, s);
+  ok = braidGroupEnd() == braidSuccess && ok;
+  ok = ok && cuda::copyAsync(in.data(), d + k * 4, k * 4, stream).isOk() &&
+       cuda::streamSynchronize(stream).isOk() && cuda::deviceFree(d).isOk();
+  if (!ok) {
+    fprintf(stderr, "rank %d: send/recv failed: %s\n", r, braidGetLastError(comm));
+    return 1u << 30;
+  }
+  size_t wrong = 0;
+  const int from = (r + n - 1) % n;
+  for (size_t i = 0; i < k; ++i) wrong += in[i] != static_cast<int32_t>(from * 100000 + i);
+  return wrong;
+}
+
+int everyCollectiveBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  Expected<void*> stream = cuda::streamCreate();
+  if (!stream.isOk()) {
+    fprintf(stderr, "%s\n", stream.status().message().c_str());
+    return 3;
+  }
+  int n = 0;
+  braidCommCount(comm, &n);
+  const std::pair<braidDataType_t, braidRedOp_t> kTypeOps[] = {
+      {braidFloat32, braidSum},    {braidInt32, braidMax},      {braidBfloat16, braidAvg},
+      {braidFloat16, braidMin},    {braidInt8, braidProd},      {braidFloat64, braidAvg},
+      {braidFloat8e4m3, braidSum}, {braidFloat8e5m2, braidAvg}, {braidFloat8e4m3, braidProd}};
+  size_t wrong = 0;
+  int seq = 0;
+  for (int coll = 0; coll < kNumColls; ++coll) {
+    for (size_t k : {size_t{0}, size_t{1}, size_t{1009}, size_t{70001}}) {
+      for (bool inPlace : {false, true}) {
+        for (const auto& [t, op] : kTypeOps) {
+          if (k != 1009 && t != braidFloat32) continue;
+          wrong += runOnDevice(comm, stream.value(), {coll, t, op, k, inPlace, ++seq % n});
+        }
+      }
+    }
+  }
+  wrong += ringExchange(comm, stream.value(), 5000);
+  // The barrier, and a NULL stream (the legacy default stream, complete on return).
+  if (braidBarrier(comm, static_cast<braidStream_t>(stream.value())) != braidSuccess) ++wrong;
+  wrong += runOnDevice(comm, nullptr, {kAllReduce, braidFloat32, braidSum, 777, false, 0});
+  (void)cuda::streamDestroy(stream.value());
+  braidCommDestroy(comm);
+  return wrong == 0 ? 0 : 1;
+}
+
+// Device buffers with a host stream are refused, naming what to pass instead.
+int hostStreamBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  braidStream_t host = nullptr;
+  braidStreamCreate(&host);
+  Expected<void*> mem = cuda::deviceAlloc(64);
+  if (!mem.isOk()) return 3;
+  braidResult_t res =
+      braidAllReduce(mem.value(), mem.value(), 16, braidFloat32, braidSum, comm, host);
+  bool named = std::string(braidGetLastError(comm)).find("cudaStream_t") != std::string::npos;
+  (void)cuda::deviceFree(mem.value());
+  braidStreamDestroy(host);
+  braidCommDestroy(comm);
+  if (res != braidInvalidUsage || !named) {
+    fprintf(stderr, "got %d: %s\n", res, braidGetLastError(nullptr));
+    return 1;
+  }
+  return 0;
+}
+
+class CudaCollectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaCollectives, EveryCollectiveOnDeviceBuffersIsExact) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  auto outcomes = runRanks(
+      n, env, [](int) { return everyCollectiveBody(); }, 300);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+TEST_P(CudaCollectives, DeviceBuffersOnAHostStreamAreInvalidUsage) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  auto outcomes = runRanks(
+      n, jobEnv(n), [](int) { return hostStreamBody(); }, 120);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CudaCollectives, ::testing::Values(2, 3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
+
+}  // namespace
+}  // namespace braid::test
