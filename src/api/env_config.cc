@@ -10,6 +10,7 @@
 #include "core/comm.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "exec/host_executor.h"
 
 namespace braid {
 namespace {
@@ -49,6 +50,7 @@ Expected<CommConfig> configFrom(const braidConfig_t* config, std::string* transp
   cfg.slots = static_cast<int>(braid::envInt("BRAID_SHM_SLOTS", 8));
   cfg.spinUs = static_cast<int>(braid::envInt("BRAID_SPIN_US", 1000));
   cfg.yieldUs = static_cast<int>(braid::envInt("BRAID_YIELD_US", 2000));
+  cfg.describeOp = &OpDesc::describeLabel;
   *transports = envString("BRAID_TRANSPORTS");
   if (config != nullptr) {
     if (config->size < offsetof(braidConfig_t, netName) + sizeof(const char*) ||

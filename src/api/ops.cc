@@ -152,7 +152,7 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   desc.bytes = op.count * es;
   desc.datatype = op.datatype;
   desc.op = op.op;
-  c.nextSeq(desc.describe());
+  c.nextSeq(desc.label());
   // INFO says which algorithm a collective runs, and why, each time that changes.
   uint8_t& logged = comm->loggedAlgorithm[static_cast<size_t>(op.collective)];
   if (logLevel() >= LogLevel::kInfo && logged != static_cast<uint8_t>(alg) + 1) {
@@ -252,7 +252,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
   desc.seq = c.postedSeq() + 1;
   for (const algo::Step& st : s.steps) desc.bytes += st.count;
   desc.datatype = braidUint8;
-  c.nextSeq(desc.describe());
+  c.nextSeq(desc.label());
   BRAID_TRY(comm->exec->run(s, ExecBuffers{nullptr, nullptr}, desc));
   c.opCompleted(desc.seq);
   return Status::ok();
@@ -274,7 +274,6 @@ Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
 }
 
 braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
   comm->inflight.fetch_add(1);

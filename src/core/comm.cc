@@ -308,10 +308,12 @@ void Comm::relayDead(int peer, int except) {
   }
 }
 
-uint64_t Comm::nextSeq(const std::string& what) {
+uint64_t Comm::nextSeq(const OpLabel& what) {
   {
     std::lock_guard<std::mutex> lock(currentMu_);
     current_ = what;
+    current_.seq = seq_ + 1;
+    inOp_ = true;
   }
   posted_.store(++seq_, std::memory_order_relaxed);
   return seq_;
@@ -320,12 +322,19 @@ uint64_t Comm::nextSeq(const std::string& what) {
 void Comm::opCompleted(uint64_t seq) {
   completed_.store(seq, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(currentMu_);
-  current_.clear();
+  inOp_ = false;
 }
 
 std::string Comm::currentOp() const {
-  std::lock_guard<std::mutex> lock(currentMu_);
-  return current_;
+  OpLabel label;
+  {
+    std::lock_guard<std::mutex> lock(currentMu_);
+    if (!inOp_) return "";
+    label = current_;
+  }
+  if (config_.describeOp != nullptr) return config_.describeOp(label);
+  return std::string(label.collective) + " #" + std::to_string(label.seq) + " (" +
+         std::to_string(label.bytes) + " B, " + label.algorithm + ")";
 }
 
 Comm::ControlMsg Comm::progressMessage(uint32_t type, int rank) const {

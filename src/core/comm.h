@@ -27,6 +27,16 @@
 
 namespace braid {
 
+// What an operation is, as plain values (formatted only when someone asks).
+struct OpLabel {
+  const char* collective = "";
+  const char* algorithm = "";
+  uint64_t seq = 0;
+  uint64_t bytes = 0;
+  int datatype = 0;
+  int op = 0;
+};
+
 struct CommConfig {
   int64_t timeoutMs = 300000;
   size_t sliceBytes = 128 << 10;
@@ -36,6 +46,9 @@ struct CommConfig {
   // What this rank tells its peers at bootstrap (PeerInfo::place, nodeBlob).
   std::string place;
   std::string nodeBlob;
+  // Formats an OpLabel for progress answers and dumps (the API layer knows
+  // datatype names); nullptr: a generic text.
+  std::string (*describeOp)(const OpLabel&) = nullptr;
 };
 
 class Comm {
@@ -85,9 +98,9 @@ class Comm {
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
 
   // Operations are numbered per communicator, alike on every rank. nextSeq()
-  // posts the next one (`what`: its description, for peers asking why we
-  // wait); opCompleted() marks it done.
-  uint64_t nextSeq(const std::string& what = "");
+  // posts the next one (`what` describes it, for peers asking why we wait;
+  // its seq is filled in); opCompleted() marks it done.
+  uint64_t nextSeq(const OpLabel& what = OpLabel());
   void opCompleted(uint64_t seq);
   uint64_t postedSeq() const { return posted_.load(std::memory_order_relaxed); }
   uint64_t completedSeq() const { return completed_.load(std::memory_order_relaxed); }
@@ -173,7 +186,8 @@ class Comm {
   std::atomic<uint64_t> posted_{0};
   std::atomic<uint64_t> completed_{0};
   mutable std::mutex currentMu_;
-  std::string current_;            // the posted operation's description until it completes
+  OpLabel current_;                // the posted operation until it completes
+  bool inOp_ = false;
   std::mutex controlSendMu_;       // control sends come from the op and watch threads
   std::mutex progressMu_;          // answers to askProgress, by peer
   std::condition_variable progressCv_;

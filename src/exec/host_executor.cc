@@ -29,9 +29,16 @@ constexpr size_t kMaxPollFds = 256;
 
 }  // namespace
 
-std::string OpDesc::describe() const {
-  return std::string(collective) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) +
-         " B " + datatypeName(datatype) + " " + redOpName(op) + ", " + algorithm + ")";
+std::string OpDesc::describe() const { return describeLabel(label()); }
+
+OpLabel OpDesc::label() const {
+  return OpLabel{collective, algorithm, seq, bytes, static_cast<int>(datatype), static_cast<int>(op)};
+}
+
+std::string OpDesc::describeLabel(const OpLabel& l) {
+  return std::string(l.collective) + " #" + std::to_string(l.seq) + " (" +
+         std::to_string(l.bytes) + " B " + datatypeName(static_cast<braidDataType_t>(l.datatype)) +
+         " " + redOpName(static_cast<braidRedOp_t>(l.op)) + ", " + l.algorithm + ")";
 }
 
 HostExecutor::HostExecutor(Comm& comm) : comm_(comm) {

@@ -35,6 +35,8 @@ struct OpDesc {
   braidDataType_t datatype = braidFloat32;
   braidRedOp_t op = braidSum;
   std::string describe() const;  // "allreduce #12 (1048576 B float32 sum, ring)"
+  OpLabel label() const;
+  static std::string describeLabel(const OpLabel& label);  // as describe()
 };
 
 class HostExecutor {
