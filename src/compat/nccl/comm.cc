@@ -93,7 +93,8 @@ braidComm_t CommGuard::ready(ncclResult_t* result, bool allowRevoked) const {
 ncclResult_t adoptJob(ncclComm* comm) {
   std::lock_guard<std::mutex> lock(comm->mu);
   if (!comm->job) return comm->initError;
-  Job& job = *comm->job;
+  std::shared_ptr<Job> held = comm->job;  // outlives the reset below, and its lock
+  Job& job = *held;
   std::lock_guard<std::mutex> jobLock(job.mu);
   if (!job.done) return ncclInProgress;
   ncclResult_t result = job.result;
