@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -743,9 +744,44 @@ static void initall(int rank, int n) {
   printf("rank %d: initall ok\n", rank);
 }
 
+/* The watchdog pattern: one thread blocked in a collective its peer never
+ * joins, another polling ncclCommGetAsyncError and then aborting. The
+ * blocked call returns an error (no hang), the handle is dead afterwards. */
+static void* watchdog(void* arg) {
+  ncclComm_t comm = (ncclComm_t)arg;
+  for (int i = 0; i < 50; ++i) {
+    ncclResult_t state = ncclInternalError;
+    NCCLCHECK(ncclCommGetAsyncError(comm, &state));
+    CHECK(state == ncclSuccess);
+    usleep(2000);
+  }
+  NCCLCHECK(ncclCommAbort(comm));
+  return NULL;
+}
+
+static void abortscenario(int rank, int n) {
+  ncclComm_t comm = initComm(rank, n);
+  char done = 0;
+  if (rank == 0) {
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, watchdog, comm) == 0);
+    int32_t x = 1, y = 0;
+    ncclResult_t r = ncclAllReduce(&x, &y, 1, ncclInt32, ncclSum, comm, NULL);
+    CHECK(r != ncclSuccess && r != ncclInProgress);
+    CHECK(pthread_join(t, NULL) == 0);
+    EXPECT_RESULT(ncclInvalidArgument, ncclCommGetAsyncError(comm, &r));
+    for (int p = 1; p < n; ++p) CHECK(write(gGoPipe[1], "d", 1) == 1);
+  } else {
+    /* never joins the all-reduce; leaves once rank 0 is done */
+    CHECK(read(gGoPipe[0], &done, 1) == 1);
+    NCCLCHECK(ncclCommAbort(comm));
+  }
+  printf("rank %d: abort ok\n", rank);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s collectives|dtypes|nonblocking|split|premul|badargs|strings|initall "
+    fprintf(stderr, "usage: %s collectives|dtypes|nonblocking|split|premul|abort|badargs|strings|initall "
             "[nranks]\n", argv[0]);
     return 2;
   }
@@ -761,6 +797,7 @@ int main(int argc, char** argv) {
   if (strcmp(name, "nonblocking") == 0) body = nonblocking;
   if (strcmp(name, "split") == 0) body = split;
   if (strcmp(name, "premul") == 0) body = premul;
+  if (strcmp(name, "abort") == 0) body = abortscenario;
   if (body == NULL) {
     fprintf(stderr, "unknown scenario %s\n", name);
     return 2;

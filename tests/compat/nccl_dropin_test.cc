@@ -74,6 +74,11 @@ TEST_P(NcclDropInRanks, NonBlockingInitReportsInProgressThenSuccess) {
   expectRanksPassed("nonblocking", GetParam());
 }
 
+TEST_P(NcclDropInRanks, AbortFromAWatchdogThreadEndsABlockedCall) {
+  SKIP_WITHOUT_DROPIN();
+  expectRanksPassed("abort", GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclDropInRanks, ::testing::Values(2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
