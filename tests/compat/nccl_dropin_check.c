@@ -321,8 +321,14 @@ static void collectives(int rank, int n) {
   NCCLCHECK(ncclGroupStart());
   NCCLCHECK(ncclAllReduce(send, recv, count * n, ncclInt32, ncclSum, comm, NULL));
   NCCLCHECK(ncclGroupSimulateEnd(&large));
+  ncclSimInfo_t p2p = NCCL_SIM_INFO_INITIALIZER;
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclSend(send, count, ncclInt32, next, comm, NULL));
+  NCCLCHECK(ncclRecv(recv, count, ncclInt32, prev, comm, NULL));
+  NCCLCHECK(ncclGroupSimulateEnd(&p2p));
   CHECK(recv[0] == -12345);
   CHECK(small.estimatedTime > 0 && large.estimatedTime > small.estimatedTime);
+  CHECK(p2p.estimatedTime > 0);
 
   /* registration: ncclMemAlloc memory as a window and a registered buffer */
   void* mem = NULL;
@@ -664,6 +670,14 @@ static void badargs(int rank, int n) {
   EXPECT_RESULT(ncclInvalidArgument, ncclAllReduce(a, b, 4, ncclInt32, ncclSum, comm, NULL));
   CHECK(strstr(ncclGetLastError(NULL), "not a live communicator") != NULL);
   EXPECT_RESULT(ncclInvalidArgument, ncclCommDestroy(comm));
+
+  /* the scalable init with one id; none is an error */
+  EXPECT_RESULT(ncclInvalidArgument, ncclCommInitRankScalable(&comm, 1, 0, 0, &id, NULL));
+  NCCLCHECK(ncclGetUniqueId(&id));
+  NCCLCHECK(ncclCommInitRankScalable(&comm, 1, 0, 1, &id, NULL));
+  NCCLCHECK(ncclAllReduce(a, b, 4, ncclInt32, ncclSum, comm, NULL));
+  CHECK(b[0] == 1 && b[3] == 4);
+  NCCLCHECK(ncclCommDestroy(comm));
 
   /* abort works on a live communicator too */
   NCCLCHECK(ncclGetUniqueId(&id));
