@@ -389,6 +389,32 @@ def medians(samples):
     return out
 
 
+def braid_source(build):
+    """Which Braid the build holds: its source's commit (a git checkout, with
+    "+ uncommitted changes" when it has them, or a snapshot's .snapshot-commit)."""
+    home = None
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    home = line.split("=", 1)[1].strip()
+    except OSError:
+        return "unknown"
+    if home is None:
+        return "unknown"
+    snapshot = os.path.join(home, ".snapshot-commit")
+    if os.path.exists(snapshot):
+        with open(snapshot) as f:
+            return f"commit {f.read().strip()} (snapshot)"
+    git = subprocess.run(["git", "-C", home, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True)
+    if git.returncode != 0:
+        return home
+    dirty = subprocess.run(["git", "-C", home, "diff", "--quiet", "HEAD", "--", "src",
+                            "algorithms", "transports", "include"]).returncode != 0
+    return f"commit {git.stdout.strip()}" + (" + uncommitted changes" if dirty else "")
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -435,7 +461,7 @@ def main():
     runner = Runner(args, out)
     started = time.monotonic()
     samples, probe = measure(runner, args)
-    meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"),
+    meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"), "braid": braid_source(args.build),
             "loads": runner.loads + [os.getloadavg()[0]], "cpus": cpus(), "reps": args.reps,
             "seconds": args.seconds, "minutes": (time.monotonic() - started) / 60,
             "quick": args.quick, "notes": runner.notes}

@@ -167,10 +167,10 @@ class Report:
     def header(self):
         m = self.meta
         loads = " / ".join(f"{x:.1f}" for x in m["loads"])
-        lines = [f"Measured {m['date']} on {m['cpus']} CPUs, 1-minute load average {loads} (at "
-                 f"each run's start, and at the end; {m['minutes']:.1f} min); medians of "
-                 f"{m['reps']} interleaved runs, {m['seconds']} s timed per size; float32, sum; "
-                 "time is the slowest rank's mean per call."]
+        lines = [f"Braid {m['braid']}, measured {m['date']} on {m['cpus']} CPUs, 1-minute load "
+                 f"average {loads} (at each run's start, and at the end; {m['minutes']:.1f} "
+                 f"min); medians of {m['reps']} interleaved runs, {m['seconds']} s timed per "
+                 "size; float32, sum; time is the slowest rank's mean per call."]
         if self.probe:
             lines.append(self.probe_line())
         if m["notes"]:
