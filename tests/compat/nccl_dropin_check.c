@@ -490,6 +490,23 @@ static void split(int rank, int n) {
     CHECK(device == 0);
     NCCLCHECK(ncclCommDestroy(sub));
   }
+  /* the same split inside a group: ncclGroupEnd returns with it made (and
+   * the parent free again, on the rank that took no color too) */
+  ncclComm_t grouped = NULL;
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclCommSplit(comm, color, rank, &grouped, NULL));
+  NCCLCHECK(ncclGroupEnd());
+  CHECK((grouped == NULL) == (color == NCCL_SPLIT_NOCOLOR));
+  int32_t one = 1, total = 0;
+  NCCLCHECK(ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, comm, NULL));
+  CHECK(total == n);
+  if (grouped != NULL) {
+    int count = -1;
+    NCCLCHECK(ncclCommCount(grouped, &count));
+    NCCLCHECK(ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, grouped, NULL));
+    CHECK(total == count);
+    NCCLCHECK(ncclCommDestroy(grouped));
+  }
   if (n > 1) {
     int exclude = n - 1;
     if (rank != exclude) {

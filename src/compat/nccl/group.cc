@@ -11,7 +11,12 @@ namespace {
 
 thread_local int tDepth = 0;
 thread_local std::vector<Call> tCalls;
-thread_local std::vector<ncclComm*> tInits;
+struct GroupInit {
+  ncclComm* comm;  // NULL: the creation makes none
+  std::shared_ptr<Job> job;
+  bool blocking;
+};
+thread_local std::vector<GroupInit> tInits;
 
 struct Bucket {
   ncclComm* comm;
@@ -61,21 +66,20 @@ ncclResult_t runBucket(const Bucket& b) {
 
 // Waits for the group's blocking creations; InProgress for non-blocking ones
 // still running.
-ncclResult_t finishInits(const std::vector<ncclComm*>& inits) {
+ncclResult_t finishInits(const std::vector<GroupInit>& inits) {
   ncclResult_t result = ncclSuccess;
-  for (ncclComm* comm : inits) {
-    CommGuard guard(comm, "ncclGroupEnd");
-    if (!guard.ok()) continue;  // aborted meanwhile
-    std::shared_ptr<Job> job;
-    {
-      std::lock_guard<std::mutex> lock(comm->mu);
-      job = comm->job;
+  for (const GroupInit& init : inits) {
+    if (init.blocking) waitJob(*init.job);
+    ncclResult_t r = ncclSuccess;
+    if (init.comm != nullptr) {
+      CommGuard guard(init.comm, "ncclGroupEnd");
+      if (!guard.ok()) continue;  // aborted meanwhile
+      r = adoptJob(init.comm);
+    } else {
+      std::lock_guard<std::mutex> lock(init.job->mu);
+      r = init.job->result;
     }
-    if (job && comm->blocking) waitJob(*job);
-    ncclResult_t r = adoptJob(comm);
-    if (result == ncclSuccess || result == ncclInProgress) {
-      if (r != ncclSuccess) result = r;
-    }
+    if (r != ncclSuccess && (result == ncclSuccess || result == ncclInProgress)) result = r;
   }
   return result;
 }
@@ -153,7 +157,9 @@ bool queueInGroup(const Call& call) {
   return true;
 }
 
-void addGroupInit(ncclComm* comm) { tInits.push_back(comm); }
+void addGroupInit(ncclComm* comm, std::shared_ptr<Job> job, bool blocking) {
+  tInits.push_back({comm, std::move(job), blocking});
+}
 
 }  // namespace braid::nccl
 
@@ -171,7 +177,7 @@ ncclResult_t ncclGroupEnd() {
   if (--tDepth > 0) return ncclSuccess;
   std::vector<Call> calls;
   calls.swap(tCalls);
-  std::vector<ncclComm*> inits;
+  std::vector<GroupInit> inits;
   inits.swap(tInits);
   ncclResult_t created = finishInits(inits);
   ncclResult_t ran = runBuckets(byComm(std::move(calls)));
@@ -202,7 +208,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (priced == ncclSuccess) simInfo->estimatedTime = static_cast<float>(us);
   if (--tDepth > 0) return priced;
   tCalls.clear();
-  std::vector<ncclComm*> inits;
+  std::vector<GroupInit> inits;
   inits.swap(tInits);
   ncclResult_t created = finishInits(inits);
   return priced != ncclSuccess ? priced : created;

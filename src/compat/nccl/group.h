@@ -9,8 +9,8 @@
 namespace braid::nccl {
 
 bool inGroup();
-// A communicator whose creation started inside the group: ncclGroupEnd waits
-// for it when it is blocking.
-void addGroupInit(ncclComm* comm);
+// A creation started inside the group (comm is NULL when it makes none, as a
+// split's NCCL_SPLIT_NOCOLOR): ncclGroupEnd waits for it when blocking.
+void addGroupInit(ncclComm* comm, std::shared_ptr<Job> job, bool blocking);
 
 }  // namespace braid::nccl

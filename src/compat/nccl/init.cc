@@ -61,9 +61,10 @@ ncclResult_t create(ncclComm_t* out, const Settings& settings, int device, ncclC
   ncclComm* comm = nullptr;
   if (!makesNone) {
     comm = newComm(nullptr, device, settings);
+    std::lock_guard<std::mutex> lock(comm->mu);
     comm->job = job;
-    if (inGroup()) addGroupInit(comm);
   }
+  if (inGroup()) addGroupInit(comm, job, settings.blocking);
   startJob(job, parent, make, std::move(state));
   *out = comm;
   return settings.blocking ? ncclSuccess : ncclInProgress;
