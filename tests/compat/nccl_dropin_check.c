@@ -654,6 +654,7 @@ static void badargs(int rank, int n) {
   EXPECT_RESULT(ncclInvalidArgument, ncclAllReduce(a, b, 4, (ncclDataType_t)-1, ncclSum, comm, NULL));
   EXPECT_RESULT(ncclInvalidArgument, ncclAllReduce(a, b, 4, ncclInt32, (ncclRedOp_t)77, comm, NULL));
   EXPECT_RESULT(ncclInvalidArgument, ncclAllReduce(a, NULL, 4, ncclInt32, ncclSum, comm, NULL));
+  CHECK(strstr(ncclGetLastError(comm), "recvbuff is NULL") != NULL); /* Braid's message */
   EXPECT_RESULT(ncclInvalidArgument, ncclBroadcast(a, b, 4, ncclInt32, 3, comm, NULL));
   EXPECT_RESULT(ncclInvalidArgument, ncclSend(a, 4, ncclInt32, 5, comm, NULL));
   CHECK(b[0] == 0 && b[1] == 0 && b[2] == 0 && b[3] == 0); /* nothing changed */
