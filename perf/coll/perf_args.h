@@ -30,6 +30,7 @@ struct PerfArgs {
   std::string jsonPath;     // -J: "" for none
   double timeoutSec = 0.0;  // -T: 0 for the library's default
   std::string algo;         // -A: "" for the library's choice
+  int memAlloc = 0;         // -R 1: buffers from braidMemAlloc (peers read them in place)
   bool help = false;
 };
 
@@ -55,6 +56,8 @@ inline const char* perfUsage() {
          "  -A, --algo <name>        algorithm of the measured collective: ring tree\n"
          "                           halving_doubling bruck pairwise linear (sets\n"
          "                           BRAID_ALGO=<collective>:<name>; default: the library's)\n"
+         "  -R, --memalloc <0/1>     1: buffers from braidMemAlloc, which peers on the node\n"
+         "                           read in place (as nccl-tests' -R with ncclMemAlloc)\n"
          "  -h, --help               this text\n";
 }
 
@@ -89,6 +92,7 @@ inline bool applyPerfFlag(int flag, const char* arg, PerfArgs* args, std::string
     case 'o': return parseOps(arg, &args->ops) || bad("op");
     case 'r': return detail::parseInt(arg, 0, 1 << 30, &args->root) || bad("root");
     case 'z': return detail::parseInt(arg, 0, 1, &args->blocking) || bad("-z");
+    case 'R': return detail::parseInt(arg, 0, 1, &args->memAlloc) || bad("-R (0 or 1)");
     case 'a':
       if (!detail::parseInt(arg, 0, 3, &v)) return bad("-a (0-3)");
       args->average = static_cast<AverageMode>(v);
@@ -131,13 +135,14 @@ inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* er
       {"output_file", required_argument, nullptr, 'J'},
       {"timeout", required_argument, nullptr, 'T'},
       {"algo", required_argument, nullptr, 'A'},
+      {"memalloc", required_argument, nullptr, 'R'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   optind = 0;  // glibc: full reset, so a second parse (tests) starts afresh
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:A:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:A:R:h", kLong, nullptr)) != -1) {
     if (c == '?' || c == ':') {
       char opt[2] = {static_cast<char>(optopt), '\0'};
       *error = optopt ? std::string("unknown flag or missing value: -") + opt

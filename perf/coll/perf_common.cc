@@ -35,17 +35,29 @@ int launcherRank() {
   return -1;
 }
 
-// A 64-byte aligned, touched host buffer, freed with its owner.
+// A 64-byte aligned, touched host buffer, freed with its owner; from
+// braidMemAlloc when `shared`.
 class HostBuffer {
  public:
   HostBuffer() = default;
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
-  ~HostBuffer() { std::free(data_); }
+  ~HostBuffer() {
+    if (shared_) {
+      (void)braidMemFree(data_);
+    } else {
+      std::free(data_);
+    }
+  }
 
-  bool allocate(size_t bytes) {
+  bool allocate(size_t bytes, bool shared = false) {
     void* p = nullptr;
-    if (posix_memalign(&p, kAlign, std::max(bytes, kAlign)) != 0) return false;
+    shared_ = shared;
+    if (shared) {
+      if (braidMemAlloc(&p, std::max(bytes, kAlign)) != braidSuccess) return false;
+    } else if (posix_memalign(&p, kAlign, std::max(bytes, kAlign)) != 0) {
+      return false;
+    }
     std::memset(p, 0, std::max(bytes, kAlign));  // fault the pages in before timing
     data_ = static_cast<char*>(p);
     return true;
@@ -54,6 +66,7 @@ class HostBuffer {
 
  private:
   char* data_ = nullptr;
+  bool shared_ = false;
 };
 
 class Harness {
@@ -141,7 +154,8 @@ void Harness::allocate() {
   }
   recvBytes_ = recvBytes;
   size_t scratch = static_cast<size_t>(nranks_) * kHostSlot;
-  if (!send_.allocate(sendBytes) || !recv_.allocate(recvBytes) ||
+  if (!send_.allocate(sendBytes, args_.memAlloc != 0) ||
+      !recv_.allocate(recvBytes, args_.memAlloc != 0) ||
       !expected_.allocate(args_.check > 0 ? expectedBytes : 0) ||
       !scratch_.allocate(std::max(scratch, static_cast<size_t>(nranks_) * sizeof(int32_t)))) {
     std::fprintf(stderr, "%s: rank %d: cannot allocate %zu + %zu bytes of host memory\n",

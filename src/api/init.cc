@@ -59,6 +59,11 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
   int sharing = 0;
   for (int r = 0; r < c.nranks(); ++r) sharing = std::max(sharing, ++perMachine[c.peer(r).hostName]);
   CostInputs in = costInputsFor(h.topology.topology, h.topology.places, sharing);
+  bool gpu = false;
+  for (const topo::RankPlace& p : h.topology.places) gpu = gpu || p.gpu >= 0;
+  in.sharedWindows = c.nodes() == 1 && c.nranks() > 1 && !gpu &&
+                     transportList.rfind("shm", 0) == 0 &&
+                     envInt("BRAID_SHM_WINDOW_BYTES", 1 << 20) > 0;
   const std::string tuningFile = envString("BRAID_TUNING_FILE");
   if (!tuningFile.empty()) {
     BRAID_ASSIGN_OR_RETURN(Tuning tuning, Tuning::load(tuningFile));

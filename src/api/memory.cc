@@ -1,13 +1,17 @@
 // braidMemAlloc / braidMemFree and buffer registration.
 //
-// First version: page-aligned private memory, so every call that takes it
-// works; making it mappable by peers (shared memory the direct algorithms
-// read in place) is the next step of issue 5.
+// braidMemAlloc returns a shared-memory region (core/shared_alloc.h) that
+// peers on the node map by name, so collectives on it skip the copy into the
+// shared window. Where /dev/shm cannot hold it, private memory (logged): every
+// call still works, only without that shortcut.
 #include <cstdlib>
 #include <mutex>
-#include <unordered_map>
+#include <set>
 
 #include "api/handle.h"
+#include "core/logging.h"
+#include "core/shared_alloc.h"
+#include "transports/shm/shm_transport.h"
 
 using namespace braid;
 
@@ -26,6 +30,12 @@ std::mutex& registryMutex() {
   return m;
 }
 
+// Allocations that fell back to private memory.
+std::set<void*>& privateAllocations() {
+  static auto* s = new std::set<void*>();
+  return *s;
+}
+
 }  // namespace
 
 extern "C" {
@@ -33,17 +43,35 @@ extern "C" {
 braidResult_t braidMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) return finish(nullptr, invalidArgument("ptr is NULL"));
   if (size == 0) return finish(nullptr, invalidArgument("size is 0"));
-  void* p = nullptr;
   size_t rounded = (size + kPage - 1) / kPage * kPage;
-  if (rounded < size || posix_memalign(&p, kPage, rounded) != 0) {
+  if (rounded < size) return finish(nullptr, invalidArgument("size is too large"));
+  static std::unique_ptr<Transport> shm = transport::shm::makeShmTransport();
+  Expected<std::unique_ptr<SharedRegion>> region = shm->createRegion(rounded);
+  if (region.isOk()) {
+    *ptr = region.value()->base();
+    SharedAllocations::instance().add(std::move(region).value());
+    return braidSuccess;
+  }
+  BRAID_INFO("braidMemAlloc: private memory instead of shared (%s)",
+             region.status().message().c_str());
+  void* p = nullptr;
+  if (posix_memalign(&p, kPage, rounded) != 0) {
     return finish(nullptr, Status(braidSystemError, "braidMemAlloc: cannot allocate " +
                                                         std::to_string(size) + " bytes"));
   }
+  std::lock_guard<std::mutex> lock(registryMutex());
+  privateAllocations().insert(p);
   *ptr = p;
   return braidSuccess;
 }
 
 braidResult_t braidMemFree(void* ptr) {
+  if (ptr == nullptr) return braidSuccess;
+  if (SharedAllocations::instance().remove(ptr)) return braidSuccess;
+  std::lock_guard<std::mutex> lock(registryMutex());
+  if (privateAllocations().erase(ptr) == 0) {
+    return finish(nullptr, invalidArgument("ptr was not returned by braidMemAlloc (or was freed)"));
+  }
   free(ptr);
   return braidSuccess;
 }

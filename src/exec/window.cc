@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/env.h"
+#include "core/shared_alloc.h"
 #include "core/futex.h"
 #include "core/logging.h"
 #include "exec/reduce.h"
@@ -26,6 +27,10 @@ constexpr int kBlockSliceUs = 10000;
 // Reductions of several inputs run over blocks this big, so the partial
 // result stays in L1 while every input is added to it.
 constexpr size_t kReduceBlockBytes = 16 << 10;
+// Below this a call copies: mapping and the extra end-of-call wait cost more.
+constexpr size_t kZeroCopyMinBytes = 64 << 10;
+// Peers' allocations kept mapped; more are unmapped between calls.
+constexpr size_t kMaxLent = 64;
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -43,14 +48,23 @@ size_t pieceElems(size_t count, int parts, size_t es) {
 
 }  // namespace
 
+struct NodeWindows::ShareDesc {
+  char name[64];  // "" : the data is in the window
+  uint64_t regionBytes;
+  uint64_t offset;
+};
+
 struct NodeWindows::Header {
   uint32_t magic;
   int32_t rank;
   uint64_t chunkBytes;
   alignas(64) std::atomic<uint64_t> ready;
   alignas(64) std::atomic<uint64_t> done;
+  alignas(64) std::atomic<uint64_t> finished;
   alignas(64) std::atomic<uint32_t> wakeSeq;
   std::atomic<uint32_t> sleepers;
+  alignas(64) ShareDesc input[2];
+  ShareDesc output[2];
 };
 
 
@@ -194,12 +208,22 @@ Status NodeWindows::setup(const OpDesc& desc) {
   return Status::ok();
 }
 
-void NodeWindows::publish(bool done, uint64_t epoch) {
+namespace {
+template <typename H>
+std::atomic<uint64_t>& flagOf(H* h, int flag) {
+  return flag == 0 ? h->ready : flag == 1 ? h->done : h->finished;
+}
+const char* flagText(int flag) {
+  return flag == 0 ? "data" : flag == 1 ? "reduced piece" : "end of reading";
+}
+}  // namespace
+
+void NodeWindows::publish(Flag flag, uint64_t epoch) {
   Header* h = header(comm_.rank());
   // A full fence: copies may have used non-temporal stores, which a release
   // store alone does not order.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  (done ? h->done : h->ready).store(epoch, std::memory_order_release);
+  flagOf(h, static_cast<int>(flag)).store(epoch, std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (h->sleepers.load(std::memory_order_relaxed) != 0) {
     h->wakeSeq.fetch_add(1, std::memory_order_release);
@@ -207,21 +231,21 @@ void NodeWindows::publish(bool done, uint64_t epoch) {
   }
 }
 
-Status NodeWindows::stalled(int peer, bool done, uint64_t epoch, const OpDesc& desc,
+Status NodeWindows::stalled(int peer, Flag flag, uint64_t epoch, const OpDesc& desc,
                             const char* why) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
   std::string lag = comm_.describeLag(peer, desc.seq, desc.describe());
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
   return timeoutError(desc.describe() + ": " + why + " waiting for " + comm_.describePeer(peer) +
-                      " to publish its " + (done ? "reduced piece" : "data") + " (round " +
+                      " to publish its " + flagText(static_cast<int>(flag)) + " (round " +
                       std::to_string(epoch) + ") in its shared window" +
                       (lag.empty() ? "" : "; " + lag) +
                       " (BRAID_TIMEOUT_MS=" + std::to_string(comm_.config().timeoutMs) + ")");
 }
 
-Status NodeWindows::waitFor(int peer, bool done, uint64_t epoch, const OpDesc& desc) {
+Status NodeWindows::waitFor(int peer, Flag which, uint64_t epoch, const OpDesc& desc) {
   Header* h = header(peer);
-  std::atomic<uint64_t>& flag = done ? h->done : h->ready;
+  std::atomic<uint64_t>& flag = flagOf(h, static_cast<int>(which));
   if (flag.load(std::memory_order_acquire) >= epoch) return Status::ok();
   const uint64_t start = nowNs();
   const uint64_t spinUs = static_cast<uint64_t>(fifo_.spinBudgetUs());
@@ -237,14 +261,14 @@ Status NodeWindows::waitFor(int peer, bool done, uint64_t epoch, const OpDesc& d
       continue;
     }
     polls |= 64;
-    if (comm_.failed()) return stalled(peer, done, epoch, desc, "failed");
+    if (comm_.failed()) return stalled(peer, which, epoch, desc, "failed");
     const uint64_t waitedUs = (nowNs() - start) / 1000;
     if (waitedUs < spinUs) {
       cpuRelax();
     } else if (waitedUs < spinUs + yieldUs) {
       sched_yield();
     } else {
-      if (deadline_.expired()) return stalled(peer, done, epoch, desc, "timed out");
+      if (deadline_.expired()) return stalled(peer, which, epoch, desc, "timed out");
       h->sleepers.fetch_add(1, std::memory_order_seq_cst);
       uint32_t seq = h->wakeSeq.load(std::memory_order_acquire);
       if (flag.load(std::memory_order_seq_cst) < epoch) futexWait(&h->wakeSeq, seq, kBlockSliceUs);
@@ -253,39 +277,84 @@ Status NodeWindows::waitFor(int peer, bool done, uint64_t epoch, const OpDesc& d
   }
 }
 
-Status NodeWindows::waitAll(bool done, uint64_t epoch, const OpDesc& desc) {
+Status NodeWindows::waitAll(Flag flag, uint64_t epoch, const OpDesc& desc) {
   const int n = comm_.nranks();
-  for (int i = 1; i < n; ++i) BRAID_TRY(waitFor((comm_.rank() + i) % n, done, epoch, desc));
+  for (int i = 1; i < n; ++i) BRAID_TRY(waitFor((comm_.rank() + i) % n, flag, epoch, desc));
   return Status::ok();
 }
+
+NodeWindows::Zero NodeWindows::zeroCopy(const void* p, size_t bytes) const {
+  Zero z;
+  if (bytes < kZeroCopyMinBytes || SharedAllocations::instance().empty()) return z;
+  SharedSpan span;
+  if (!SharedAllocations::instance().find(p, bytes, &span) || span.name.size() >= 64) return z;
+  z.on = true;
+  z.name = std::move(span.name);
+  z.regionBytes = span.regionBytes;
+  z.offset = span.offset;
+  return z;
+}
+
+void NodeWindows::describe(bool output, int half, const Zero& zero, size_t at) {
+  ShareDesc& d = (output ? header(comm_.rank())->output : header(comm_.rank())->input)[half];
+  if (!zero.on) {
+    d.name[0] = '\0';
+    return;
+  }
+  std::memcpy(d.name, zero.name.c_str(), zero.name.size() + 1);
+  d.regionBytes = zero.regionBytes;
+  d.offset = zero.offset + at;
+}
+
+Expected<const char*> NodeWindows::dataOf(int q, bool output, int half, const OpDesc& desc) {
+  char* area = output ? outputArea(q, half) : inputArea(q, half);
+  if (q == comm_.rank()) return area;  // this rank reads its own data from its window or buffer
+  const ShareDesc& d = (output ? header(q)->output : header(q)->input)[half];
+  if (d.name[0] == '\0') return area;
+  const std::string name(d.name, strnlen(d.name, sizeof(d.name)));
+  auto it = lent_.find(name);
+  if (it == lent_.end()) {
+    Expected<std::unique_ptr<SharedRegion>> r =
+        comm_.transportOf(q)->openRegion(name, d.regionBytes);
+    if (!r.isOk()) {
+      return r.status().withContext(desc.describe() + ": mapping " + comm_.describePeer(q) +
+                                    "'s buffer from braidMemAlloc: ");
+    }
+    it = lent_.emplace(name, std::move(r).value()).first;
+  }
+  if (d.offset > it->second->bytes()) return remoteError("a peer described a buffer out of range");
+  return static_cast<const char*>(it->second->base()) + d.offset;
+}
+
+
 
 Expected<uint64_t> NodeWindows::beginRound(bool writes, const OpDesc& desc) {
   const uint64_t e = ++epoch_;
   if (writes && allReady_ + 1 < e) {
-    BRAID_TRY(waitAll(false, e - 1, desc));
+    BRAID_TRY(waitAll(Flag::kReady, e - 1, desc));
     allReady_ = e - 1;
   }
   return e;
 }
 
-void NodeWindows::reduceAll(char* dst, char* dst1, size_t offsetBytes, size_t count, int half,
-                            const OpDesc& desc) const {
+void NodeWindows::reduceAll(char* dst, char* dst1, const std::vector<const char*>& data,
+                            size_t count, const OpDesc& desc) const {
   const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
   const size_t es = datatypeSize(desc.datatype);
   const int n = comm_.nranks();
   const size_t block = std::max<size_t>(1, kReduceBlockBytes / es);
   for (size_t b = 0; b < count; b += block) {
     const size_t m = std::min(block, count - b);
-    const size_t at = offsetBytes + b * es;
-    char* d = dst + b * es;
-    char* d1 = dst1 != nullptr ? dst1 + b * es : nullptr;
+    const size_t at = b * es;
+    char* d = dst + at;
+    char* d1 = dst1 != nullptr ? dst1 + at : nullptr;
     if (n == 2) {
-      k.reduceFinal(d, d1, inputArea(0, half) + at, inputArea(1, half) + at, m, n);
+      k.reduceFinal(d, d1, data[0] + at, data[1] + at, m, n);
       continue;
     }
-    k.reduce(d, inputArea(0, half) + at, inputArea(1, half) + at, m);
-    for (int r = 2; r < n - 1; ++r) k.reduce(d, d, inputArea(r, half) + at, m);
-    k.reduceFinal(d, d1, d, inputArea(n - 1, half) + at, m, n);
+    k.reduce(d, data[0] + at, data[1] + at, m);
+    for (int r = 2; r < n - 1; ++r) k.reduce(d, d, data[r] + at, m);
+    k.reduceFinal(d, d1, d, data[n - 1] + at, m, n);
   }
 }
 
@@ -293,6 +362,8 @@ Status NodeWindows::runHere(const algo::CollArgs& args, Algorithm a, const ExecB
                             const OpDesc& desc) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
   deadline_ = comm_.deadline();
+  if (lent_.size() > kMaxLent) lent_.clear();
+  data_.resize(comm_.nranks());
   switch (args.collective) {
     case Collective::kAllReduce: return allReduce(args, a == Algorithm::kTwoShot, b, desc);
     case Collective::kAllGather: return allGather(args, b, desc);
@@ -310,36 +381,56 @@ Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const Ex
   const int me = comm_.rank();
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
+  // In place, this rank's result would overwrite what peers are reading.
+  const Zero zin = args.inPlace ? Zero() : zeroCopy(in, args.count * es);
+  const Zero zout = twoShot && zin.on ? zeroCopy(out, args.count * es) : Zero();
   const size_t perRound = chunk_ / es;
+  uint64_t e = epoch_;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
-    BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
+    BRAID_ASSIGN_OR_RETURN(e, beginRound(true, desc));
     const int half = static_cast<int>(e & 1);
-    std::memcpy(inputArea(me, half), in + off * es, m * es);
-    publish(false, e);
-    BRAID_TRY(waitAll(false, e, desc));
+    describe(false, half, zin, off * es);
+    if (!zin.on) std::memcpy(inputArea(me, half), in + off * es, m * es);
+    publish(Flag::kReady, e);
+    BRAID_TRY(waitAll(Flag::kReady, e, desc));
     allReady_ = e;
+    for (int q = 0; q < n; ++q) {
+      BRAID_ASSIGN_OR_RETURN(data_[q], dataOf(q, false, half, desc));
+    }
+    if (zin.on) data_[me] = in + off * es;
     if (!twoShot) {
-      reduceAll(out + off * es, nullptr, 0, m, half, desc);
+      reduceAll(out + off * es, nullptr, data_, m, desc);
+      publish(Flag::kFinished, e);
       continue;
     }
     const size_t piece = pieceElems(m, n, es);
     const size_t lo = std::min(m, piece * me);
     const size_t hi = std::min(m, lo + piece);
+    for (int q = 0; q < n; ++q) data_[q] += lo * es;
+    // This rank's piece: into its output (peers copy it from there when the
+    // output is shared) or into its window's output area and the output.
+    describe(true, half, zout, off * es);
     if (hi > lo) {
-      reduceAll(outputArea(me, half) + lo * es, out + (off + lo) * es, lo * es, hi - lo, half,
-                desc);
+      if (zout.on) {
+        reduceAll(out + (off + lo) * es, nullptr, data_, hi - lo, desc);
+      } else {
+        reduceAll(outputArea(me, half) + lo * es, out + (off + lo) * es, data_, hi - lo, desc);
+      }
     }
-    publish(true, e);
+    publish(Flag::kDone, e);
     for (int i = 1; i < n; ++i) {
       const int q = (me + i) % n;
       const size_t qlo = std::min(m, piece * q);
       const size_t qhi = std::min(m, qlo + piece);
       if (qhi == qlo) continue;
-      BRAID_TRY(waitFor(q, true, e, desc));
-      std::memcpy(out + (off + qlo) * es, outputArea(q, half) + qlo * es, (qhi - qlo) * es);
+      BRAID_TRY(waitFor(q, Flag::kDone, e, desc));
+      BRAID_ASSIGN_OR_RETURN(const char* piece_q, dataOf(q, true, half, desc));
+      std::memcpy(out + (off + qlo) * es, piece_q + qlo * es, (qhi - qlo) * es);
     }
+    publish(Flag::kFinished, e);
   }
+  if (zin.on) BRAID_TRY(waitAll(Flag::kFinished, e, desc));
   return Status::ok();
 }
 
@@ -350,21 +441,28 @@ Status NodeWindows::allGather(const algo::CollArgs& args, const ExecBuffers& b,
   const int me = comm_.rank();
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
+  // In place too: peers read this rank's block, and it writes only theirs.
+  const Zero zin = zeroCopy(in, args.count * es);
   const size_t perRound = chunk_ / es;
+  uint64_t e = epoch_;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
-    BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
+    BRAID_ASSIGN_OR_RETURN(e, beginRound(true, desc));
     const int half = static_cast<int>(e & 1);
-    std::memcpy(inputArea(me, half), in + off * es, m * es);
-    publish(false, e);
+    describe(false, half, zin, off * es);
+    if (!zin.on) std::memcpy(inputArea(me, half), in + off * es, m * es);
+    publish(Flag::kReady, e);
     if (!args.inPlace) std::memcpy(out + (me * args.count + off) * es, in + off * es, m * es);
     for (int i = 1; i < n; ++i) {
       const int q = (me + i) % n;
-      BRAID_TRY(waitFor(q, false, e, desc));
-      std::memcpy(out + (q * args.count + off) * es, inputArea(q, half), m * es);
+      BRAID_TRY(waitFor(q, Flag::kReady, e, desc));
+      BRAID_ASSIGN_OR_RETURN(const char* src, dataOf(q, false, half, desc));
+      std::memcpy(out + (q * args.count + off) * es, src, m * es);
     }
     allReady_ = e;
+    publish(Flag::kFinished, e);
   }
+  if (zin.on) BRAID_TRY(waitAll(Flag::kFinished, e, desc));
   return Status::ok();
 }
 
@@ -382,13 +480,16 @@ Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers&
     const size_t m = std::min(perRound, args.count - off);
     BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
     const int half = static_cast<int>(e & 1);
+    describe(false, half, Zero(), 0);
     for (int j = 0; j < n; ++j) {
       std::memcpy(inputArea(me, half) + j * slot, in + (j * args.count + off) * es, m * es);
     }
-    publish(false, e);
-    BRAID_TRY(waitAll(false, e, desc));
+    publish(Flag::kReady, e);
+    BRAID_TRY(waitAll(Flag::kReady, e, desc));
     allReady_ = e;
-    reduceAll(out + off * es, nullptr, me * slot, m, half, desc);
+    for (int q = 0; q < n; ++q) data_[q] = inputArea(q, half) + me * slot;
+    reduceAll(out + off * es, nullptr, data_, m, desc);
+    publish(Flag::kFinished, e);
   }
   return Status::ok();
 }
@@ -400,21 +501,27 @@ Status NodeWindows::broadcast(const algo::CollArgs& args, const ExecBuffers& b,
   const bool root = me == args.root;
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
+  const Zero zin = root ? zeroCopy(in, args.count * es) : Zero();
   const size_t perRound = chunk_ / es;
   if (root && !args.inPlace) std::memcpy(out, in, args.count * es);
+  uint64_t e = epoch_;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
-    BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(root, desc));
+    BRAID_ASSIGN_OR_RETURN(e, beginRound(root, desc));
     const int half = static_cast<int>(e & 1);
     if (root) {
-      std::memcpy(inputArea(me, half), in + off * es, m * es);
-      publish(false, e);
+      describe(false, half, zin, off * es);
+      if (!zin.on) std::memcpy(inputArea(me, half), in + off * es, m * es);
+      publish(Flag::kReady, e);
       continue;
     }
-    publish(false, e);  // this rank has finished the rounds before e
-    BRAID_TRY(waitFor(args.root, false, e, desc));
-    std::memcpy(out + off * es, inputArea(args.root, half), m * es);
+    publish(Flag::kReady, e);  // this rank has finished the rounds before e
+    BRAID_TRY(waitFor(args.root, Flag::kReady, e, desc));
+    BRAID_ASSIGN_OR_RETURN(const char* src, dataOf(args.root, false, half, desc));
+    std::memcpy(out + off * es, src, m * es);
+    publish(Flag::kFinished, e);
   }
+  if (zin.on) BRAID_TRY(waitAll(Flag::kFinished, e, desc));
   return Status::ok();
 }
 
@@ -431,18 +538,20 @@ Status NodeWindows::allToAll(const algo::CollArgs& args, const ExecBuffers& b,
     const size_t m = std::min(perRound, args.count - off);
     BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
     const int half = static_cast<int>(e & 1);
+    describe(false, half, Zero(), 0);
     for (int j = 0; j < n; ++j) {
       std::memcpy(inputArea(me, half) + j * slot, in + (j * args.count + off) * es, m * es);
     }
-    publish(false, e);
+    publish(Flag::kReady, e);
     // Own block last: in place, the output overwrites this rank's input,
     // which only this rank reads (peers read the window copy).
     for (int i = 1; i <= n; ++i) {
       const int q = (me + i) % n;
-      if (q != me) BRAID_TRY(waitFor(q, false, e, desc));
+      if (q != me) BRAID_TRY(waitFor(q, Flag::kReady, e, desc));
       std::memcpy(out + (q * args.count + off) * es, inputArea(q, half) + me * slot, m * es);
     }
     allReady_ = e;
+    publish(Flag::kFinished, e);
   }
   return Status::ok();
 }

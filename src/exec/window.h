@@ -18,6 +18,14 @@
 // publisher wakes sleepers only when there are some), re-checking the
 // deadline, abort and peer deaths.
 //
+// Zero copy: where a rank's buffer lies in memory from braidMemAlloc
+// (core/shared_alloc.h), it skips the copy into its window and describes the
+// buffer in its header instead (region name and offset, per half); peers map
+// that region once and read the buffer where it lies. Such a rank returns only
+// after every peer has published `finished = e` (it has read round e), since
+// the caller may reuse the buffer at once. Calls in place (where the output
+// overwrites what peers read) always copy.
+//
 // Collectives and the algorithm names that run here (single-node
 // communicators whose peers all connect over shm):
 //   all-reduce direct    one-shot: every rank reduces every input, in rank order
@@ -31,7 +39,9 @@
 // Used by one thread at a time (the communicator's operation thread).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "algorithms/registry.h"
@@ -65,7 +75,16 @@ class NodeWindows {
 
  private:
   enum class State { kUnset, kOn, kOff };
+  enum class Flag { kReady, kDone, kFinished };
   struct Header;
+  struct ShareDesc;
+  // A call's buffer in a shared allocation: region name and its offset.
+  struct Zero {
+    bool on = false;
+    std::string name;
+    size_t regionBytes = 0;
+    size_t offset = 0;
+  };
 
   Status setup(const OpDesc& desc);
   Status runHere(const algo::CollArgs& args, algo::Algorithm a, const ExecBuffers& b,
@@ -80,14 +99,21 @@ class NodeWindows {
   // Starts the next round; a rank about to write its half first makes sure
   // every peer has finished the round that used it last.
   Expected<uint64_t> beginRound(bool writes, const OpDesc& desc);
-  void publish(bool done, uint64_t epoch);
-  Status waitFor(int peer, bool done, uint64_t epoch, const OpDesc& desc);
-  Status waitAll(bool done, uint64_t epoch, const OpDesc& desc);
-  Status stalled(int peer, bool done, uint64_t epoch, const OpDesc& desc, const char* why);
-  // dst[0..count) = op over ranks (in rank order) of src(rank)[0..count);
+  void publish(Flag flag, uint64_t epoch);
+  Status waitFor(int peer, Flag flag, uint64_t epoch, const OpDesc& desc);
+  Status waitAll(Flag flag, uint64_t epoch, const OpDesc& desc);
+  Status stalled(int peer, Flag flag, uint64_t epoch, const OpDesc& desc, const char* why);
+  // dst[0..count) = op over ranks (in rank order) of data(rank)[0..count);
   // dst1, when set, gets the same values.
-  void reduceAll(char* dst, char* dst1, size_t offsetBytes, size_t count, int half,
+  void reduceAll(char* dst, char* dst1, const std::vector<const char*>& data, size_t count,
                  const OpDesc& desc) const;
+
+  // Zero copy (see above): whether [p, p + bytes) may be read in place.
+  Zero zeroCopy(const void* p, size_t bytes) const;
+  // This rank's data of round `half` is at `zero` + `at` (or in its window).
+  void describe(bool output, int half, const Zero& zero, size_t at);
+  // Where rank q's data of `half` is: its window area, or its described buffer.
+  Expected<const char*> dataOf(int q, bool output, int half, const OpDesc& desc);
 
   Header* header(int rank) const;
   char* inputArea(int rank, int half) const;
@@ -102,6 +128,8 @@ class NodeWindows {
   std::unique_ptr<SharedRegion> mine_;
   std::vector<std::unique_ptr<SharedRegion>> peers_;  // by rank; empty at this rank
   std::vector<char*> bases_;                          // every rank's region, mapped here
+  std::map<std::string, std::unique_ptr<SharedRegion>> lent_;  // peers' allocations, mapped
+  std::vector<const char*> data_;                     // per rank, scratch of one round
   uint64_t epoch_ = 0;
   uint64_t allReady_ = 0;  // every peer has published ready >= this
   Deadline deadline_{0};

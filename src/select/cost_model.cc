@@ -128,6 +128,36 @@ Form allToAllForm(Algorithm a, int n) {
   }
 }
 
+// Host memory with shared windows: bytes each rank copies or reads, in units
+// of S, for the algorithms that run on the windows (exec/window.h); nothing
+// (zeros) for the others, which pay the FIFO's two copies per byte instead.
+Form windowForm(Algorithm a, Collective c, int n) {
+  const double frac = static_cast<double>(n - 1) / n;
+  switch (c) {
+    case Collective::kAllReduce:
+      // One-shot: the copy in, then n inputs read; two-shot: the copy in,
+      // every input's piece read, and n-1 pieces copied out.
+      if (a == Algorithm::kDirect) return {1, static_cast<double>(n), 1};
+      if (a == Algorithm::kTwoShot) return {2, 1 + 2 * frac, 1};
+      break;
+    case Collective::kAllGather:
+      if (a == Algorithm::kDirect) return {1, 1.0 / n + frac, 1};
+      break;
+    case Collective::kReduceScatter:
+      if (a == Algorithm::kDirect) return {1, 2, 1};
+      break;
+    case Collective::kBroadcast:
+      if (a == Algorithm::kDirect) return {1, 1, 1};
+      break;
+    case Collective::kAllToAll:
+      if (a == Algorithm::kPairwise) return {1, 1 + frac, 1};
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
 Form formFor(Algorithm a, Collective c, int n) {
   switch (c) {
     case Collective::kAllReduce:
@@ -291,8 +321,16 @@ double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in
   LinkCost link = in.intra;
   if (in.nodes > 1) link = worse(in.intra, in.inter);
   const auto flat = [&](Algorithm alg) {
-    const Form f = formFor(alg, c, in.nranks);
+    Form f = formFor(alg, c, in.nranks);
     if (f.steps == 0 && f.traffic == 0) return std::numeric_limits<double>::infinity();
+    if (in.sharedWindows && in.nodes <= 1) {
+      const Form w = windowForm(alg, c, in.nranks);
+      if (w.steps != 0 || w.traffic != 0) {
+        f = w;
+      } else {
+        f.traffic *= 2;  // into the FIFO slot and out of it
+      }
+    }
     const double bytesPerUs = link.gbps * f.efficiency * 1e3;  // GB/s = 1e3 bytes/us
     return in.baseUs + f.steps * link.alphaUs + f.traffic * static_cast<double>(bytes) / bytesPerUs;
   };

@@ -62,6 +62,10 @@ struct CostInputs {
   // Fixed cost of one call, whatever the algorithm: a kernel launch and its
   // protocol set-up on a GPU (NCCL's "base latency"); ~0 for host ranks.
   double baseUs = 0;
+  // Host ranks of one node over shm with shared windows (exec/window.h): the
+  // direct algorithms read peers' memory where it lies (a copy into the
+  // window, then loads), while FIFO schedules copy every byte in and out.
+  bool sharedWindows = false;
   std::vector<AlgoFit> fits;  // measured (tuning file); they win over closed forms
   std::string source = "topology";  // where the figures come from, for messages
 };

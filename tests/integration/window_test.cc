@@ -1,0 +1,122 @@
+// Shared windows with buffers from braidMemAlloc (exec/window.h): peers read
+// them in place. Each rank overwrites its input as soon as a call returns, so
+// a rank returning before its peers finished reading would corrupt their
+// results. Ranks mix shared and private buffers, and calls run in many rounds.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "braid/braid.h"
+#include "spawn.h"
+
+namespace braid::test {
+namespace {
+
+float valueOf(int rank, size_t i, int iteration) {
+  return static_cast<float>((rank + 1) * 3 + static_cast<int>(i % 11) + iteration);
+}
+
+// Buffers from braidMemAlloc on even ranks (or on all, with `allShared`),
+// from the heap on the others.
+struct Buffer {
+  float* p = nullptr;
+  bool shared = false;
+  Buffer(size_t n, bool s) : shared(s) {
+    if (shared) {
+      void* v = nullptr;
+      if (braidMemAlloc(&v, n * sizeof(float)) == braidSuccess) p = static_cast<float*>(v);
+    } else {
+      p = static_cast<float*>(std::malloc(n * sizeof(float)));
+    }
+  }
+  ~Buffer() {
+    if (shared) {
+      braidMemFree(p);
+    } else {
+      std::free(p);
+    }
+  }
+};
+
+int body(int rank, bool allShared) {
+  braidComm_t world = nullptr;
+  if (braidCommInitFromEnv(&world, nullptr) != braidSuccess) return 2;
+  int n = 0;
+  braidCommCount(world, &n);
+  const bool shared = allShared || rank % 2 == 0;
+  const size_t k = 70001;  // 280 KB per rank: many rounds of the test's 4 KiB windows
+  Buffer in(k * n, shared), out(k * n, shared);
+  if (in.p == nullptr || out.p == nullptr) return 3;
+  int wrong = 0;
+  for (int it = 0; it < 6; ++it) {
+    // All-reduce, one-shot then two-shot (BRAID_ALGO below picks by size).
+    for (size_t count : {k, k / 2 + 3}) {
+      for (size_t i = 0; i < count; ++i) in.p[i] = valueOf(rank, i, it);
+      if (braidAllReduce(in.p, out.p, count, braidFloat32, braidSum, world, nullptr) != 0) {
+        fprintf(stderr, "allreduce: %s\n", braidGetLastError(world));
+        return 4;
+      }
+      std::memset(in.p, 0xff, count * sizeof(float));  // at once: peers must be done
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int r = 0; r < n; ++r) want += valueOf(r, i, it);
+        wrong += out.p[i] != want;
+      }
+    }
+    // All-gather, out of place and in place.
+    for (int inPlace = 0; inPlace < 2; ++inPlace) {
+      float* send = inPlace ? out.p + rank * k : in.p;
+      for (size_t i = 0; i < k; ++i) send[i] = valueOf(rank, i, it);
+      if (braidAllGather(send, out.p, k, braidFloat32, world, nullptr) != 0) return 5;
+      std::memset(send, 0xff, k * sizeof(float));
+      for (int r = 0; r < n; ++r) {
+        if (r == rank && inPlace) continue;
+        for (size_t i = 0; i < k; ++i) wrong += out.p[r * k + i] != valueOf(r, i, it);
+      }
+    }
+    // Broadcast from every root.
+    for (int root = 0; root < n; ++root) {
+      for (size_t i = 0; i < k; ++i) in.p[i] = valueOf(rank, i, it);
+      if (braidBroadcast(in.p, out.p, k, braidFloat32, root, world, nullptr) != 0) return 6;
+      std::memset(in.p, 0xff, k * sizeof(float));
+      for (size_t i = 0; i < k; ++i) wrong += out.p[i] != valueOf(root, i, it);
+    }
+  }
+  braidCommDestroy(world);
+  if (wrong != 0) fprintf(stderr, "%d wrong elements\n", wrong);
+  return wrong == 0 ? 0 : 1;
+}
+
+struct Case {
+  int nranks;
+  bool allShared;
+};
+
+class Windows : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Windows, BuffersFromMemAllocAreReadInPlaceAndCallsReturnOnlyWhenPeersAreDone) {
+  const Case c = GetParam();
+  Env env = jobEnv(c.nranks);
+  env["BRAID_TRANSPORTS"] = "shm";
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  env["BRAID_SHM_WINDOW_BYTES"] = "4096";
+  env["BRAID_ALGO"] = "allreduce:0-200k:two_shot#allreduce:200k-inf:direct#allgather:direct#"
+                      "broadcast:direct";
+  auto outcomes = runRanks(c.nranks, env, [&](int r) { return body(r, c.allShared); }, 300);
+  for (int r = 0; r < c.nranks; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, Windows,
+                         ::testing::Values(Case{2, true}, Case{3, false}, Case{4, true}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.nranks) +
+                                  (info.param.allShared ? "_all_shared" : "_mixed");
+                         });
+
+}  // namespace
+}  // namespace braid::test
