@@ -68,7 +68,7 @@ int64_t inputOf(braidDataType_t t, braidRedOp_t op, int k, size_t i) {
     int64_t v = static_cast<int64_t>((k * 7 + i * 3) % 11);
     return test::isSigned(t) ? v - 5 : v;
   }
-  int64_t v = static_cast<int64_t>((k * 5 + i) % 5);  // sums of 8 stay within +-16
+  int64_t v = static_cast<int64_t>((k * 3 + i) % 5);  // sums of 8 stay within +-16
   return test::isSigned(t) ? v - 2 : v;
 }
 
