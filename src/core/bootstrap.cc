@@ -205,6 +205,13 @@ class RootService {
 
 void RootService::acceptOne() {
   int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+    // The connection stays queued and poll keeps reporting it: retrying would
+    // spin until the deadline, then blame the ranks that could not get in.
+    fatal_ = systemError("the root cannot accept a rank's connection: accept").message();
+    BRAID_WARN("bootstrap: %s", fatal_.c_str());
+    return;
+  }
   if (fd < 0) return;
   Pending p;
   p.fd = fd;

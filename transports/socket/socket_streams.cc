@@ -16,26 +16,7 @@
 namespace braid::transport::socket {
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x42525354;  // "BRST"
-constexpr uint32_t kJoinMagic = 0x42524a4e;   // "BRJN"
-constexpr int64_t kJoinWaitMs = 5000;          // for a connection to present its token
-
-struct StreamHello {
-  uint32_t magic;
-  uint32_t streams;
-};
-
-struct StreamOffer {
-  uint32_t magic;
-  uint32_t port;
-  uint8_t token[16];
-};
-
-struct StreamJoin {
-  uint32_t magic;
-  uint32_t index;
-  uint8_t token[16];
-};
+constexpr int64_t kJoinWaitMs = 5000;  // for a connection to present its token
 
 void closeAll(const std::vector<int>& fds) {
   for (int fd : fds) {
@@ -66,7 +47,7 @@ Status acceptStreams(std::vector<int>& fds, int n, const Deadline& deadline,
   local.setPort(0);
   SockAddr bound;
   BRAID_ASSIGN_OR_RETURN(int listenFd, listenOn(local, &bound));
-  StreamOffer offer{kHelloMagic, static_cast<uint32_t>(bound.port()), {}};
+  StreamOffer offer{kStreamMagic, static_cast<uint32_t>(bound.port()), {}};
   Status st;
   if (getrandom(offer.token, sizeof(offer.token), 0) != sizeof(offer.token)) {
     st = systemError("getrandom (stream token)");
@@ -84,14 +65,13 @@ Status acceptStreams(std::vector<int>& fds, int n, const Deadline& deadline,
     StreamJoin join{};
     Deadline joinBy(std::min<int64_t>(kJoinWaitMs, deadline.remainingMs()));
     Status got = recvAll(fd.value(), &join, sizeof(join), joinBy, "stream token");
-    bool valid = got.isOk() && join.magic == kJoinMagic && join.index > 0 &&
-                 join.index < static_cast<uint32_t>(n) && fds[join.index] < 0 &&
-                 std::memcmp(join.token, offer.token, sizeof(offer.token)) == 0;
-    if (!valid) {  // a stranger, or a stream that lost its way: not ours
+    Expected<int> index = got.isOk() ? parseStreamJoin(&join, sizeof(join), offer.token, n)
+                                     : Expected<int>(got);
+    if (!index.isOk() || fds[index.value()] >= 0) {  // a stranger, or a stream that lost its way
       close(fd.value());
       continue;
     }
-    fds[join.index] = fd.value();
+    fds[index.value()] = fd.value();
     ++joined;
   }
   close(listenFd);
@@ -102,15 +82,14 @@ Status acceptStreams(std::vector<int>& fds, int n, const Deadline& deadline,
 Status joinStreams(std::vector<int>& fds, int n, const Deadline& deadline) {
   StreamOffer offer{};
   BRAID_TRY(recvAll(fds[0], &offer, sizeof(offer), deadline, "reading the stream offer"));
-  if (offer.magic != kHelloMagic || offer.port == 0 || offer.port > 65535) {
-    return remoteError("malformed stream offer (corrupt link)");
-  }
+  uint8_t token[kTokenBytes];
+  BRAID_ASSIGN_OR_RETURN(int port, parseStreamOffer(&offer, sizeof(offer), token));
   BRAID_ASSIGN_OR_RETURN(SockAddr peer, linkAddress(fds[0], false));
-  peer.setPort(static_cast<int>(offer.port));
+  peer.setPort(port);
   for (int i = 1; i < n; ++i) {
     BRAID_ASSIGN_OR_RETURN(fds[i], connectTo(peer, deadline));
     StreamJoin join{kJoinMagic, static_cast<uint32_t>(i), {}};
-    std::memcpy(join.token, offer.token, sizeof(join.token));
+    std::memcpy(join.token, token, sizeof(join.token));
     BRAID_TRY(sendAll(fds[i], &join, sizeof(join), deadline, "presenting the stream token"));
   }
   return Status::ok();
@@ -133,16 +112,14 @@ int wantedStreams(const PeerInfo& self, const PeerInfo& peer) {
 Expected<std::vector<int>> openStreams(int linkFd, bool lowerRank, int want,
                                        const Deadline& deadline, const std::string& who) {
   std::vector<int> fds{linkFd};
-  StreamHello mine{kHelloMagic, static_cast<uint32_t>(want)};
+  StreamHello mine{kStreamMagic, static_cast<uint32_t>(want)};
   StreamHello theirs{};
   Status st = sendAll(linkFd, &mine, sizeof(mine), deadline, "socket stream count");
   if (st.isOk()) st = recvAll(linkFd, &theirs, sizeof(theirs), deadline, "socket stream count");
-  if (st.isOk() && (theirs.magic != kHelloMagic || theirs.streams == 0 ||
-                    theirs.streams > static_cast<uint32_t>(kMaxStreams))) {
-    st = remoteError("malformed stream count from " + who + " (corrupt link)");
-  }
+  Expected<int> count = st.isOk() ? parseStreamHello(&theirs, sizeof(theirs)) : Expected<int>(st);
+  if (st.isOk() && !count.isOk()) st = count.status().withContext("from " + who + ": ");
   if (st.isOk()) {
-    int n = std::min(want, static_cast<int>(theirs.streams));
+    int n = std::min(want, count.value());
     fds.resize(n, -1);
     if (n > 1) st = lowerRank ? acceptStreams(fds, n, deadline, who) : joinStreams(fds, n, deadline);
   }

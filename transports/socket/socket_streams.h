@@ -13,10 +13,9 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "core/transport.h"
+#include "transports/socket/socket_wire.h"
 
 namespace braid::transport::socket {
-
-constexpr int kMaxStreams = 16;
 
 // Streams this side asks for: BRAID_SOCKET_NSOCKS (NCCL_NSOCKS_PERTHREAD x
 // NCCL_SOCKET_NTHREADS as fallback), else 2 to another node and 1 on this

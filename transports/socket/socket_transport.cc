@@ -13,17 +13,12 @@
 #include "core/env.h"
 #include "core/logging.h"
 #include "transports/socket/socket_streams.h"
+#include "transports/socket/socket_wire.h"
 
 namespace braid::transport::socket {
 namespace {
 
-constexpr uint32_t kFrameMagic = 0x42524652;  // "BRFR"
-constexpr uint32_t kUnregistered = ~0u;       // a stream not in the epoll set
-
-struct FrameHeader {
-  uint32_t magic;
-  uint32_t bytes;
-};
+constexpr uint32_t kUnregistered = ~0u;  // a stream not in the epoll set
 
 // A ring of `slots` slot buffers of sliceBytes each, with their sizes.
 struct SlotRing {
@@ -215,11 +210,12 @@ Status SocketEndpoint::recvStream(size_t s) {
       return error_ = broken("recv", s, errno);
     }
     st.done += static_cast<size_t>(r);
-    if (st.done == sizeof(FrameHeader) &&
-        (st.header.magic != kFrameMagic || st.header.bytes > slice_)) {
-      return error_ = Status(braidRemoteError, "socket to " + peer_ + " (stream " +
-                                                   std::to_string(s) +
-                                                   "): malformed frame header (corrupt stream)");
+    if (st.done == sizeof(FrameHeader)) {
+      Expected<uint32_t> bytes = parseFrameHeader(&st.header, sizeof(st.header), slice_);
+      if (!bytes.isOk()) {
+        return error_ = bytes.status().withContext("socket to " + peer_ + " (stream " +
+                                                   std::to_string(s) + "): ");
+      }
     }
     if (st.done >= sizeof(FrameHeader) && st.done == sizeof(FrameHeader) + st.header.bytes) {
       recv_.sizes[st.frame % slots_] = st.header.bytes;
