@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/ops.h"
+#include "exec/cuda_staging.h"
 
 namespace braid {
 
@@ -18,6 +19,11 @@ Status checkCudaStream(braidStream_t stream);
 // Whether `ops` issued on `stream` take the CUDA path: a CUDA stream, or a device buffer.
 // One registry lookup and nothing else when there is no device.
 bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream);
+
+// The bytes `op` reads and writes on this rank, as braid.h lays out each call (its send
+// buffer, then its receive buffer, which is marked written; a buffer a rank does not use
+// has 0 bytes). Exposed for tests.
+std::vector<StagedRegion> regionsOf(const OpRequest& op, int rank, int nranks);
 
 // Runs `ops` staged and ordered on `stream` (NULL: the legacy default stream, complete on
 // return); device buffers with a host stream are invalid usage.

@@ -1,6 +1,7 @@
 // device.h over the CUDA runtime (linked statically; it opens the driver on first use).
 #include "cuda/device.h"
 
+#include <cuda.h>  // driver types only: the driver is reached through cudart's entry points
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -48,6 +49,27 @@ DeviceStatus askDevices() {
   return s;
 }
 
+// The driver's cuPointerGetAttributes, through the runtime's entry-point table (libcuda is
+// never linked). Unlike cudaPointerGetAttributes it needs no context, so classifying the
+// host buffers of a process that never touches the GPU does not create one on device 0
+// (hundreds of MB of GPU memory per process). nullptr where the driver does not offer it.
+using PointerAttributesFn = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
+
+PointerAttributesFn driverPointerAttributes() {
+  static const PointerAttributesFn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &f, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return static_cast<PointerAttributesFn>(nullptr);
+    }
+    return reinterpret_cast<PointerAttributesFn>(f);
+  }();
+  return fn;
+}
+
 }  // namespace
 
 bool compiled() { return true; }
@@ -59,6 +81,17 @@ const DeviceStatus& deviceStatus() {
 
 MemoryKind memoryKind(const void* p) {
   if (p == nullptr || !hasDevice()) return MemoryKind::kHost;
+  if (PointerAttributesFn query = driverPointerAttributes()) {
+    // Memory CUDA does not know reads as type 0, not as an error.
+    unsigned type = 0, managed = 0;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                   CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void* data[] = {&type, &managed};
+    if (query(2, attrs, data, reinterpret_cast<CUdeviceptr>(p)) == CUDA_SUCCESS) {
+      return type == CU_MEMORYTYPE_DEVICE || managed != 0 ? MemoryKind::kDevice
+                                                          : MemoryKind::kHost;
+    }
+  }
   cudaPointerAttributes attr{};
   cudaError_t err = cudaPointerGetAttributes(&attr, p);
   if (err != cudaSuccess) {  // older drivers answer "invalid value" for plain host memory

@@ -29,7 +29,8 @@ const DeviceStatus& deviceStatus();
 inline bool hasDevice() { return deviceStatus().count > 0; }
 
 // Host: pageable, pinned or unknown to CUDA; device: device or managed memory, which host
-// code must not touch unordered. Always kHost when there is no device.
+// code must not touch unordered. Always kHost when there is no device. Asks the driver's
+// cuPointerGetAttributes (no context needed), else cudaPointerGetAttributes.
 enum class MemoryKind { kHost, kDevice };
 MemoryKind memoryKind(const void* p);
 

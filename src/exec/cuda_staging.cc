@@ -63,6 +63,22 @@ PinnedPool& pool() {
 
 }  // namespace
 
+std::vector<StagedSpan> mergeOverlapping(std::vector<StagedRegion> regions) {
+  std::sort(regions.begin(), regions.end(),
+            [](const StagedRegion& a, const StagedRegion& b) { return a.ptr < b.ptr; });
+  std::vector<StagedSpan> spans;
+  for (const StagedRegion& r : regions) {
+    if (r.bytes == 0) continue;
+    auto lo = reinterpret_cast<uintptr_t>(r.ptr);
+    if (!spans.empty() && lo < spans.back().start + spans.back().bytes) {
+      spans.back().bytes = std::max(spans.back().bytes, lo + r.bytes - spans.back().start);
+    } else {
+      spans.push_back({lo, r.bytes});
+    }
+  }
+  return spans;
+}
+
 Expected<StagedBuffers> StagedBuffers::stageIn(const std::vector<StagedRegion>& regions,
                                                void* stream) {
   StagedBuffers staged;
@@ -73,20 +89,12 @@ Expected<StagedBuffers> StagedBuffers::stageIn(const std::vector<StagedRegion>& 
     device.push_back(r);
     if (r.written) staged.written_.push_back(r);
   }
-  // Overlapping device regions become one span.
-  std::sort(device.begin(), device.end(),
-            [](const StagedRegion& a, const StagedRegion& b) { return a.ptr < b.ptr; });
+  // Overlapping device regions (in-place layouts) become one span.
   size_t total = 0;
-  for (const StagedRegion& r : device) {
-    auto lo = reinterpret_cast<uintptr_t>(r.ptr);
-    if (!staged.spans_.empty() && lo < staged.spans_.back().device + staged.spans_.back().bytes) {
-      Span& s = staged.spans_.back();
-      s.bytes = std::max(s.bytes, lo + r.bytes - s.device);
-      continue;
-    }
-    staged.spans_.push_back({lo, r.bytes, nullptr});
+  for (const StagedSpan& m : mergeOverlapping(std::move(device))) {
+    staged.spans_.push_back({m.start, m.bytes, nullptr});
+    total += roundUp(m.bytes, kAlign);
   }
-  for (Span& s : staged.spans_) total += roundUp(s.bytes, kAlign);
   if (total > 0) {
     BRAID_ASSIGN_OR_RETURN(staged.pinned_, pool().take(total, &staged.pinnedBytes_));
     char* at = static_cast<char*>(staged.pinned_);

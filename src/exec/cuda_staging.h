@@ -28,6 +28,13 @@ struct StagedRegion {
   bool written = false;  // the operation writes it (copied back by stageOut)
 };
 
+// Regions that overlap, merged into spans (start address, bytes), in address order.
+struct StagedSpan {
+  uintptr_t start;
+  size_t bytes;
+};
+std::vector<StagedSpan> mergeOverlapping(std::vector<StagedRegion> regions);
+
 class StagedBuffers {
  public:
   // Classifies each region (host or device memory), copies the device ones to pinned

@@ -351,6 +351,29 @@ TEST_P(CudaCollectives, DeviceBuffersOnAHostStreamAreInvalidUsage) {
   }
 }
 
+// Without a device, a stream that is not one of braidStreamCreate's is refused before
+// anything runs, and the message says why it could not be a CUDA stream either.
+TEST(CudaStreams, WithoutADeviceAnUnknownStreamIsRefusedWithTheReason) {
+  static const std::string reason = probeDevice();
+  if (reason.empty()) GTEST_SKIP() << "this machine has a device (the stream would be queried)";
+  auto outcomes = runRanks(1, jobEnv(1), [](int) {
+    braidComm_t comm = nullptr;
+    if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+    int notAStream = 0;
+    float buf[4] = {1, 2, 3, 4};
+    braidResult_t res = braidAllReduce(buf, buf, 4, braidFloat32, braidSum, comm,
+                                       reinterpret_cast<braidStream_t>(&notAStream));
+    std::string msg = braidGetLastError(comm);
+    braidCommDestroy(comm);
+    fprintf(stderr, "%d: %s\n", res, msg.c_str());
+    const bool says = msg.find("stream") != std::string::npos &&
+                      msg.find(cuda::compiled() ? "no CUDA device" : "braidStreamCreate") !=
+                          std::string::npos;
+    return res == braidInvalidArgument && says && buf[3] == 4 ? 0 : 1;
+  });
+  EXPECT_EQ(outcomes[0].exitCode, 0) << outcomes[0].output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaCollectives, ::testing::Values(2, 3, 4),
                          [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
 
