@@ -98,10 +98,8 @@ bool checkCommon(Call& call) {
 
 braidResult_t issue(Call& call) {
   if (!call.status.isOk()) return finish(call.comm, call.status);
-  if (queueInGroup(call.comm, call.op, call.stream)) return braidSuccess;
-  std::vector<OpRequest> ops;
-  ops.push_back(std::move(call.op));
-  return issueOps(call.comm, std::move(ops), call.stream);
+  if (queueInGroup(call.comm, std::move(call.op), call.stream)) return braidSuccess;
+  return issueOne(call.comm, std::move(call.op), call.stream);
 }
 
 Call collective(braidComm* comm, braidStream_t stream, Collective c, const void* send,

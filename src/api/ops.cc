@@ -4,6 +4,7 @@
 
 #include "api/cuda_ops.h"
 #include "core/logging.h"
+#include "cuda/device.h"
 #include "core/stream.h"
 #include "exec/reduce.h"
 
@@ -260,17 +261,31 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
 
 }  // namespace
 
-Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
+Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
   std::lock_guard<std::mutex> lock(comm->opMu);
   std::vector<const OpRequest*> p2p;
-  for (const OpRequest& op : ops) {
-    if (op.kind == OpRequest::Kind::kCollective) {
-      BRAID_TRY(runCollective(comm, op));
+  for (size_t i = 0; i < n; ++i) {
+    if (ops[i].kind == OpRequest::Kind::kCollective) {
+      BRAID_TRY(runCollective(comm, ops[i]));
     } else {
-      p2p.push_back(&op);
+      p2p.push_back(&ops[i]);
     }
   }
   return p2p.empty() ? Status::ok() : runPointToPoint(comm, p2p);
+}
+
+Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
+  return runOps(comm, ops.data(), ops.size());
+}
+
+braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream) {
+  // The common case, a host call on the NULL stream, allocates nothing.
+  if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
+    return finish(comm, runOps(comm, &op, 1));
+  }
+  std::vector<OpRequest> ops;
+  ops.push_back(std::move(op));
+  return issueOps(comm, std::move(ops), stream);
 }
 
 braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
@@ -288,7 +303,7 @@ braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_
   return braidSuccess;
 }
 
-bool queueInGroup(braidComm* comm, OpRequest op, braidStream_t stream) {
+bool queueInGroup(braidComm* comm, OpRequest&& op, braidStream_t stream) {
   if (tGroupDepth == 0) return false;
   tGroup.push_back({comm, std::move(op), stream});
   return true;

@@ -27,12 +27,15 @@ struct OpRequest {
 // send and receive together as one batch (so any pattern completes). Holds
 // comm->opMu throughout.
 Status runOps(braidComm* comm, const std::vector<OpRequest>& ops);
+Status runOps(braidComm* comm, const OpRequest* ops, size_t n);
 
 // Issues `ops` now (NULL stream) or on `stream`, reporting asynchronous
 // failures through the communicator.
 braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream);
+// The same for one op (no allocation on the NULL stream's host path).
+braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream);
 
 // Inside braidGroupStart/End on this thread: queues the op and returns true.
-bool queueInGroup(braidComm* comm, OpRequest op, braidStream_t stream);
+bool queueInGroup(braidComm* comm, OpRequest&& op, braidStream_t stream);
 
 }  // namespace braid

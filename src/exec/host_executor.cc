@@ -154,7 +154,7 @@ Status HostExecutor::pause(const OpDesc& desc) {
   } else if (waitedUs < static_cast<uint64_t>(spinBudgetUs_ + yieldUs_)) {
     sched_yield();
   } else {
-    if (now >= deadline_.endNs()) return stalled(desc, "timed out");
+    if (now >= deadline().endNs()) return stalled(desc, "timed out");
     blockOnce();
   }
   return Status::ok();
@@ -313,9 +313,17 @@ Status HostExecutor::flushSends(const OpDesc& desc) {
     }
     if (!pending) return Status::ok();
     if (comm_.failed()) return stalled(desc, "failed");
-    if (deadline_.expired()) return stalled(desc, "timed out flushing sends");
+    if (deadline().expired()) return stalled(desc, "timed out flushing sends");
     blockOnce();
   }
+}
+
+const Deadline& HostExecutor::deadline() {
+  if (!deadlineSet_) {
+    deadline_ = comm_.deadline();
+    deadlineSet_ = true;
+  }
+  return deadline_;
 }
 
 Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const OpDesc& desc) {
@@ -323,7 +331,7 @@ Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const Op
   schedule_ = &s;
   buffers_ = b;
   elemSize_ = datatypeSize(desc.datatype);
-  deadline_ = comm_.deadline();
+  deadlineSet_ = false;
   stallStartNs_ = 0;
   stallPolls_ = 0;
   lookedAfterFailure_ = false;
@@ -336,7 +344,9 @@ Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const Op
   }
   std::sort(activePeers_.begin(), activePeers_.end());
   activePeers_.erase(std::unique(activePeers_.begin(), activePeers_.end()), activePeers_.end());
-  Status st = comm_.connectPeers(activePeers_, deadline_);
+  bool connected = true;
+  for (int p : activePeers_) connected = connected && comm_.endpoint(p) != nullptr;
+  Status st = connected ? Status::ok() : comm_.connectPeers(activePeers_, deadline());
   if (!st.isOk()) {
     if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
     return st.withContext(desc.describe() + ": ");

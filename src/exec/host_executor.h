@@ -90,7 +90,11 @@ class HostExecutor {
   const algo::Schedule* schedule_ = nullptr;
   ExecBuffers buffers_;
   size_t elemSize_ = 0;
+  // The operation's deadline, started by the first wait that blocks (reading
+  // the clock costs more than a small call's whole data movement).
+  const Deadline& deadline();
   Deadline deadline_{0};
+  bool deadlineSet_ = false;
   std::vector<Endpoint*> active_;  // endpoints of the schedule
   std::vector<int> activePeers_;   // their ranks
   bool anyPollable_ = false;

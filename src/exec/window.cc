@@ -268,6 +268,10 @@ Status NodeWindows::waitFor(int peer, Flag which, uint64_t epoch, const OpDesc& 
     } else if (waitedUs < spinUs + yieldUs) {
       sched_yield();
     } else {
+      if (!deadlineSet_) {  // the deadline starts with the first wait that sleeps
+        deadline_ = comm_.deadline();
+        deadlineSet_ = true;
+      }
       if (deadline_.expired()) return stalled(peer, which, epoch, desc, "timed out");
       h->sleepers.fetch_add(1, std::memory_order_seq_cst);
       uint32_t seq = h->wakeSeq.load(std::memory_order_acquire);
@@ -361,7 +365,7 @@ void NodeWindows::reduceAll(char* dst, char* dst1, const std::vector<const char*
 Status NodeWindows::runHere(const algo::CollArgs& args, Algorithm a, const ExecBuffers& b,
                             const OpDesc& desc) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
-  deadline_ = comm_.deadline();
+  deadlineSet_ = false;
   if (lent_.size() > kMaxLent) lent_.clear();
   data_.resize(comm_.nranks());
   switch (args.collective) {

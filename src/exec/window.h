@@ -133,6 +133,7 @@ class NodeWindows {
   uint64_t epoch_ = 0;
   uint64_t allReady_ = 0;  // every peer has published ready >= this
   Deadline deadline_{0};
+  bool deadlineSet_ = false;
 };
 
 }  // namespace braid
