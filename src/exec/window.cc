@@ -115,7 +115,12 @@ Status NodeWindows::setup(const OpDesc& desc) {
     if (p != me) all.push_back(p);
   }
   Deadline deadline = comm_.deadline();
-  BRAID_TRY(comm_.connectPeers(all, deadline).withContext(desc.describe() + ": "));
+  Status connected = comm_.connectPeers(all, deadline);
+  if (!connected.isOk()) {
+    // A peer that left explains a broken connection better than the break.
+    if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
+    return connected.withContext(desc.describe() + ": ");
+  }
   Transport* shm = nullptr;
   bool usable = true;
   for (int p : all) {
