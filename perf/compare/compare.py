@@ -43,6 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import compare_report  # noqa: E402
+import priority  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
 SIZES = [8, 64 * KIB, 1 * MIB, 16 * MIB, 64 * MIB]
@@ -85,7 +86,7 @@ class Runner:
         return os.path.join(self.out, "logs", f"{self.count:04d}-{tag}.log")
 
     def run(self, tag, cmd, env=None, timeout=None):
-        """Runs cmd in its own process group; returns (rc, output)."""
+        """Runs cmd in its own session (priority.Keeper raises it); returns (rc, output)."""
         full_env = dict(os.environ, **(env or {}))
         timeout = timeout or self.args.run_timeout
         started = time.monotonic()
@@ -454,13 +455,15 @@ def main():
     stamp = datetime.datetime.now(datetime.timezone.utc)
     out = args.out or os.path.join(args.build, "perf", "compare", stamp.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
-    try:
-        os.nice(-20)  # children inherit it: compile jobs disturb the timings less
-    except OSError:
-        print("# could not raise priority (nice -20 needs root); timings see other load")
+    keeper = priority.Keeper().start()
     runner = Runner(args, out)
     started = time.monotonic()
-    samples, probe = measure(runner, args)
+    try:
+        samples, probe = measure(runner, args)
+    finally:
+        keeper.stop()
+    if keeper.problem:
+        runner.note(keeper.problem)
     meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"), "braid": braid_source(args.build),
             "loads": runner.loads + [os.getloadavg()[0]], "cpus": cpus(), "reps": args.reps,
             "seconds": args.seconds, "minutes": (time.monotonic() - started) / 60,

@@ -211,7 +211,7 @@ class Report:
                 self.plot_panel(axes[i][j], coll, p)
         fig.suptitle(f"Braid vs host peers, {self.meta['date']}, "
                      f"load {max(self.meta['loads']):.1f}")
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0, 1, 0.98))
         fig.savefig(path, dpi=90)
         plt.close(fig)
         return True
