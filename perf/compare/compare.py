@@ -223,7 +223,7 @@ def mpi_command(runner, lib, nranks):
     mpirun = shutil.which(f"mpirun.{flavour}")
     if mpirun is None or not os.access(exe, os.X_OK):
         runner.note(f"{lib} skipped: needs mpirun.{flavour} and {exe} "
-                    f"(scripts/setup.sh; build target mpi_coll_perf_{flavour})")
+                    f"(scripts/setup.sh; build target build_mpi_coll_perf_{flavour})")
         return None
     cmd = [mpirun, "-np", str(nranks)]
     if flavour == "openmpi":

@@ -19,7 +19,7 @@ targets=(braidrun all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_
   alltoall_perf floor_probe)
 cmake --build "$build" -j"$(getconf _NPROCESSORS_ONLN)" --target "${targets[@]}"
 # Peers whose packages are missing have no target; compare.py says what it skips.
-for t in mpi_coll_perf_openmpi mpi_coll_perf_mpich gloo_allreduce_perf; do
+for t in build_mpi_coll_perf_openmpi build_mpi_coll_perf_mpich gloo_allreduce_perf; do
   cmake --build "$build" --target "$t" > /dev/null 2>&1 || echo "run.sh: no target $t (see scripts/setup.sh)"
 done
 nice=(nice -n -20)
