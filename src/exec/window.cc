@@ -54,6 +54,14 @@ struct NodeWindows::ShareDesc {
   uint64_t offset;
 };
 
+// Calls of at most kLineBytes: the data rides in the flag's own cache line,
+// so a peer gets both in one transfer.
+constexpr size_t kLineBytes = 56;
+struct alignas(64) SmallLine {
+  std::atomic<uint64_t> epoch;
+  char data[kLineBytes];
+};
+
 struct NodeWindows::Header {
   uint32_t magic;
   int32_t rank;
@@ -65,6 +73,7 @@ struct NodeWindows::Header {
   std::atomic<uint32_t> sleepers;
   alignas(64) ShareDesc input[2];
   ShareDesc output[2];
+  SmallLine small[2];
 };
 
 
@@ -250,24 +259,30 @@ Status NodeWindows::stalled(int peer, Flag flag, uint64_t epoch, const OpDesc& d
 
 Status NodeWindows::waitFor(int peer, Flag which, uint64_t epoch, const OpDesc& desc) {
   Header* h = header(peer);
-  std::atomic<uint64_t>& flag = flagOf(h, static_cast<int>(which));
+  return waitOn(peer, flagOf(h, static_cast<int>(which)), which, epoch, desc);
+}
+
+Status NodeWindows::waitOn(int peer, std::atomic<uint64_t>& flag, Flag which, uint64_t epoch,
+                           const OpDesc& desc) {
   if (flag.load(std::memory_order_acquire) >= epoch) return Status::ok();
-  const uint64_t start = nowNs();
+  Header* h = header(peer);
   const uint64_t spinUs = static_cast<uint64_t>(fifo_.spinBudgetUs());
   const uint64_t yieldUs = static_cast<uint64_t>(fifo_.yieldUs());
+  uint64_t start = 0;  // the clock is read only once the wait is not short
   uint32_t polls = 0;
   for (;;) {
     if (flag.load(std::memory_order_acquire) >= epoch) {
-      if (polls >= 64) fifo_.adaptSpin((nowNs() - start) / 1000);
+      if (start != 0) fifo_.adaptSpin((nowNs() - start) / 1000);
       return Status::ok();
     }
     if (spinUs > 0 && (++polls & 63) != 0) {
       cpuRelax();
       continue;
     }
-    polls |= 64;
     if (comm_.failed()) return stalled(peer, which, epoch, desc, "failed");
-    const uint64_t waitedUs = (nowNs() - start) / 1000;
+    const uint64_t now = nowNs();
+    if (start == 0) start = now;
+    const uint64_t waitedUs = (now - start) / 1000;
     if (waitedUs < spinUs) {
       cpuRelax();
     } else if (waitedUs < spinUs + yieldUs) {
@@ -307,7 +322,9 @@ NodeWindows::Zero NodeWindows::zeroCopy(const void* p, size_t bytes) const {
 void NodeWindows::describe(bool output, int half, const Zero& zero, size_t at) {
   ShareDesc& d = (output ? header(comm_.rank())->output : header(comm_.rank())->input)[half];
   if (!zero.on) {
-    d.name[0] = '\0';
+    // Written only when it changes: peers read this line every round, and a
+    // store would take it away from their caches.
+    if (d.name[0] != '\0') d.name[0] = '\0';
     return;
   }
   std::memcpy(d.name, zero.name.c_str(), zero.name.size() + 1);
@@ -383,9 +400,36 @@ Status NodeWindows::runHere(const algo::CollArgs& args, Algorithm a, const ExecB
   }
 }
 
+Status NodeWindows::allReduceSmall(const algo::CollArgs& args, const ExecBuffers& b,
+                                   const OpDesc& desc) {
+  const int n = comm_.nranks();
+  const int me = comm_.rank();
+  BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
+  const int half = static_cast<int>(e & 1);
+  Header* h = header(me);
+  SmallLine& line = h->small[half];
+  std::memcpy(line.data, b.input, args.count * args.elemSize);
+  line.epoch.store(e, std::memory_order_release);
+  h->ready.store(e, std::memory_order_release);  // for rounds that check `ready`
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (h->sleepers.load(std::memory_order_relaxed) != 0) {
+    h->wakeSeq.fetch_add(1, std::memory_order_release);
+    futexWakeAll(&h->wakeSeq);
+  }
+  for (int i = 1; i < n; ++i) {
+    const int q = (me + i) % n;
+    BRAID_TRY(waitOn(q, header(q)->small[half].epoch, Flag::kReady, e, desc));
+  }
+  allReady_ = e;
+  for (int q = 0; q < n; ++q) data_[q] = header(q)->small[half].data;
+  reduceAll(static_cast<char*>(b.output), nullptr, data_, args.count, desc);
+  return Status::ok();
+}
+
 Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const ExecBuffers& b,
                               const OpDesc& desc) {
   const size_t es = args.elemSize;
+  if (args.count * es <= kLineBytes && args.count > 0) return allReduceSmall(args, b, desc);
   const int n = comm_.nranks();
   const int me = comm_.rank();
   const char* in = static_cast<const char*>(b.input);

@@ -39,6 +39,7 @@
 // Used by one thread at a time (the communicator's operation thread).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -91,6 +92,8 @@ class NodeWindows {
                  const OpDesc& desc);
   Status allReduce(const algo::CollArgs& args, bool twoShot, const ExecBuffers& b,
                    const OpDesc& desc);
+  // At most one cache line per rank: data and flag in the same line.
+  Status allReduceSmall(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
   Status allGather(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
   Status reduceScatter(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
   Status broadcast(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
@@ -101,6 +104,8 @@ class NodeWindows {
   Expected<uint64_t> beginRound(bool writes, const OpDesc& desc);
   void publish(Flag flag, uint64_t epoch);
   Status waitFor(int peer, Flag flag, uint64_t epoch, const OpDesc& desc);
+  Status waitOn(int peer, std::atomic<uint64_t>& flag, Flag which, uint64_t epoch,
+                const OpDesc& desc);
   Status waitAll(Flag flag, uint64_t epoch, const OpDesc& desc);
   Status stalled(int peer, Flag flag, uint64_t epoch, const OpDesc& desc, const char* why);
   // dst[0..count) = op over ranks (in rank order) of data(rank)[0..count);
