@@ -434,6 +434,9 @@ def parse_args():
     p.add_argument("--run-timeout", type=int, default=240,
                    help="seconds one program may run before it is killed (default 240)")
     p.add_argument("--out", default=None, help="output directory")
+    p.add_argument("--report", metavar="RESULTS_JSON", default=None,
+                   help="measure nothing: write table.md and busbw.png again from a run's "
+                        "results.json (into its directory, or --out)")
     args = p.parse_args()
     args.build = os.path.abspath(args.build)
     args.reps = args.reps or (1 if args.quick else 3)
@@ -450,8 +453,33 @@ def parse_args():
     return args
 
 
+def rerender(args):
+    """table.md and busbw.png again from a results.json (after a change of the report)."""
+    with open(args.report) as f:
+        saved = json.load(f)
+    rows = {(r["lib"], r["coll"], r["nranks"], r["size"]): r for r in saved["rows"]}
+    args.sizes = sorted({k[3] for k in rows})
+    args.ranks = sorted({k[2] for k in rows})
+    args.colls = [c for c in COLLS if any(k[1] == c for k in rows)]
+    args.libs = [lib for lib in LIBS if any(k[0] == lib for k in rows)]
+    floors = {}
+    for key, us in saved["floor_a_us"].items():
+        p, s = key.split("/")
+        floors[(int(p), int(s))] = us
+    report = compare_report.Report(args, rows, floors, saved["probe"], saved["meta"])
+    out = args.out or os.path.dirname(os.path.abspath(args.report))
+    text = report.markdown()
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(text)
+    print(text)
+    report.plot(os.path.join(out, "busbw.png"))
+    return 0
+
+
 def main():
     args = parse_args()
+    if args.report:
+        return rerender(args)
     stamp = datetime.datetime.now(datetime.timezone.utc)
     out = args.out or os.path.join(args.build, "perf", "compare", stamp.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)

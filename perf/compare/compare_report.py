@@ -8,6 +8,12 @@ LIB_ORDER = ["braid", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
 COLL_TITLES = {"allreduce": "all-reduce", "allgather": "all-gather",
                "reduce_scatter": "reduce-scatter", "bcast": "broadcast", "alltoall": "all-to-all"}
 MPI_LIBS = ("openmpi", "openmpi-ucx", "mpich")
+# Issue 5's own floor A on this VM (its table), for the sizes it lists: the
+# measured floor moves with the probe (vCPU placement, AVX-512 STREAM in L1/L2),
+# so the report shows both and checks the goals against both.
+ISSUE_FLOOR_US = {(2, 8): 0.17, (2, 64 * KIB): 3.2, (2, MIB): 48.5, (2, 16 * MIB): 840,
+                  (2, 64 * MIB): 5600, (4, 8): 1.6, (4, 64 * KIB): 7.7, (4, MIB): 98,
+                  (4, 16 * MIB): 2800, (4, 64 * MIB): 11300}
 
 
 def parse_size(text):
@@ -72,8 +78,9 @@ class Report:
         if not libs:
             return []
         is_ar = coll == "allreduce"
-        head = ["size"] + (["floor A"] if is_ar else []) + libs
-        head += (["braid / floor A"] if is_ar else []) + ["braid / best peer (time)", "best peer"]
+        head = ["size"] + (["floor A", "issue's floor A"] if is_ar else []) + libs
+        head += (["braid / floor A (issue's)"] if is_ar else [])
+        head += ["braid / best peer (time)", "best peer"]
         lines = [f"#### {COLL_TITLES[coll]}, {p} ranks" +
                  (f" on {self.meta['cpus']} cores" if p > self.meta["cpus"] else ""),
                  "", "| " + " | ".join(head) + " |",
@@ -81,8 +88,9 @@ class Report:
         for s in self.args.sizes:
             cells = [size_name(s)]
             floor = self.floors.get((p, s))
+            issue_floor = ISSUE_FLOOR_US.get((p, s))
             if is_ar:
-                cells.append(time_name(floor))
+                cells += [time_name(floor), time_name(issue_floor)]
             for lib in libs:
                 r = self.row(lib, coll, p, s)
                 cells.append(f"{time_name(r['time_us'])} / {r['busbw']:.2f}" if r else "-")
@@ -90,7 +98,9 @@ class Report:
             if braid and braid["bytes"] == 0:
                 braid = None  # a gathering call of 0-byte blocks: nothing to compare
             if is_ar:
-                cells.append(ratio_name(braid["time_us"] / floor) if braid and floor else "-")
+                cells.append(ratio_name(braid["time_us"] / floor) + (
+                    f" ({ratio_name(braid['time_us'] / issue_floor)})" if issue_floor else "")
+                    if braid and floor else "-")
             lib, peer = self.best_peer(coll, p, s)
             cells.append(ratio_name(braid["time_us"] / peer["time_us"]) if braid and peer else "-")
             cells.append(lib or "-")
@@ -121,9 +131,12 @@ class Report:
                 floor, r = self.floors.get((p, s)), self.row("braid", "allreduce", p, s)
                 if s >= 64 * KIB and r and floor:
                     x = r["time_us"] / floor
+                    issue = ISSUE_FLOOR_US.get((p, s))
+                    against = (f"; {r['time_us'] / issue:.2f}x issue 5's floor {time_name(issue)}"
+                               if issue else "")
                     add(x <= mult, f"all-reduce {p} ranks {size_name(s)}: {x:.2f}x floor A "
                         f"({time_name(r['time_us'])} vs {time_name(floor)}; goal <= {mult}x"
-                        f"{self.by(x / mult)})")
+                        f"{self.by(x / mult)}{against})")
         for p in self.args.ranks:
             for coll in ("allgather", "reduce_scatter", "bcast", "alltoall"):
                 for s in (64 * KIB, MIB, 16 * MIB):
