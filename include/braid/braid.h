@@ -135,7 +135,8 @@ braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUnique
 
 /* Creates the world communicator from the launcher's environment: Braid's own
  * (BRAID_RANK, BRAID_WORLD_SIZE, BRAID_ROOT=host:port, BRAID_SECRET), torchrun's
- * (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), OpenMPI's
+ * (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: the root listens on MASTER_PORT + 1, since
+ * torch's store holds MASTER_PORT), OpenMPI's
  * (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) or Slurm's (SLURM_PROCID,
  * SLURM_NTASKS). Rank 0 serves the rendezvous at the root address. */
 braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config);

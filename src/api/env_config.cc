@@ -98,7 +98,13 @@ Expected<UniqueIdData> uniqueIdFromEnv(int rank, int nranks,
                                        std::shared_ptr<RootHandle>* service) {
   std::string root = envString("BRAID_ROOT");
   if (root.empty() && !envOr("MASTER_ADDR").empty() && !envOr("MASTER_PORT").empty()) {
-    root = envOr("MASTER_ADDR") + ":" + envOr("MASTER_PORT");
+    // The port after MASTER_PORT: torch's store (torchrun's agent, or
+    // init_process_group) already listens on MASTER_PORT itself.
+    int port = 0;
+    if (!envInt("MASTER_PORT", &port) || port <= 0 || port >= 65535) {
+      return invalidArgument("MASTER_PORT=" + envOr("MASTER_PORT") + " is not a port (1..65534)");
+    }
+    root = envOr("MASTER_ADDR") + ":" + std::to_string(port + 1);
   }
   std::string job = envOr("TORCHELASTIC_RUN_ID") + envOr("OMPI_MCA_ess_base_jobid") +
                     envOr("PMIX_NAMESPACE") + envOr("SLURM_JOB_ID") + "." +

@@ -1,6 +1,10 @@
 // all_reduce_perf started the ways users start jobs: braidrun (both
 // transports), torchrun-style variables, and OpenMPI's mpirun.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -29,8 +33,16 @@ TEST(Launchers, BraidrunOverShmAndSocket) {
   }
 }
 
-TEST(Launchers, TorchrunStyleVariables) {
+// Torch's store holds MASTER_PORT under torchrun: Braid's root takes the next port.
+TEST(Launchers, TorchrunStyleVariablesWhileTorchsStoreHoldsMasterPort) {
   int port = freePort();
+  int store = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(static_cast<uint16_t>(port));
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(store, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0);
+  ASSERT_EQ(listen(store, 4), 0);
   std::string common = "WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
                        " BRAID_SECRET=" + randomHex() + " ";
   std::string cmd = "(" + common + "RANK=1 " + kPerf + " -b 1K -e 64K -f 4 -n 3 >/dev/null & " +
@@ -38,6 +50,7 @@ TEST(Launchers, TorchrunStyleVariables) {
                     common + "RANK=0 " + kPerf + " -b 1K -e 64K -f 4 -n 3; rc=$?; wait; exit $rc)";
   std::string out;
   int rc = runCommand(cmd, &out);
+  close(store);
   expectCleanTable(rc, out);
   EXPECT_NE(out.find("#  Rank  2 Group  0"), std::string::npos) << out;
 }
