@@ -234,6 +234,9 @@ Status Comm::connectPeers(const std::vector<int>& peers, const Deadline& deadlin
     if (p != rank_ && p >= 0 && p < nranks_ && !endpoints_[p]) todo.push_back(p);
   }
   if (todo.empty()) return Status::ok();
+  // Once a peer is known gone, its death is the error: a connection made now
+  // would only meet its leftovers (a FIFO name it unlinked, a refused port).
+  if (failed()) return asyncError();
   // Global order on pairs (min rank, max rank): lower peers first, then higher.
   std::sort(todo.begin(), todo.end());
   todo.erase(std::unique(todo.begin(), todo.end()), todo.end());

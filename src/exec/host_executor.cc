@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -61,7 +62,9 @@ char* HostExecutor::address(BufRef ref, uint64_t offset) const {
     case BufRef::kScratch: base = const_cast<char*>(scratch_.data()); break;
     case BufRef::kNone: return nullptr;
   }
-  return base + offset * elemSize_;
+  // Point-to-point steps address memory absolutely (no base, the address as
+  // the offset); arithmetic on a null pointer is undefined, so add integers.
+  return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + offset * elemSize_);
 }
 
 Status HostExecutor::endpointError(int peer, const Status& st, const OpDesc& desc) {
