@@ -486,13 +486,14 @@ def main():
     keeper = priority.Keeper().start()
     runner = Runner(args, out)
     started = time.monotonic()
+    source = braid_source(args.build)  # before the run: the tree may change during it
     try:
         samples, probe = measure(runner, args)
     finally:
         keeper.stop()
     if keeper.problem:
         runner.note(keeper.problem)
-    meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"), "braid": braid_source(args.build),
+    meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"), "braid": source,
             "loads": runner.loads + [os.getloadavg()[0]], "cpus": cpus(), "reps": args.reps,
             "seconds": args.seconds, "minutes": (time.monotonic() - started) / 60,
             "quick": args.quick, "notes": runner.notes}
