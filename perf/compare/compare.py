@@ -53,7 +53,9 @@ BRAID_TOOLS = {"allreduce": "all_reduce_perf", "allgather": "all_gather_perf",
                "reduce_scatter": "reduce_scatter_perf", "bcast": "broadcast_perf",
                "alltoall": "alltoall_perf"}
 # Libraries in table order; the MPIs run every collective, the Gloos all-reduce.
-LIBS = ["braid", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
+# braid-memalloc: Braid with buffers from braidMemAlloc (-R 1), which peers read
+# in place on the shared windows.
+LIBS = ["braid", "braid-memalloc", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
 ALLREDUCE_ONLY = {"gloo", "torch-gloo"}
 OMPI_ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -167,7 +169,7 @@ def failed(runner, lib, coll, nranks, rc, output):
 
 # ---- the libraries --------------------------------------------------------
 
-def run_braid(runner, coll, nranks, sizes, estimates):
+def run_braid(runner, coll, nranks, sizes, estimates, lib="braid"):
     braidrun = runner.path("tools", "braidrun", "braidrun")
     tool = runner.path("perf", "coll", BRAID_TOOLS[coll])
     if not (os.access(braidrun, os.X_OK) and os.access(tool, os.X_OK)):
@@ -177,19 +179,20 @@ def run_braid(runner, coll, nranks, sizes, estimates):
     for size in sizes:
         key = (coll, nranks, size)
         if key not in estimates:  # a short pilot sizes the timed run
-            got = braid_once(runner, coll, nranks, size, iters=3, warmup=1, check=0)
+            got = braid_once(runner, coll, nranks, size, iters=3, warmup=1, check=0, lib=lib)
             if not got:
                 continue
             estimates[key] = got["time_us"]
         iters = int(min(200000, max(3, runner.args.seconds * 1e6 / max(estimates[key], 0.05))))
-        got = braid_once(runner, coll, nranks, size, iters, max(1, min(iters // 10, 50)), 1)
+        got = braid_once(runner, coll, nranks, size, iters, max(1, min(iters // 10, 50)), 1,
+                         lib=lib)
         if got:
             estimates[key] = got["time_us"]
             rows.append(got)
     return rows
 
 
-def braid_once(runner, coll, nranks, size, iters, warmup, check):
+def braid_once(runner, coll, nranks, size, iters, warmup, check, lib="braid"):
     braidrun = runner.path("tools", "braidrun", "braidrun")
     tool = runner.path("perf", "coll", BRAID_TOOLS[coll])
     fd, json_path = tempfile.mkstemp(prefix="braid-compare-", suffix=".json")
@@ -197,6 +200,8 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check):
     cmd = [braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout), tool,
            "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup),
            "-c", str(check), "-a", "3", "-J", json_path]
+    if lib == "braid-memalloc":
+        cmd += ["-R", "1"]
     rc, output = runner.run(f"braid-{coll}-{nranks}-{size}", cmd,
                             timeout=runner.args.run_timeout + 5)
     try:
@@ -206,11 +211,11 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check):
         result = None
     os.unlink(json_path)
     if rc != 0 or not result or not result.get("results"):
-        failed(runner, "braid", coll, nranks, rc, output)
+        failed(runner, lib, coll, nranks, rc, output)
         return None
     r = result["results"][0]
     oop = r["out_of_place"]
-    return {"lib": "braid", "coll": coll, "nranks": nranks, "size": size, "bytes": r["size"],
+    return {"lib": lib, "coll": coll, "nranks": nranks, "size": size, "bytes": r["size"],
             "time_us": oop["time_us"], "busbw": busbw(coll, nranks, r["size"], oop["time_us"]),
             "wrong": oop["wrong"] if oop["wrong"] is not None else 0,
             "algorithm": r.get("algorithm", "")}
@@ -360,8 +365,8 @@ def measure(runner, args):
                         if coll == "allreduce" or lib not in ALLREDUCE_ONLY]
                 shift = rep % len(libs)  # rotate the order so no library always goes first
                 for lib in libs[shift:] + libs[:shift]:
-                    if lib == "braid":
-                        rows = run_braid(runner, coll, nranks, args.sizes, estimates)
+                    if lib in ("braid", "braid-memalloc"):
+                        rows = run_braid(runner, coll, nranks, args.sizes, estimates, lib)
                     elif lib == "gloo":
                         rows = run_gloo(runner, coll, nranks, args.sizes)
                     elif lib == "torch-gloo":

@@ -4,7 +4,7 @@ checked one by one, and the busbw plot. Pure functions of the medians."""
 import math
 
 KIB, MIB = 1 << 10, 1 << 20
-LIB_ORDER = ["braid", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
+LIB_ORDER = ["braid", "braid-memalloc", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
 COLL_TITLES = {"allreduce": "all-reduce", "allgather": "all-gather",
                "reduce_scatter": "reduce-scatter", "bcast": "broadcast", "alltoall": "all-to-all"}
 MPI_LIBS = ("openmpi", "openmpi-ucx", "mpich")
@@ -65,7 +65,7 @@ class Report:
     def best_peer(self, coll, p, s, among=None):
         """(lib, row) of the fastest peer, or (None, None)."""
         best = (None, None)
-        for lib in among or LIB_ORDER[1:]:
+        for lib in among or [x for x in LIB_ORDER if not x.startswith("braid")]:
             r = self.row(lib, coll, p, s)
             if r and (best[1] is None or r["time_us"] < best[1]["time_us"]):
                 best = (lib, r)

@@ -122,15 +122,19 @@ void HostExecutor::blockOnce() {
 }
 
 // A wait that outlasted the spin budget means the rank we wait for was not
-// running (it shares our core, or the machine is busy): spinning only delayed
-// it. Such waits cut the budget to a quarter; waits that end inside it grow it
-// back slowly, up to BRAID_SPIN_US. The yield phase that follows the spin is
-// itself a spin that lets a same-core peer run, so a small budget costs little.
+// running (the machine is busy): spinning only delayed it. Such waits cut the
+// budget to a quarter, but not below kMinSpinUs while every rank has a core
+// of its own: a hand-off between running ranks takes well under a
+// microsecond, and a yield costs one or two, so a budget of 0 would make every
+// later hand-off slow (and, once there, no wait would be short enough to grow
+// it back). Waits that end inside the budget double it, up to BRAID_SPIN_US.
+// Ranks that share cores start at 0 (see the constructor) and stay there.
 void HostExecutor::adaptSpin(uint64_t waitedUs) {
+  constexpr int kMinSpinUs = 20;
   if (waitedUs > static_cast<uint64_t>(spinBudgetUs_)) {
-    spinBudgetUs_ /= 4;
+    spinBudgetUs_ = std::max(std::min(spinUs_, kMinSpinUs), spinBudgetUs_ / 4);
   } else if (spinBudgetUs_ < spinUs_) {
-    spinBudgetUs_ = std::min(spinUs_, spinBudgetUs_ + spinBudgetUs_ / 8 + 1);
+    spinBudgetUs_ = std::min(spinUs_, 2 * spinBudgetUs_ + 1);
   }
 }
 
