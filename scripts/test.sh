@@ -11,3 +11,6 @@ ctest --output-on-failure -L unit -j "$(getconf _NPROCESSORS_ONLN)"
 ctest --output-on-failure -L integration
 # Every parser of outside input, fuzzed under ASan + UBSan (clang, build-fuzz/).
 bash ../scripts/fuzz.sh
+# The unit and integration tests under ASan + UBSan (reusing build-fuzz/), and
+# the threaded parts under TSan (build-tsan/).
+bash ../scripts/sanitize.sh
