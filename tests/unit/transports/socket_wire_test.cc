@@ -32,7 +32,9 @@ TEST(SocketWire, StreamCountIsOneToTheMaximum) {
     StreamHello h{kStreamMagic, n};
     Expected<int> got = parseStreamHello(&h, sizeof(h));
     EXPECT_EQ(got.isOk(), n >= 1 && n <= static_cast<uint32_t>(kMaxStreams)) << n;
-    if (got.isOk()) EXPECT_EQ(got.value(), static_cast<int>(n));
+    if (got.isOk()) {
+      EXPECT_EQ(got.value(), static_cast<int>(n));
+    }
   }
   StreamHello bad{kJoinMagic, 2};
   EXPECT_FALSE(parseStreamHello(&bad, sizeof(bad)).isOk());
