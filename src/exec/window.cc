@@ -519,6 +519,21 @@ Status NodeWindows::allGather(const algo::CollArgs& args, const ExecBuffers& b,
   return Status::ok();
 }
 
+Expected<uint64_t> NodeWindows::publishBlocks(const algo::CollArgs& args, const char* in,
+                                              size_t off, size_t m, size_t slot,
+                                              const OpDesc& desc) {
+  const size_t es = args.elemSize;
+  BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
+  const int half = static_cast<int>(e & 1);
+  describe(false, half, Zero(), 0);
+  for (int j = 0; j < comm_.nranks(); ++j) {
+    std::memcpy(inputArea(comm_.rank(), half) + j * slot, in + (j * args.count + off) * es,
+                m * es);
+  }
+  publish(Flag::kReady, e);
+  return e;
+}
+
 Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers& b,
                                   const OpDesc& desc) {
   const size_t es = args.elemSize;
@@ -531,13 +546,8 @@ Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers&
   const size_t perRound = slot / es;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
-    BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
+    BRAID_ASSIGN_OR_RETURN(uint64_t e, publishBlocks(args, in, off, m, slot, desc));
     const int half = static_cast<int>(e & 1);
-    describe(false, half, Zero(), 0);
-    for (int j = 0; j < n; ++j) {
-      std::memcpy(inputArea(me, half) + j * slot, in + (j * args.count + off) * es, m * es);
-    }
-    publish(Flag::kReady, e);
     BRAID_TRY(waitAll(Flag::kReady, e, desc));
     allReady_ = e;
     for (int q = 0; q < n; ++q) data_[q] = inputArea(q, half) + me * slot;
@@ -589,13 +599,8 @@ Status NodeWindows::allToAll(const algo::CollArgs& args, const ExecBuffers& b,
   const size_t perRound = slot / es;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
-    BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
+    BRAID_ASSIGN_OR_RETURN(uint64_t e, publishBlocks(args, in, off, m, slot, desc));
     const int half = static_cast<int>(e & 1);
-    describe(false, half, Zero(), 0);
-    for (int j = 0; j < n; ++j) {
-      std::memcpy(inputArea(me, half) + j * slot, in + (j * args.count + off) * es, m * es);
-    }
-    publish(Flag::kReady, e);
     // Own block last: in place, the output overwrites this rank's input,
     // which only this rank reads (peers read the window copy).
     for (int i = 1; i <= n; ++i) {
