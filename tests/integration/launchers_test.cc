@@ -35,16 +35,27 @@ TEST(Launchers, BraidrunOverShmAndSocket) {
 
 // Torch's store holds MASTER_PORT under torchrun: Braid's root takes the next port.
 TEST(Launchers, TorchrunStyleVariablesWhileTorchsStoreHoldsMasterPort) {
-  int port = freePort();
-  int store = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_port = htons(static_cast<uint16_t>(port));
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(store, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0);
+  // A free port whose successor (Braid's root) is free too.
+  const auto bindAt = [](int fd, int port) {
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(static_cast<uint16_t>(port));
+    at.sin_addr.s_addr = htonl(INADDR_ANY);
+    return bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof(at)) == 0;
+  };
+  int port = 0;
+  for (int attempt = 0; attempt < 50 && port == 0; ++attempt) {
+    int p = freePort();
+    int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (p < 65535 && bindAt(probe, p + 1)) port = p;
+    close(probe);
+  }
+  ASSERT_NE(port, 0);
+  int store = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_TRUE(bindAt(store, port));
   ASSERT_EQ(listen(store, 4), 0);
   std::string common = "WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
-                       " BRAID_SECRET=" + randomHex() + " ";
+                       " BRAID_TIMEOUT_MS=60000 BRAID_SECRET=" + randomHex() + " ";
   std::string cmd = "(" + common + "RANK=1 " + kPerf + " -b 1K -e 64K -f 4 -n 3 >/dev/null & " +
                     common + "RANK=2 " + kPerf + " -b 1K -e 64K -f 4 -n 3 >/dev/null & " +
                     common + "RANK=0 " + kPerf + " -b 1K -e 64K -f 4 -n 3; rc=$?; wait; exit $rc)";
