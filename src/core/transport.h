@@ -44,6 +44,9 @@ class Endpoint {
   // full. sendPost publishes the slot with `bytes` of payload.
   virtual void* sendSlot() = 0;
   virtual Status sendPost(size_t bytes) = 0;
+  // Whether another process reads the send slots where they lie (shm): the
+  // executor then fills them with streaming stores (exec/stream_copy.h).
+  virtual bool slotsShared() const { return false; }
   // Receive side: the next filled slot and its size, or nullptr when none has
   // arrived. recvRelease hands the slot back to the sender.
   virtual const void* recvSlot(size_t* bytes) = 0;

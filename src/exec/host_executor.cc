@@ -11,6 +11,7 @@
 
 #include "core/logging.h"
 #include "exec/reduce.h"
+#include "exec/stream_copy.h"
 
 namespace braid {
 namespace {
@@ -220,8 +221,18 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
   const int divisor = step.final ? comm_.nranks() : 1;
   const char* src = step.src != BufRef::kNone ? address(step.src, step.srcOffset + s.done) : nullptr;
   char* dst = step.dst != BufRef::kNone ? address(step.dst, step.dstOffset + s.done) : nullptr;
+  // A slot a peer reads where it lies is filled with streaming stores from
+  // kStreamMinBytes up (exec/stream_copy.h); results bound for it are made in
+  // private memory first (dst, or L1-sized blocks of block_).
+  const bool stream = out != nullptr && bytes >= kStreamMinBytes && s.sendEp->slotsShared();
   switch (step.op) {
-    case OpKind::kSend: std::memcpy(out, src, bytes); break;
+    case OpKind::kSend:
+      if (stream) {
+        streamLines(out, src, bytes);
+      } else {
+        std::memcpy(out, src, bytes);
+      }
+      break;
     case OpKind::kRecv: std::memcpy(dst, in, bytes); break;
     case OpKind::kRecvReduce:
       if (step.final) {
@@ -230,11 +241,32 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
         k.reduce(dst, src, in, n);
       }
       break;
-    case OpKind::kRecvReduceSend: k.reduce(out, src, in, n); break;
-    case OpKind::kRecvReduceCopySend: k.reduceFinal(dst, out, src, in, n, divisor); break;
+    case OpKind::kRecvReduceSend:
+      if (!stream) {
+        k.reduce(out, src, in, n);
+        break;
+      }
+      for (uint64_t b = 0; b < n; b += blockElems()) {
+        const uint64_t m = std::min<uint64_t>(blockElems(), n - b);
+        k.reduce(block_, src + b * elemSize_, static_cast<const char*>(in) + b * elemSize_, m);
+        streamLines(static_cast<char*>(out) + b * elemSize_, block_, m * elemSize_);
+      }
+      break;
+    case OpKind::kRecvReduceCopySend:
+      if (stream) {
+        k.reduceFinal(dst, nullptr, src, in, n, divisor);
+        streamLines(out, dst, bytes);
+      } else {
+        k.reduceFinal(dst, out, src, in, n, divisor);
+      }
+      break;
     case OpKind::kRecvCopySend:
       std::memcpy(dst, in, bytes);
-      std::memcpy(out, in, bytes);
+      if (stream) {
+        streamLines(out, in, bytes);
+      } else {
+        std::memcpy(out, in, bytes);
+      }
       break;
     case OpKind::kCopy:
     case OpKind::kReduceLocal: break;

@@ -90,6 +90,11 @@ class HostExecutor {
   const algo::Schedule* schedule_ = nullptr;
   ExecBuffers buffers_;
   size_t elemSize_ = 0;
+  // Reduced slices bound for a shared slot are made here, an L1-sized block
+  // at a time, then streamed (advance()).
+  static constexpr size_t kBlockBytes = 16 << 10;
+  alignas(64) char block_[kBlockBytes];
+  uint64_t blockElems() const { return kBlockBytes / elemSize_; }
   // The operation's deadline, started by the first wait that blocks (reading
   // the clock costs more than a small call's whole data movement).
   const Deadline& deadline();

@@ -13,6 +13,7 @@
 #include "core/futex.h"
 #include "core/logging.h"
 #include "exec/reduce.h"
+#include "exec/stream_copy.h"
 
 namespace braid {
 namespace {
@@ -363,24 +364,31 @@ Expected<uint64_t> NodeWindows::beginRound(bool writes, const OpDesc& desc) {
   return e;
 }
 
-void NodeWindows::reduceAll(char* dst, char* dst1, const std::vector<const char*>& data,
+void NodeWindows::reduceAll(char* dst, char* shared, const std::vector<const char*>& data,
                             size_t count, const OpDesc& desc) const {
   const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
   const size_t es = datatypeSize(desc.datatype);
   const int n = comm_.nranks();
   const size_t block = std::max<size_t>(1, kReduceBlockBytes / es);
+  const bool stream = count * es >= kStreamMinBytes;
   for (size_t b = 0; b < count; b += block) {
     const size_t m = std::min(block, count - b);
     const size_t at = b * es;
     char* d = dst + at;
-    char* d1 = dst1 != nullptr ? dst1 + at : nullptr;
     if (n == 2) {
-      k.reduceFinal(d, d1, data[0] + at, data[1] + at, m, n);
-      continue;
+      k.reduceFinal(d, nullptr, data[0] + at, data[1] + at, m, n);
+    } else {
+      k.reduce(d, data[0] + at, data[1] + at, m);
+      for (int r = 2; r < n - 1; ++r) k.reduce(d, d, data[r] + at, m);
+      k.reduceFinal(d, nullptr, d, data[n - 1] + at, m, n);
     }
-    k.reduce(d, data[0] + at, data[1] + at, m);
-    for (int r = 2; r < n - 1; ++r) k.reduce(d, d, data[r] + at, m);
-    k.reduceFinal(d, d1, d, data[n - 1] + at, m, n);
+    // From L1 into the window: peers read it, so stream it (exec/stream_copy.h).
+    if (shared == nullptr) continue;
+    if (stream) {
+      streamLines(shared + at, d, m * es);
+    } else {
+      std::memcpy(shared + at, d, m * es);
+    }
   }
 }
 
@@ -444,20 +452,36 @@ Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const Ex
     BRAID_ASSIGN_OR_RETURN(e, beginRound(true, desc));
     const int half = static_cast<int>(e & 1);
     describe(false, half, zin, off * es);
-    if (!zin.on) std::memcpy(inputArea(me, half), in + off * es, m * es);
+    const size_t piece = pieceElems(m, n, es);
+    if (!zin.on) {
+      // Two-shot: peers read only their own pieces of this input, and out of
+      // place this rank reads its piece from its input (in place, its result
+      // overwrites that piece while it is being read; n > 2 reads it late).
+      if (twoShot && !args.inPlace) {
+        for (int q = 0; q < n; ++q) {
+          const size_t qlo = std::min(m, piece * q);
+          const size_t qhi = std::min(m, qlo + piece);
+          if (q != me && qhi > qlo) {
+            streamCopy(inputArea(me, half) + qlo * es, in + (off + qlo) * es, (qhi - qlo) * es);
+          }
+        }
+      } else {
+        streamCopy(inputArea(me, half), in + off * es, m * es);
+      }
+    }
     publish(Flag::kReady, e);
     BRAID_TRY(waitAll(Flag::kReady, e, desc));
     allReady_ = e;
     for (int q = 0; q < n; ++q) {
       BRAID_ASSIGN_OR_RETURN(data_[q], dataOf(q, false, half, desc));
     }
-    if (zin.on) data_[me] = in + off * es;
+    // This rank's own input where it lies, not the streamed (uncached) copy.
+    if (zin.on || !args.inPlace) data_[me] = in + off * es;
     if (!twoShot) {
       reduceAll(out + off * es, nullptr, data_, m, desc);
       publish(Flag::kFinished, e);
       continue;
     }
-    const size_t piece = pieceElems(m, n, es);
     const size_t lo = std::min(m, piece * me);
     const size_t hi = std::min(m, lo + piece);
     for (int q = 0; q < n; ++q) data_[q] += lo * es;
@@ -468,7 +492,7 @@ Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const Ex
       if (zout.on) {
         reduceAll(out + (off + lo) * es, nullptr, data_, hi - lo, desc);
       } else {
-        reduceAll(outputArea(me, half) + lo * es, out + (off + lo) * es, data_, hi - lo, desc);
+        reduceAll(out + (off + lo) * es, outputArea(me, half) + lo * es, data_, hi - lo, desc);
       }
     }
     publish(Flag::kDone, e);
@@ -503,7 +527,7 @@ Status NodeWindows::allGather(const algo::CollArgs& args, const ExecBuffers& b,
     BRAID_ASSIGN_OR_RETURN(e, beginRound(true, desc));
     const int half = static_cast<int>(e & 1);
     describe(false, half, zin, off * es);
-    if (!zin.on) std::memcpy(inputArea(me, half), in + off * es, m * es);
+    if (!zin.on) streamCopy(inputArea(me, half), in + off * es, m * es);
     publish(Flag::kReady, e);
     if (!args.inPlace) std::memcpy(out + (me * args.count + off) * es, in + off * es, m * es);
     for (int i = 1; i < n; ++i) {
@@ -527,8 +551,8 @@ Expected<uint64_t> NodeWindows::publishBlocks(const algo::CollArgs& args, const 
   const int half = static_cast<int>(e & 1);
   describe(false, half, Zero(), 0);
   for (int j = 0; j < comm_.nranks(); ++j) {
-    std::memcpy(inputArea(comm_.rank(), half) + j * slot, in + (j * args.count + off) * es,
-                m * es);
+    streamCopy(inputArea(comm_.rank(), half) + j * slot, in + (j * args.count + off) * es,
+               m * es);
   }
   publish(Flag::kReady, e);
   return e;
@@ -574,7 +598,7 @@ Status NodeWindows::broadcast(const algo::CollArgs& args, const ExecBuffers& b,
     const int half = static_cast<int>(e & 1);
     if (root) {
       describe(false, half, zin, off * es);
-      if (!zin.on) std::memcpy(inputArea(me, half), in + off * es, m * es);
+      if (!zin.on) streamCopy(inputArea(me, half), in + off * es, m * es);
       publish(Flag::kReady, e);
       continue;
     }

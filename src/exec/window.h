@@ -114,8 +114,8 @@ class NodeWindows {
   Status waitAll(Flag flag, uint64_t epoch, const OpDesc& desc);
   Status stalled(int peer, Flag flag, uint64_t epoch, const OpDesc& desc, const char* why);
   // dst[0..count) = op over ranks (in rank order) of data(rank)[0..count);
-  // dst1, when set, gets the same values.
-  void reduceAll(char* dst, char* dst1, const std::vector<const char*>& data, size_t count,
+  // `shared` (this rank's window), when set, gets the same values.
+  void reduceAll(char* dst, char* shared, const std::vector<const char*>& data, size_t count,
                  const OpDesc& desc) const;
 
   // Zero copy (see above): whether [p, p + bytes) may be read in place.

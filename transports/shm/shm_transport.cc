@@ -120,6 +120,7 @@ class ShmEndpoint : public Endpoint {
   ShmEndpoint(const ConnectOptions& o, std::unique_ptr<Mapping> in, std::unique_ptr<Mapping> out)
       : slots_(o.slots), slice_(o.sliceBytes), in_(std::move(in)), out_(std::move(out)) {}
 
+  bool slotsShared() const override { return true; }
   void* sendSlot() override {
     FifoHeader* h = out_->header();
     if (sendHead_ - cachedTail_ >= static_cast<uint64_t>(slots_)) {
