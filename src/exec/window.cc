@@ -551,6 +551,8 @@ Expected<uint64_t> NodeWindows::publishBlocks(const algo::CollArgs& args, const 
   const int half = static_cast<int>(e & 1);
   describe(false, half, Zero(), 0);
   for (int j = 0; j < comm_.nranks(); ++j) {
+    // Out of place, this rank reads its own block from its input.
+    if (j == comm_.rank() && !args.inPlace) continue;
     streamCopy(inputArea(comm_.rank(), half) + j * slot, in + (j * args.count + off) * es,
                m * es);
   }
@@ -575,6 +577,7 @@ Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers&
     BRAID_TRY(waitAll(Flag::kReady, e, desc));
     allReady_ = e;
     for (int q = 0; q < n; ++q) data_[q] = inputArea(q, half) + me * slot;
+    if (!args.inPlace) data_[me] = in + (me * args.count + off) * es;
     reduceAll(out + off * es, nullptr, data_, m, desc);
     publish(Flag::kFinished, e);
   }
@@ -630,7 +633,9 @@ Status NodeWindows::allToAll(const algo::CollArgs& args, const ExecBuffers& b,
     for (int i = 1; i <= n; ++i) {
       const int q = (me + i) % n;
       if (q != me) BRAID_TRY(waitFor(q, Flag::kReady, e, desc));
-      std::memcpy(out + (q * args.count + off) * es, inputArea(q, half) + me * slot, m * es);
+      const char* src = q == me && !args.inPlace ? in + (me * args.count + off) * es
+                                                 : inputArea(q, half) + me * slot;
+      std::memcpy(out + (q * args.count + off) * es, src, m * es);
     }
     allReady_ = e;
     publish(Flag::kFinished, e);

@@ -100,8 +100,9 @@ class NodeWindows {
   Status allToAll(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
 
   // Reduce-scatter and all-to-all: starts a round, copies elements
-  // [off, off + m) of every block of `in` into this rank's input area, one
-  // block per `slot` bytes, and publishes them; returns the round.
+  // [off, off + m) of every block of `in` (but its own, out of place) into
+  // this rank's input area, one block per `slot` bytes, and publishes them;
+  // returns the round.
   Expected<uint64_t> publishBlocks(const algo::CollArgs& args, const char* in, size_t off,
                                    size_t m, size_t slot, const OpDesc& desc);
   // Starts the next round; a rank about to write its half first makes sure

@@ -329,6 +329,8 @@ double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in
         f = w;
       } else {
         f.traffic *= 2;  // into the FIFO slot and out of it
+        // Bruck's all-to-all also rotates the whole array locally, before and after.
+        if (alg == Algorithm::kBruck && c == Collective::kAllToAll) f.traffic += 2;
       }
     }
     const double bytesPerUs = link.gbps * f.efficiency * 1e3;  // GB/s = 1e3 bytes/us
