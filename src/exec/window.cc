@@ -32,6 +32,9 @@ constexpr size_t kReduceBlockBytes = 16 << 10;
 constexpr size_t kZeroCopyMinBytes = 64 << 10;
 // Peers' allocations kept mapped; more are unmapped between calls.
 constexpr size_t kMaxLent = 64;
+// Outputs from this size up are written with streaming stores: they outgrow the
+// caches anyway, and a plain store would first read every line from memory.
+constexpr size_t kStreamOutMinBytes = 4 << 20;
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -365,7 +368,7 @@ Expected<uint64_t> NodeWindows::beginRound(bool writes, const OpDesc& desc) {
 }
 
 void NodeWindows::reduceAll(char* dst, char* shared, const std::vector<const char*>& data,
-                            size_t count, const OpDesc& desc) const {
+                            size_t count, const OpDesc& desc) {
   const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
   const size_t es = datatypeSize(desc.datatype);
   const int n = comm_.nranks();
@@ -374,7 +377,8 @@ void NodeWindows::reduceAll(char* dst, char* shared, const std::vector<const cha
   for (size_t b = 0; b < count; b += block) {
     const size_t m = std::min(block, count - b);
     const size_t at = b * es;
-    char* d = dst + at;
+    // A large output is made in L1 and streamed out (see streamOut_).
+    char* d = streamOut_ ? block_ : dst + at;
     if (n == 2) {
       k.reduceFinal(d, nullptr, data[0] + at, data[1] + at, m, n);
     } else {
@@ -382,6 +386,7 @@ void NodeWindows::reduceAll(char* dst, char* shared, const std::vector<const cha
       for (int r = 2; r < n - 1; ++r) k.reduce(d, d, data[r] + at, m);
       k.reduceFinal(d, nullptr, d, data[n - 1] + at, m, n);
     }
+    if (streamOut_) streamLines(dst + at, d, m * es);
     // From L1 into the window: peers read it, so stream it (exec/stream_copy.h).
     if (shared == nullptr) continue;
     if (stream) {
@@ -392,12 +397,23 @@ void NodeWindows::reduceAll(char* dst, char* shared, const std::vector<const cha
   }
 }
 
+void NodeWindows::copyOut(char* dst, const char* src, size_t bytes) const {
+  if (streamOut_) {
+    streamCopy(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
+
 Status NodeWindows::runHere(const algo::CollArgs& args, Algorithm a, const ExecBuffers& b,
                             const OpDesc& desc) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
   deadlineSet_ = false;
   if (lent_.size() > kMaxLent) lent_.clear();
   data_.resize(comm_.nranks());
+  const bool gathers = args.collective == Collective::kAllGather ||
+                       args.collective == Collective::kAllToAll;
+  streamOut_ = args.count * args.elemSize * (gathers ? comm_.nranks() : 1) >= kStreamOutMinBytes;
   switch (args.collective) {
     case Collective::kAllReduce: return allReduce(args, a == Algorithm::kTwoShot, b, desc);
     case Collective::kAllGather: return allGather(args, b, desc);
@@ -503,7 +519,7 @@ Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const Ex
       if (qhi == qlo) continue;
       BRAID_TRY(waitFor(q, Flag::kDone, e, desc));
       BRAID_ASSIGN_OR_RETURN(const char* piece_q, dataOf(q, true, half, desc));
-      std::memcpy(out + (off + qlo) * es, piece_q + qlo * es, (qhi - qlo) * es);
+      copyOut(out + (off + qlo) * es, piece_q + qlo * es, (qhi - qlo) * es);
     }
     publish(Flag::kFinished, e);
   }
@@ -529,12 +545,12 @@ Status NodeWindows::allGather(const algo::CollArgs& args, const ExecBuffers& b,
     describe(false, half, zin, off * es);
     if (!zin.on) streamCopy(inputArea(me, half), in + off * es, m * es);
     publish(Flag::kReady, e);
-    if (!args.inPlace) std::memcpy(out + (me * args.count + off) * es, in + off * es, m * es);
+    if (!args.inPlace) copyOut(out + (me * args.count + off) * es, in + off * es, m * es);
     for (int i = 1; i < n; ++i) {
       const int q = (me + i) % n;
       BRAID_TRY(waitFor(q, Flag::kReady, e, desc));
       BRAID_ASSIGN_OR_RETURN(const char* src, dataOf(q, false, half, desc));
-      std::memcpy(out + (q * args.count + off) * es, src, m * es);
+      copyOut(out + (q * args.count + off) * es, src, m * es);
     }
     allReady_ = e;
     publish(Flag::kFinished, e);
@@ -593,7 +609,7 @@ Status NodeWindows::broadcast(const algo::CollArgs& args, const ExecBuffers& b,
   char* out = static_cast<char*>(b.output);
   const Zero zin = root ? zeroCopy(in, args.count * es) : Zero();
   const size_t perRound = chunk_ / es;
-  if (root && !args.inPlace) std::memcpy(out, in, args.count * es);
+  if (root && !args.inPlace) copyOut(out, in, args.count * es);
   uint64_t e = epoch_;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
@@ -608,7 +624,7 @@ Status NodeWindows::broadcast(const algo::CollArgs& args, const ExecBuffers& b,
     publish(Flag::kReady, e);  // this rank has finished the rounds before e
     BRAID_TRY(waitFor(args.root, Flag::kReady, e, desc));
     BRAID_ASSIGN_OR_RETURN(const char* src, dataOf(args.root, false, half, desc));
-    std::memcpy(out + off * es, src, m * es);
+    copyOut(out + off * es, src, m * es);
     publish(Flag::kFinished, e);
   }
   if (zin.on) BRAID_TRY(waitAll(Flag::kFinished, e, desc));
@@ -635,7 +651,7 @@ Status NodeWindows::allToAll(const algo::CollArgs& args, const ExecBuffers& b,
       if (q != me) BRAID_TRY(waitFor(q, Flag::kReady, e, desc));
       const char* src = q == me && !args.inPlace ? in + (me * args.count + off) * es
                                                  : inputArea(q, half) + me * slot;
-      std::memcpy(out + (q * args.count + off) * es, src, m * es);
+      copyOut(out + (q * args.count + off) * es, src, m * es);
     }
     allReady_ = e;
     publish(Flag::kFinished, e);

@@ -117,7 +117,10 @@ class NodeWindows {
   // dst[0..count) = op over ranks (in rank order) of data(rank)[0..count);
   // `shared` (this rank's window), when set, gets the same values.
   void reduceAll(char* dst, char* shared, const std::vector<const char*>& data, size_t count,
-                 const OpDesc& desc) const;
+                 const OpDesc& desc);
+
+  // Copies into the output: streamed when streamOut_.
+  void copyOut(char* dst, const char* src, size_t bytes) const;
 
   // Zero copy (see above): whether [p, p + bytes) may be read in place.
   Zero zeroCopy(const void* p, size_t bytes) const;
@@ -142,6 +145,9 @@ class NodeWindows {
   std::map<std::string, std::unique_ptr<SharedRegion>> lent_;  // peers' allocations, mapped
   std::vector<const char*> data_;                     // per rank, scratch of one round
   uint64_t epoch_ = 0;
+  // This call's output is large (kStreamOutMinBytes): written with streaming stores.
+  bool streamOut_ = false;
+  alignas(64) char block_[16 << 10];  // reductions into a streamed output, a block at a time
   uint64_t allReady_ = 0;  // every peer has published ready >= this
   Deadline deadline_{0};
   bool deadlineSet_ = false;

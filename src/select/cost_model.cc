@@ -39,6 +39,11 @@ struct Constants {
   // two-shot / ring crossover near 4.5 MiB on 8 H100s; REFERENCE: two-shot wins
   // "from about 256 KiB to a few MiB", ring is "as good as anything from ~64 MiB".
   double stepSyncEfficiency = 0.75;
+  // Host FIFO schedules on a node with shared windows: bytes copied per byte
+  // moved (into the slot, out of it) with the per-slice hand-offs folded in.
+  // Measured on the 2-core VM (perf/compare, issue 5's sweep): ring and the
+  // window algorithms tie where 2.5 prices them alike.
+  double fifoCopyFactor = 2.5;
 };
 constexpr Constants kC{};
 
@@ -328,7 +333,7 @@ double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in
       if (w.steps != 0 || w.traffic != 0) {
         f = w;
       } else {
-        f.traffic *= 2;  // into the FIFO slot and out of it
+        f.traffic *= kC.fifoCopyFactor;  // into the FIFO slot and out of it
         // Bruck's all-to-all also rotates the whole array locally, before and after.
         if (alg == Algorithm::kBruck && c == Collective::kAllToAll) f.traffic += 2;
       }

@@ -104,9 +104,11 @@ TEST_P(Windows, BuffersFromMemAllocAreReadInPlaceAndCallsReturnOnlyWhenPeersAreD
   env["BRAID_TRANSPORTS"] = "shm";
   env["BRAID_TIMEOUT_MS"] = "60000";
   env["BRAID_SHM_WINDOW_BYTES"] = "4096";
-  env["BRAID_ALGO"] = "allreduce:0-200k:two_shot#allreduce:200k-inf:direct#allgather:direct#"
-                      "broadcast:direct";
-  auto outcomes = runRanks(c.nranks, env, [&](int r) { return body(r, c.allShared); }, 300);
+  env["BRAID_ALGO"] =
+      "allreduce:0-200k:two_shot#allreduce:200k-inf:direct#allgather:direct#"
+      "broadcast:direct";
+  auto outcomes = runRanks(
+      c.nranks, env, [&](int r) { return body(r, c.allShared); }, 300);
   for (int r = 0; r < c.nranks; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
   }
@@ -119,7 +121,6 @@ INSTANTIATE_TEST_SUITE_P(Jobs, Windows,
                                   (info.param.allShared ? "_all_shared" : "_mixed");
                          });
 
-
 // Private buffers of many default-sized rounds: copies into the windows and
 // into the FIFO slots use streaming stores from 24 KiB up (exec/stream_copy.h).
 // Odd counts leave every copy's tail unaligned; in place and out of place.
@@ -128,55 +129,58 @@ int bodyPrivate(int rank) {
   if (braidCommInitFromEnv(&world, nullptr) != braidSuccess) return 2;
   int n = 0;
   braidCommCount(world, &n);
-  const size_t k = 300007;  // 1.2 MB per rank: two rounds of 1 MiB windows
-  std::vector<float> in(k * n), out(k * n), want(k * n);
   int wrong = 0;
   const auto expect = [&](const float* got, const std::vector<float>& w, size_t count) {
     for (size_t i = 0; i < count; ++i) wrong += got[i] != w[i];
   };
-  for (int it = 0; it < 2; ++it) {
-    for (int inPlace = 0; inPlace < 2; ++inPlace) {
-      // All-reduce.
-      for (size_t i = 0; i < k; ++i) in[i] = valueOf(rank, i, it);
-      for (size_t i = 0; i < k; ++i) {
-        want[i] = 0;
-        for (int r = 0; r < n; ++r) want[i] += valueOf(r, i, it);
-      }
-      float* dst = inPlace ? in.data() : out.data();
-      if (braidAllReduce(in.data(), dst, k, braidFloat32, braidSum, world, nullptr) != 0) {
-        fprintf(stderr, "allreduce: %s\n", braidGetLastError(world));
-        return 4;
-      }
-      expect(dst, want, k);
-      // Reduce-scatter: block j of rank r holds valueOf(r, j * k + i).
-      for (size_t i = 0; i < k * n; ++i) in[i] = valueOf(rank, i, it);
-      for (size_t i = 0; i < k; ++i) {
-        want[i] = 0;
-        for (int r = 0; r < n; ++r) want[i] += valueOf(r, rank * k + i, it);
-      }
-      dst = inPlace ? in.data() + rank * k : out.data();
-      if (braidReduceScatter(in.data(), dst, k, braidFloat32, braidSum, world, nullptr) != 0) {
-        return 5;
-      }
-      expect(dst, want, k);
-      // All-gather.
-      float* send = inPlace ? out.data() + rank * k : in.data();
-      for (size_t i = 0; i < k; ++i) send[i] = valueOf(rank, i, it);
-      if (braidAllGather(send, out.data(), k, braidFloat32, world, nullptr) != 0) return 6;
-      for (int r = 0; r < n; ++r) {
-        for (size_t i = 0; i < k; ++i) wrong += out[r * k + i] != valueOf(r, i, it);
-      }
-      // Broadcast from the last rank.
-      for (size_t i = 0; i < k; ++i) in[i] = valueOf(rank, i, it);
-      dst = inPlace ? in.data() : out.data();
-      if (braidBroadcast(in.data(), dst, k, braidFloat32, n - 1, world, nullptr) != 0) return 7;
-      for (size_t i = 0; i < k; ++i) wrong += dst[i] != valueOf(n - 1, i, it);
-      // All-to-all: rank r's block j is valueOf(r, j * k + i); out of place only.
-      if (inPlace) continue;
-      for (size_t i = 0; i < k * n; ++i) in[i] = valueOf(rank, i, it);
-      if (braidAlltoAll(in.data(), out.data(), k, braidFloat32, world, nullptr) != 0) return 8;
-      for (int r = 0; r < n; ++r) {
-        for (size_t i = 0; i < k; ++i) wrong += out[r * k + i] != valueOf(r, rank * k + i, it);
+  // 1.2 MB per rank: two rounds of 1 MiB windows; 4.4 MB: outputs from 4 MiB
+  // up are streamed too.
+  for (size_t k : {size_t{300007}, size_t{1100003}}) {
+    std::vector<float> in(k * n), out(k * n), want(k * n);
+    for (int it = 0; it < 2; ++it) {
+      for (int inPlace = 0; inPlace < 2; ++inPlace) {
+        // All-reduce.
+        for (size_t i = 0; i < k; ++i) in[i] = valueOf(rank, i, it);
+        for (size_t i = 0; i < k; ++i) {
+          want[i] = 0;
+          for (int r = 0; r < n; ++r) want[i] += valueOf(r, i, it);
+        }
+        float* dst = inPlace ? in.data() : out.data();
+        if (braidAllReduce(in.data(), dst, k, braidFloat32, braidSum, world, nullptr) != 0) {
+          fprintf(stderr, "allreduce: %s\n", braidGetLastError(world));
+          return 4;
+        }
+        expect(dst, want, k);
+        // Reduce-scatter: block j of rank r holds valueOf(r, j * k + i).
+        for (size_t i = 0; i < k * n; ++i) in[i] = valueOf(rank, i, it);
+        for (size_t i = 0; i < k; ++i) {
+          want[i] = 0;
+          for (int r = 0; r < n; ++r) want[i] += valueOf(r, rank * k + i, it);
+        }
+        dst = inPlace ? in.data() + rank * k : out.data();
+        if (braidReduceScatter(in.data(), dst, k, braidFloat32, braidSum, world, nullptr) != 0) {
+          return 5;
+        }
+        expect(dst, want, k);
+        // All-gather.
+        float* send = inPlace ? out.data() + rank * k : in.data();
+        for (size_t i = 0; i < k; ++i) send[i] = valueOf(rank, i, it);
+        if (braidAllGather(send, out.data(), k, braidFloat32, world, nullptr) != 0) return 6;
+        for (int r = 0; r < n; ++r) {
+          for (size_t i = 0; i < k; ++i) wrong += out[r * k + i] != valueOf(r, i, it);
+        }
+        // Broadcast from the last rank.
+        for (size_t i = 0; i < k; ++i) in[i] = valueOf(rank, i, it);
+        dst = inPlace ? in.data() : out.data();
+        if (braidBroadcast(in.data(), dst, k, braidFloat32, n - 1, world, nullptr) != 0) return 7;
+        for (size_t i = 0; i < k; ++i) wrong += dst[i] != valueOf(n - 1, i, it);
+        // All-to-all: rank r's block j is valueOf(r, j * k + i); out of place only.
+        if (inPlace) continue;
+        for (size_t i = 0; i < k * n; ++i) in[i] = valueOf(rank, i, it);
+        if (braidAlltoAll(in.data(), out.data(), k, braidFloat32, world, nullptr) != 0) return 8;
+        for (int r = 0; r < n; ++r) {
+          for (size_t i = 0; i < k; ++i) wrong += out[r * k + i] != valueOf(r, rank * k + i, it);
+        }
       }
     }
   }
@@ -199,7 +203,8 @@ TEST_P(StreamedCopies, PrivateBuffersOfManyRoundsAreExact) {
   env["BRAID_TRANSPORTS"] = "shm";
   env["BRAID_TIMEOUT_MS"] = "60000";
   env["BRAID_ALGO"] = c.algo;
-  auto outcomes = runRanks(c.nranks, env, [&](int r) { return bodyPrivate(r); }, 300);
+  auto outcomes = runRanks(
+      c.nranks, env, [&](int r) { return bodyPrivate(r); }, 300);
   for (int r = 0; r < c.nranks; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
   }
