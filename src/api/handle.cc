@@ -1,5 +1,6 @@
 #include "api/handle.h"
 
+#include <atomic>
 #include <unordered_set>
 
 #include "core/logging.h"
@@ -17,6 +18,13 @@ std::unordered_set<const void*>& streams() {
   return *set;
 }
 
+// isLiveComm's fast path: the comm this thread last found live, valid while no
+// comm has been unregistered since (a generation bumped by every removal), so
+// a call on the same comm skips the registry lock.
+std::atomic<uint64_t> gRemovals{0};
+thread_local const braidComm* tLiveComm = nullptr;
+thread_local uint64_t tLiveAt = 0;
+
 }  // namespace
 
 thread_local std::string tLastError;
@@ -29,11 +37,17 @@ void registerComm(braidComm* comm) {
 void unregisterComm(braidComm* comm) {
   std::lock_guard<std::mutex> lock(gRegistryMu);
   comms().erase(comm);
+  gRemovals.fetch_add(1, std::memory_order_release);
 }
 
 bool isLiveComm(const braidComm* comm) {
+  const uint64_t removals = gRemovals.load(std::memory_order_acquire);
+  if (comm != nullptr && comm == tLiveComm && removals == tLiveAt) return true;
   std::lock_guard<std::mutex> lock(gRegistryMu);
-  return comms().count(comm) != 0;
+  if (comms().count(comm) == 0) return false;
+  tLiveComm = comm;
+  tLiveAt = gRemovals.load(std::memory_order_relaxed);
+  return true;
 }
 
 void forEachLiveComm(const std::function<void(const braidComm*)>& fn) {
