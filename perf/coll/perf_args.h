@@ -31,6 +31,7 @@ struct PerfArgs {
   double timeoutSec = 0.0;  // -T: 0 for the library's default
   std::string algo;         // -A: "" for the library's choice
   int memAlloc = 0;         // -R 1: buffers from braidMemAlloc (peers read them in place)
+  int device = 0;           // -D 1: send and receive buffers in CUDA device memory
   bool help = false;
 };
 
@@ -58,6 +59,8 @@ inline const char* perfUsage() {
          "                           BRAID_ALGO=<collective>:<name>; default: the library's)\n"
          "  -R, --memalloc <0/1>     1: buffers from braidMemAlloc, which peers on the node\n"
          "                           read in place (as nccl-tests' -R with ncclMemAlloc)\n"
+         "  -D, --device <0/1>       1: send and receive buffers in CUDA device memory (the\n"
+         "                           calls run on the NULL stream; a build with CUDA only)\n"
          "  -h, --help               this text\n";
 }
 
@@ -93,6 +96,7 @@ inline bool applyPerfFlag(int flag, const char* arg, PerfArgs* args, std::string
     case 'r': return detail::parseInt(arg, 0, 1 << 30, &args->root) || bad("root");
     case 'z': return detail::parseInt(arg, 0, 1, &args->blocking) || bad("-z");
     case 'R': return detail::parseInt(arg, 0, 1, &args->memAlloc) || bad("-R (0 or 1)");
+    case 'D': return detail::parseInt(arg, 0, 1, &args->device) || bad("-D (0 or 1)");
     case 'a':
       if (!detail::parseInt(arg, 0, 3, &v)) return bad("-a (0-3)");
       args->average = static_cast<AverageMode>(v);
@@ -136,13 +140,14 @@ inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* er
       {"timeout", required_argument, nullptr, 'T'},
       {"algo", required_argument, nullptr, 'A'},
       {"memalloc", required_argument, nullptr, 'R'},
+      {"device", required_argument, nullptr, 'D'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   optind = 0;  // glibc: full reset, so a second parse (tests) starts afresh
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:A:R:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:A:R:D:h", kLong, nullptr)) != -1) {
     if (c == '?' || c == ':') {
       char opt[2] = {static_cast<char>(optopt), '\0'};
       *error = optopt ? std::string("unknown flag or missing value: -") + opt

@@ -19,6 +19,10 @@
 #include "perf/coll/perf_report.h"
 #include "perf/coll/perf_util.h"
 
+#ifdef BRAID_PERF_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace braid::perf {
 namespace {
 
@@ -69,6 +73,57 @@ class HostBuffer {
   bool shared_ = false;
 };
 
+// -D 1: a CUDA device buffer with a host mirror that inputs are filled in and results
+// checked in; copies between the two are outside the timed loop.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+#ifdef BRAID_PERF_CUDA
+  ~DeviceBuffer() {
+    if (data_ != nullptr) (void)cudaFree(data_);
+  }
+  // False with *error set when there is no device or no memory.
+  bool allocate(size_t bytes, std::string* error) {
+    bytes_ = std::max(bytes, kAlign);
+    void* p = nullptr;
+    cudaError_t err = cudaMalloc(&p, bytes_);
+    if (err == cudaSuccess) err = cudaMemset(p, 0, bytes_);
+    if (err != cudaSuccess) {
+      *error = std::string("cudaMalloc/cudaMemset: ") + cudaGetErrorString(err);
+      return false;
+    }
+    data_ = static_cast<char*>(p);
+    return mirror_.allocate(bytes_);
+  }
+  static bool toDevice(char* dst, const char* src, size_t n) {
+    return cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice) == cudaSuccess;
+  }
+  static bool toHost(char* dst, const char* src, size_t n) {
+    return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost) == cudaSuccess;
+  }
+  static bool synchronize() { return cudaDeviceSynchronize() == cudaSuccess; }
+#else
+  bool allocate(size_t, std::string* error) {
+    *error = "this build has no CUDA (configure with nvcc found)";
+    return false;
+  }
+  static bool toDevice(char*, const char*, size_t) { return false; }
+  static bool toHost(char*, const char*, size_t) { return false; }
+  static bool synchronize() { return true; }
+#endif
+  char* data() const { return data_; }
+  char* mirror() const { return mirror_.data(); }
+  size_t bytes() const { return bytes_; }
+  bool contains(const char* p) const { return data_ != nullptr && p >= data_ && p < data_ + bytes_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t bytes_ = 0;
+  HostBuffer mirror_;
+};
+
 class Harness {
  public:
   Harness(const PerfCollective& coll, const PerfArgs& args) : coll_(coll), args_(args) {}
@@ -92,6 +147,7 @@ class Harness {
   void whichAlgorithm(Row& row) const;
   Placement runPlacement(const PerfCase& c, bool inPlace);
   int64_t checkPlacement(const PerfCase& c, char* send, char* recv);
+  int64_t checkOnDevice(const PerfCase& c, char* send, char* recv);
   double combineTime(double seconds);
   int64_t sumOverRanks(int64_t v);
   void barrier();
@@ -105,6 +161,7 @@ class Harness {
   int nranks_ = 0;
   std::vector<size_t> steps_;
   HostBuffer send_, recv_, expected_, scratch_;
+  DeviceBuffer deviceSend_, deviceRecv_;  // -D 1: what the calls run on
   size_t recvBytes_ = 0;  // bytes of recv_ a row may touch, at most
   std::vector<Row> rows_;
   std::string algorithm_;  // for the header: "default" or -A's name
@@ -154,6 +211,14 @@ void Harness::allocate() {
   }
   recvBytes_ = recvBytes;
   size_t scratch = static_cast<size_t>(nranks_) * kHostSlot;
+  if (args_.device != 0) {
+    std::string error;
+    if (!deviceSend_.allocate(sendBytes, &error) || !deviceRecv_.allocate(recvBytes, &error)) {
+      std::fprintf(stderr, "%s: rank %d: -D 1: cannot allocate device memory: %s\n", coll_.name,
+                   rank_, error.c_str());
+      std::exit(1);
+    }
+  }
   if (!send_.allocate(sendBytes, args_.memAlloc != 0) ||
       !recv_.allocate(recvBytes, args_.memAlloc != 0) ||
       !expected_.allocate(args_.check > 0 ? expectedBytes : 0) ||
@@ -193,8 +258,9 @@ void Harness::printDevices() {
   std::printf("# Using devices\n");
   for (int r = 0; r < nranks_; ++r) {
     const char* host = reinterpret_cast<const char*>(&hosts[static_cast<size_t>(r) * kHostSlot]);
-    std::printf("#  Rank %2d Group  0 Pid %6d on %10.*s device  0 [host memory]\n", r,
-                pids[static_cast<size_t>(r)], static_cast<int>(kHostSlot - 1), host);
+    std::printf("#  Rank %2d Group  0 Pid %6d on %10.*s device  0 [%s memory]\n", r,
+                pids[static_cast<size_t>(r)], static_cast<int>(kHostSlot - 1), host,
+                args_.device != 0 ? "CUDA device" : "host");
   }
   std::printf("#\n");
   printColumnTitles();
@@ -236,6 +302,7 @@ double Harness::combineTime(double seconds) {
 // Runs the call `check` times on fresh data; returns this rank's wrong elements.
 int64_t Harness::checkPlacement(const PerfCase& c, char* send, char* recv) {
   int64_t wrong = 0;
+  if (args_.device != 0) return checkOnDevice(c, send, recv);
   for (int k = 0; k < args_.check; ++k) {
     // Poison first, so that a stale result of an earlier row cannot pass.
     std::memset(recv_.data(), 0xa5, recvBytes_);
@@ -247,9 +314,38 @@ int64_t Harness::checkPlacement(const PerfCase& c, char* send, char* recv) {
   return wrong;
 }
 
+// checkPlacement on device buffers: inputs are made in the host mirrors and copied over
+// whole (an in-place send lies inside the receive buffer), results copied back.
+int64_t Harness::checkOnDevice(const PerfCase& c, char* send, char* recv) {
+  auto mirrorOf = [](const DeviceBuffer& b, char* p) { return b.mirror() + (p - b.data()); };
+  const DeviceBuffer& sendOwner = deviceRecv_.contains(send) ? deviceRecv_ : deviceSend_;
+  int64_t wrong = 0;
+  for (int k = 0; k < args_.check; ++k) {
+    std::memset(deviceRecv_.mirror(), 0xa5, recvBytes_);
+    coll_.fillInput(c, mirrorOf(sendOwner, send));
+    if (!DeviceBuffer::toDevice(deviceSend_.data(), deviceSend_.mirror(), deviceSend_.bytes()) ||
+        !DeviceBuffer::toDevice(deviceRecv_.data(), deviceRecv_.mirror(), deviceRecv_.bytes())) {
+      std::fprintf(stderr, "%s: rank %d: copy to the device failed\n", coll_.name, rank_);
+      std::exit(1);
+    }
+    check(coll_.run(c, send, recv, comm_));
+    if (!DeviceBuffer::toHost(deviceRecv_.mirror(), deviceRecv_.data(), recvBytes_)) {
+      std::fprintf(stderr, "%s: rank %d: copy from the device failed\n", coll_.name, rank_);
+      std::exit(1);
+    }
+    size_t n = coll_.fillExpected(c, expected_.data());
+    wrong += static_cast<int64_t>(
+        countMismatches(c.type, mirrorOf(deviceRecv_, recv), expected_.data(), n));
+  }
+  return wrong;
+}
+
 Placement Harness::runPlacement(const PerfCase& c, bool inPlace) {
-  char* recv = recv_.data() + (inPlace ? c.sizes.recvInplaceOffset * c.elemSize : 0);
-  char* send = inPlace ? recv_.data() + c.sizes.sendInplaceOffset * c.elemSize : send_.data();
+  const bool dev = args_.device != 0;
+  char* recvBase = dev ? deviceRecv_.data() : recv_.data();
+  char* recv = recvBase + (inPlace ? c.sizes.recvInplaceOffset * c.elemSize : 0);
+  char* send = inPlace ? recvBase + c.sizes.sendInplaceOffset * c.elemSize
+                       : (dev ? deviceSend_.data() : send_.data());
   Placement p;
   bool checked = args_.check > 0 && (!inPlace || coll_.checkInPlace);
   p.wrong = checked ? sumOverRanks(checkPlacement(c, send, recv)) : -1;
@@ -257,6 +353,10 @@ Placement Harness::runPlacement(const PerfCase& c, bool inPlace) {
   barrier();
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < args_.iters; ++i) check(coll_.run(c, send, recv, comm_));
+  if (dev && !DeviceBuffer::synchronize()) {
+    std::fprintf(stderr, "%s: rank %d: cudaDeviceSynchronize failed\n", coll_.name, rank_);
+    std::exit(1);
+  }
   auto t1 = std::chrono::steady_clock::now();
   double seconds = std::chrono::duration<double>(t1 - t0).count() / args_.iters;
   double t = combineTime(seconds);

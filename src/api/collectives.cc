@@ -20,6 +20,9 @@ Status checkComm(braidComm* comm, braidStream_t stream) {
   if (!isLiveComm(comm)) {
     return invalidArgument("comm is not a live communicator (destroyed, aborted, or never made)");
   }
+  if (isDestroyedStream(stream)) {
+    return invalidArgument("stream was destroyed (braidStreamDestroy) and cannot be used");
+  }
   if (!isValidStream(stream)) return checkCudaStream(stream);  // or a CUDA stream
   return Status::ok();
 }
@@ -305,7 +308,7 @@ braidResult_t braidStreamSynchronize(braidStream_t stream) {
   if (!isValidStream(stream)) {
     return finish(nullptr, invalidArgument("stream is not a stream from braidStreamCreate"));
   }
-  stream->impl.synchronize();
+  stream->impl->synchronize();
   return braidSuccess;
 }
 
@@ -314,7 +317,7 @@ braidResult_t braidStreamDestroy(braidStream_t stream) {
     return finish(nullptr, invalidArgument("stream is not a stream from braidStreamCreate"));
   }
   unregisterStream(stream);
-  delete stream;  // finishes what is queued first
+  stream->impl.reset();  // finishes what is queued first; the struct stays (stream.h)
   return braidSuccess;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/cuda_ipc.h"
 #include "cuda/device.h"
 #include "exec/reduce.h"
 
@@ -91,8 +92,30 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
   return false;
 }
 
+// One collective the device windows run (set up at the first such call), else staged.
+Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  if (isHostStream(stream) || ops.size() != 1 ||
+      !DeviceWindows::supports(ops[0], comm->comm->nranks())) {
+    return runStaged(comm, std::move(ops), stream);
+  }
+  bool staged = false;
+  {
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    if (!comm->deviceWindowsTried) {
+      comm->deviceWindowsTried = true;
+      comm->deviceWindows = DeviceWindows::create(comm);
+    }
+    if (comm->deviceWindows == nullptr) {
+      staged = true;
+    } else {
+      BRAID_TRY(comm->deviceWindows->run(comm, ops[0], stream, &staged));
+    }
+  }
+  return staged ? runStaged(comm, std::move(ops), stream) : Status::ok();
+}
+
 braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  return finish(comm, runStaged(comm, std::move(ops), stream));
+  return finish(comm, runDirectOrStaged(comm, std::move(ops), stream));
 }
 
 }  // namespace braid

@@ -1,5 +1,7 @@
 #include "api/handle.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <unordered_set>
 
@@ -14,6 +16,10 @@ std::unordered_set<const braidComm*>& comms() {
   return *set;
 }
 std::unordered_set<const void*>& streams() {
+  static auto* set = new std::unordered_set<const void*>();
+  return *set;
+}
+std::unordered_set<const void*>& destroyedStreams() {  // their structs are kept (stream.h)
   static auto* set = new std::unordered_set<const void*>();
   return *set;
 }
@@ -50,6 +56,19 @@ bool isLiveComm(const braidComm* comm) {
   return true;
 }
 
+bool acquireComm(braidComm* comm) {
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  if (comms().count(comm) == 0) return false;
+  comm->activeCalls.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void releaseComm(braidComm* comm) { comm->activeCalls.fetch_sub(1, std::memory_order_release); }
+
+void waitForCalls(braidComm* comm) {
+  while (comm->activeCalls.load(std::memory_order_acquire) > 0) usleep(100);
+}
+
 void forEachLiveComm(const std::function<void(const braidComm*)>& fn) {
   std::lock_guard<std::mutex> lock(gRegistryMu);
   for (const braidComm* c : comms()) fn(c);
@@ -69,6 +88,13 @@ void registerStream(braidStream_t stream) {
 void unregisterStream(braidStream_t stream) {
   std::lock_guard<std::mutex> lock(gRegistryMu);
   streams().erase(stream);
+  destroyedStreams().insert(stream);
+}
+
+bool isDestroyedStream(braidStream_t stream) {
+  if (stream == nullptr) return false;
+  std::lock_guard<std::mutex> lock(gRegistryMu);
+  return destroyedStreams().count(stream) != 0;
 }
 
 braidResult_t finish(braidComm* comm, const Status& status) {

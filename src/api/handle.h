@@ -20,11 +20,20 @@
 #include "select/select.h"
 #include "topo/view.h"
 
+namespace braid {
+class DeviceWindows;
+}  // namespace braid
+
 struct braidComm {
   std::unique_ptr<braid::Comm> comm;
   std::unique_ptr<braid::HostExecutor> exec;
   std::unique_ptr<braid::NodeWindows> windows;  // direct algorithms over shared memory
+  // The direct GPU path (api/cuda_ipc.h), made at the first device call that can use it
+  // (shared_ptr: the type is complete only there).
+  std::shared_ptr<braid::DeviceWindows> deviceWindows;
+  bool deviceWindowsTried = false;
   std::mutex opMu;                 // one operation at a time (streams run on workers)
+  std::atomic<int> activeCalls{0};  // calls inside issueOps (acquireComm); destroy waits
   std::atomic<int> inflight{0};    // operations enqueued on streams, not yet finished
   std::mutex errorMu;
   std::string lastError;
@@ -53,6 +62,14 @@ namespace braid {
 void registerComm(braidComm* comm);
 void unregisterComm(braidComm* comm);
 bool isLiveComm(const braidComm* comm);
+// For a call that does more than a few instructions before it takes opMu (the CUDA
+// path classifies pointers, which can load the driver): counts the call in
+// comm->activeCalls if comm is still registered (false: it was destroyed or aborted, and
+// comm must not be touched). destroy and abort unregister, then waitForCalls() before
+// they free the communicator.
+bool acquireComm(braidComm* comm);
+void releaseComm(braidComm* comm);
+void waitForCalls(braidComm* comm);
 // Calls fn on every live communicator while holding the registry's lock (no
 // communicator is freed meanwhile; fn must not call back into the registry).
 void forEachLiveComm(const std::function<void(const braidComm*)>& fn);
@@ -65,5 +82,8 @@ braidResult_t finish(braidComm* comm, const Status& status);
 bool isValidStream(braidStream_t stream);
 void registerStream(braidStream_t stream);
 void unregisterStream(braidStream_t stream);
+// Whether `stream` came from braidStreamCreate and was destroyed since. A pointer that
+// is neither NULL, a live nor a destroyed Braid stream is taken to be a cudaStream_t.
+bool isDestroyedStream(braidStream_t stream);
 
 }  // namespace braid

@@ -246,6 +246,7 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
   if (!st.isOk()) return finish(comm, st);
   drain(comm);
   unregisterComm(comm);
+  waitForCalls(comm);
   {
     std::lock_guard<std::mutex> lock(comm->opMu);  // no operation runs past here
   }
@@ -259,6 +260,7 @@ braidResult_t braidCommAbort(braidComm_t comm) {
   comm->comm->requestAbort();
   unregisterComm(comm);
   // Waiting operations see the abort within one wait slice (10 ms) and leave.
+  waitForCalls(comm);
   { std::lock_guard<std::mutex> lock(comm->opMu); }
   drain(comm);
   delete comm;

@@ -263,6 +263,10 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
 
 Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
   std::lock_guard<std::mutex> lock(comm->opMu);
+  return runOpsLocked(comm, ops, n);
+}
+
+Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
   std::vector<const OpRequest*> p2p;
   for (size_t i = 0; i < n; ++i) {
     if (ops[i].kind == OpRequest::Kind::kCollective) {
@@ -278,6 +282,9 @@ Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
   return runOps(comm, ops.data(), ops.size());
 }
 
+static braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops,
+                                  braidStream_t stream);
+
 braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream) {
   // The common case, a host call on the NULL stream, allocates nothing.
   if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
@@ -289,10 +296,22 @@ braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream) {
 }
 
 braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  // Counted, so that an abort from another thread cannot free comm under this call.
+  if (!acquireComm(comm)) {
+    return finish(nullptr, invalidArgument(
+                               "comm was destroyed or aborted while the call was being issued"));
+  }
+  braidResult_t r = issueCounted(comm, std::move(ops), stream);
+  releaseComm(comm);
+  return r;
+}
+
+static braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops,
+                                  braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
   comm->inflight.fetch_add(1);
-  stream->impl.enqueue([comm, ops = std::move(ops)] {
+  stream->impl->enqueue([comm, ops = std::move(ops)] {
     Status result = runOps(comm, ops);
     if (!result.isOk()) {
       comm->comm->raiseAsyncError(result);

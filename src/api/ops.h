@@ -28,6 +28,8 @@ struct OpRequest {
 // comm->opMu throughout.
 Status runOps(braidComm* comm, const std::vector<OpRequest>& ops);
 Status runOps(braidComm* comm, const OpRequest* ops, size_t n);
+// runOps for a caller that already holds comm->opMu.
+Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n);
 
 // Issues `ops` now (NULL stream) or on `stream`, reporting asynchronous
 // failures through the communicator.

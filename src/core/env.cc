@@ -38,6 +38,16 @@ const std::vector<EnvVar>& envTable() {
       {"BRAID_SHM_WINDOW_BYTES", nullptr, "1048576",
        "bytes per rank one round of a direct algorithm moves through the node's shared windows "
        "(each rank maps 4x this from every peer); 0 turns the windows off"},
+      {"BRAID_CUDA_IPC", nullptr, "1",
+       "0: device buffers of ranks on one node are staged through host memory instead of "
+       "read from the peers' device windows (CUDA IPC)"},
+      {"BRAID_CUDA_WINDOW_BYTES", nullptr, "67108864",
+       "bytes of device memory per rank that peers on the node map (CUDA IPC); larger calls "
+       "go in rounds of this"},
+      {"BRAID_CUDA_TWO_SHOT_BYTES", nullptr, "1048576",
+       "device all-reduce of at least this many bytes with 3 or more ranks on different GPUs "
+       "is two-shot (reduce a slice, then gather) rather than one-shot; set, it applies to "
+       "ranks sharing one GPU too"},
       {"BRAID_SOCKET_SLOT_BYTES", nullptr, "262144", "bytes per slot of a socket FIFO"},
       {"BRAID_SOCKET_SLOTS", nullptr, "8", "slots per socket FIFO"},
       {"BRAID_SOCKET_NSOCKS", "NCCL_NSOCKS_PERTHREAD", nullptr,

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace braid {
@@ -35,6 +36,9 @@ class HostStream {
 
 }  // namespace braid
 
+// A stream's memory outlives braidStreamDestroy (impl is emptied, the struct kept), so
+// its address is never handed out again: a destroyed stream stays recognisable as one,
+// and cannot be mistaken for a CUDA stream that happens to reuse the address.
 struct braidStream {
-  braid::HostStream impl;
+  std::optional<braid::HostStream> impl{std::in_place};
 };

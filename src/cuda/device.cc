@@ -4,6 +4,7 @@
 #include <cuda.h>  // driver types only: the driver is reached through cudart's entry points
 #include <cuda_runtime_api.h>
 
+#include <cstring>
 #include <string>
 
 #include "core/logging.h"
@@ -149,6 +150,43 @@ Expected<void*> pinnedAlloc(size_t bytes) {
 Status pinnedFree(void* p) {
   BRAID_CUDA_CALL(cudaFreeHost(p));
   return Status::ok();
+}
+
+Expected<IpcHandle> ipcHandle(void* devicePtr) {
+  static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "CUDA's IPC handle size");
+  cudaIpcMemHandle_t h;
+  BRAID_CUDA_CALL(cudaIpcGetMemHandle(&h, devicePtr));
+  IpcHandle out;
+  std::memcpy(out.bytes, &h, kIpcHandleBytes);
+  return out;
+}
+
+Expected<void*> ipcOpen(const IpcHandle& handle) {
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, handle.bytes, kIpcHandleBytes);
+  void* p = nullptr;
+  BRAID_CUDA_CALL(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
+  return p;
+}
+
+Status ipcClose(void* mapped) {
+  BRAID_CUDA_CALL(cudaIpcCloseMemHandle(mapped));
+  return Status::ok();
+}
+
+Expected<int> currentDevice() {
+  int d = 0;
+  BRAID_CUDA_CALL(cudaGetDevice(&d));
+  return d;
+}
+
+Expected<DeviceUuid> deviceUuid(int device) {
+  cudaDeviceProp prop{};
+  BRAID_CUDA_CALL(cudaGetDeviceProperties(&prop, device));
+  static_assert(sizeof(prop.uuid.bytes) == sizeof(DeviceUuid::bytes), "CUDA's UUID size");
+  DeviceUuid out;
+  std::memcpy(out.bytes, prop.uuid.bytes, sizeof(out.bytes));
+  return out;
 }
 
 Status copyAsync(void* dst, const void* src, size_t bytes, void* stream) {

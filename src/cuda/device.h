@@ -47,6 +47,24 @@ Status deviceFree(void* p);
 Expected<void*> pinnedAlloc(size_t bytes);  // page-locked host memory
 Status pinnedFree(void* p);
 
+// CUDA IPC: a handle (CUDA's 64 opaque bytes) to device memory from deviceAlloc, that
+// another process on the node opens to map the same memory (ipcOpen; never in the
+// process that made it). ipcClose unmaps what ipcOpen mapped.
+constexpr size_t kIpcHandleBytes = 64;
+struct IpcHandle {
+  unsigned char bytes[kIpcHandleBytes];
+};
+Expected<IpcHandle> ipcHandle(void* devicePtr);
+Expected<void*> ipcOpen(const IpcHandle& handle);
+Status ipcClose(void* mapped);
+// The device current on this thread (0 where none was set).
+Expected<int> currentDevice();
+// The device's UUID (16 bytes), the same in every process whatever its device numbering.
+struct DeviceUuid {
+  unsigned char bytes[16];
+};
+Expected<DeviceUuid> deviceUuid(int device);
+
 // Copies between any two kinds of memory (unified addressing), ordered on `stream`.
 Status copyAsync(void* dst, const void* src, size_t bytes, void* stream);
 Status memsetAsync(void* dst, int value, size_t bytes, void* stream);

@@ -29,6 +29,11 @@ Expected<void*> deviceAlloc(size_t) { return notBuilt(); }
 Status deviceFree(void*) { return notBuilt(); }
 Expected<void*> pinnedAlloc(size_t) { return notBuilt(); }
 Status pinnedFree(void*) { return notBuilt(); }
+Expected<IpcHandle> ipcHandle(void*) { return notBuilt(); }
+Expected<void*> ipcOpen(const IpcHandle&) { return notBuilt(); }
+Status ipcClose(void*) { return notBuilt(); }
+Expected<int> currentDevice() { return notBuilt(); }
+Expected<DeviceUuid> deviceUuid(int) { return notBuilt(); }
 Status copyAsync(void*, const void*, size_t, void*) { return notBuilt(); }
 Status memsetAsync(void*, int, size_t, void*) { return notBuilt(); }
 

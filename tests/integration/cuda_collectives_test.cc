@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "braid/braid.h"
@@ -329,11 +330,26 @@ int hostStreamBody() {
 
 class CudaCollectives : public ::testing::TestWithParam<int> {};
 
-TEST_P(CudaCollectives, EveryCollectiveOnDeviceBuffersIsExact) {
+// The paths a device call can take: the device windows (CUDA IPC) as configured by
+// default, the windows in 4 KiB rounds with every all-reduce two-shot (many rounds, and
+// the slices of the two-shot uneven), and staged through host memory.
+enum class DevicePath { kWindows, kWindowRounds, kStaged };
+const char* pathName(DevicePath p) {
+  return p == DevicePath::kWindows ? "windows" : p == DevicePath::kWindowRounds ? "window_rounds"
+                                                                                : "staged";
+}
+class CudaPaths : public ::testing::TestWithParam<std::tuple<int, DevicePath>> {};
+
+TEST_P(CudaPaths, EveryCollectiveOnDeviceBuffersIsExact) {
   SKIP_WITHOUT_DEVICE();
-  const int n = GetParam();
+  const auto [n, path] = GetParam();
   Env env = jobEnv(n);
   env["BRAID_TIMEOUT_MS"] = "60000";
+  if (path == DevicePath::kWindowRounds) {
+    env["BRAID_CUDA_WINDOW_BYTES"] = "4096";
+    env["BRAID_CUDA_TWO_SHOT_BYTES"] = "0";
+  }
+  if (path == DevicePath::kStaged) env["BRAID_CUDA_IPC"] = "0";
   auto outcomes = runRanks(
       n, env, [](int) { return everyCollectiveBody(); }, 300);
   for (int r = 0; r < n; ++r) {
@@ -376,6 +392,15 @@ TEST(CudaStreams, WithoutADeviceAnUnknownStreamIsRefusedWithTheReason) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaCollectives, ::testing::Values(2, 3, 4),
                          [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
+INSTANTIATE_TEST_SUITE_P(
+    Ranks, CudaPaths,
+    ::testing::Combine(::testing::Values(2, 3, 4),
+                       ::testing::Values(DevicePath::kWindows, DevicePath::kWindowRounds,
+                                         DevicePath::kStaged)),
+    [](const auto& info) {
+      return std::to_string(std::get<0>(info.param)) + "_ranks_" +
+             pathName(std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace braid::test

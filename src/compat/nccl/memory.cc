@@ -20,11 +20,37 @@ using namespace braid::nccl;
 
 extern "C" {
 
+// A CUDA program (its runtime loaded, a device present) gets device memory, as from NCCL;
+// otherwise braidMemAlloc's host memory, which peers on the node map (an extension).
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return fail(nullptr, ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+  if (size == 0) return fail(nullptr, ncclInvalidArgument, "ncclMemAlloc: size is 0");
+  std::string error;
+  if (cudaDeviceAlloc(ptr, size, &error)) {
+    return *ptr != nullptr ? ncclSuccess : fail(nullptr, ncclUnhandledCudaError, error);
+  }
   return fromBraid(nullptr, braidMemAlloc(ptr, size));
 }
 
-ncclResult_t ncclMemFree(void* ptr) { return fromBraid(nullptr, braidMemFree(ptr)); }
+ncclResult_t ncclMemFree(void* ptr) {
+  if (ptr != nullptr && cudaDeviceFree(ptr)) return ncclSuccess;
+  return fromBraid(nullptr, braidMemFree(ptr));
+}
+
+// NCCL 2.28's device API (nccl_device.h): communicators that kernels use directly.
+// Braid has none; a caller (PyTorch's symmetric memory) learns so and falls back.
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void* /*requirements*/, void* devComm) {
+  (void)devComm;
+  return fail(comm, ncclInvalidUsage,
+              "ncclDevCommCreate: Braid's NCCL has no device-side communicators "
+              "(NCCL's device API); use the host API");
+}
+
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void* devComm) {
+  (void)devComm;
+  return fail(comm, ncclInvalidUsage,
+              "ncclDevCommDestroy: Braid's NCCL has no device-side communicators");
+}
 
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   CommGuard guard(comm, "ncclCommRegister");
@@ -105,6 +131,8 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
 
 BRAID_NCCL_ALIAS(ncclMemAlloc)
 BRAID_NCCL_ALIAS(ncclMemFree)
+BRAID_NCCL_ALIAS(ncclDevCommCreate)
+BRAID_NCCL_ALIAS(ncclDevCommDestroy)
 BRAID_NCCL_ALIAS(ncclCommRegister)
 BRAID_NCCL_ALIAS(ncclCommDeregister)
 BRAID_NCCL_ALIAS(ncclCommWindowRegister)

@@ -216,7 +216,12 @@ TEST_F(ApiErrors, AllReduceArguments) {
   braidComm_t c = comm_;
   int local = 0;
   braidComm_t madeUp = reinterpret_cast<braidComm_t>(&local);
-  braidStream_t notAStream = reinterpret_cast<braidStream_t>(&local);
+  // A destroyed Braid stream: recognised as such with or without a GPU. (A made-up
+  // pointer is taken to be a cudaStream_t where there is a device, as NCCL takes it:
+  // CudaStreams.WithoutADeviceAnUnknownStreamIsRefusedWithTheReason covers it.)
+  braidStream_t notAStream = nullptr;
+  ASSERT_EQ(braidStreamCreate(&notAStream), braidSuccess);
+  ASSERT_EQ(braidStreamDestroy(notAStream), braidSuccess);
   auto ar = [this](size_t count, int type, int op, braidComm_t comm, const void* s = nullptr,
                    void* r = nullptr, braidStream_t stream = nullptr) {
     return [=, this] {
@@ -250,8 +255,8 @@ TEST_F(ApiErrors, AllReduceArguments) {
        braidInvalidArgument, "count", c},
       {"count SIZE_MAX / 4 float64", ar(SIZE_MAX / 4, braidFloat64, braidSum, c),
        braidInvalidArgument, "count", c},
-      {"not a stream", ar(4, braidFloat32, braidSum, c, nullptr, nullptr, notAStream),
-       braidInvalidArgument, "stream", c},
+      {"destroyed stream", ar(4, braidFloat32, braidSum, c, nullptr, nullptr, notAStream),
+       braidInvalidArgument, "destroyed", c},
   });
 }
 
@@ -409,7 +414,7 @@ TEST_F(ApiErrors, HostStreamRunsQueuedAllReducesInOrder) {
   EXPECT_EQ(
       braidAllReduce(bufs[0].data(), after.data(), kCount, braidInt32, braidSum, comm_, stream),
       braidInvalidArgument);
-  EXPECT_NE(lastError(comm_).find("stream"), std::string::npos) << lastError(comm_);
+  EXPECT_NE(lastError(comm_).find("destroyed"), std::string::npos) << lastError(comm_);
   EXPECT_EQ(after, std::vector<int32_t>(kCount, -1));
 }
 

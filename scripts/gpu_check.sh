@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 7, for a machine with an NVIDIA GPU (the lent H100/H200):
+# builds Braid with CUDA in build-gpu/, runs the device tests with 2, 3 and 4 ranks as
+# processes on the one GPU, the kernels under compute-sanitizer, the kernel and
+# collective benchmarks, and torch.distributed's "nccl" backend over Braid's libnccl.so.2.
+# Logs go to $OUT (or build-gpu/logs). Packages the machine lacks (GoogleTest, Google
+# Benchmark, hwloc) may be given as Debian .deb files in .gpudeps/ (unpacked, not installed).
+# Usage: bash scripts/gpu_check.sh [build|test|sanitize|bench|torch ...]   (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=${OUT:-$root/build-gpu/logs}
+mkdir -p "$out/logs/logs"
+exec > >(tee "$out/summary.txt") 2>&1
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench symbols torch pack)
+export PATH=/usr/local/cuda/bin:$PATH
+
+prefix=/tmp/gpudeps
+if ls .gpudeps/*.deb >/dev/null 2>&1 && [ ! -d $prefix ]; then
+  for f in .gpudeps/*.deb; do dpkg -x "$f" $prefix; done
+fi
+hints="/usr/local/cuda/include"
+[ -f .gpudeps/nccl.h ] && mkdir -p /tmp/ncclinc && cp .gpudeps/nccl.h /tmp/ncclinc/ &&
+  hints="/tmp/ncclinc;/usr/local/cuda/include;$(dirname "$(find / -name cuda_runtime.h -path '*include*' 2>/dev/null | head -1)")"
+export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export PKG_CONFIG_PATH=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig
+export BRAID_TIMEOUT_MS=${BRAID_TIMEOUT_MS:-60000}
+
+run() { echo "== $*"; "$@"; }
+perfrun() {  # nranks tool label
+  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -D 1 -b 8 -e 256M -f 8 -n 20 -w 3 \
+    > "$out/logs/perf_$2_$1_$3.log" 2>&1; echo "$2 $1 ranks $3: rc $?"
+  grep -E "^\[0\] +[0-9]" "$out/logs/perf_$2_$1_$3.log" | sed 's/^\[0\] *//' |
+    awk '{printf "  %11s B %10s us %8s GB/s busbw | in-place %10s us %8s GB/s wrong %s/%s\n", $1, $6, $8, $10, $12, $9, $13}'
+}
+for step in "${steps[@]}"; do
+  case $step in
+    build)
+      nvidia-smi -L
+      run cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_PREFIX_PATH=$prefix/usr "-DBRAID_NCCL_INCLUDE_HINTS=$hints" \
+        > "$out/logs/configure.log" 2>&1 || { tail -30 "$out/logs/configure.log"; exit 1; }
+      grep -E "CUDA|NCCL|hwloc" "$out/logs/configure.log"
+      run cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} > "$out/logs/build.log" 2>&1 ||
+        { grep -E "error|Error" "$out/logs/build.log" | head -40; exit 1; }
+      echo "build ok";;
+    test)
+      (cd build-gpu && ctest --output-on-failure -R 'Kernel|Cuda|Staged|Nccl|nccl|ApiErrors' \
+        -j 4 --timeout 300 > "$out/logs/ctest.log" 2>&1); echo "ctest rc $?"
+      grep -E "tests passed|Failed|SKIP|\*\*\*" "$out/logs/ctest.log" | head -40;;
+    sanitize)
+      for tool in memcheck racecheck synccheck; do
+        compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/kernels_test \
+          > "$out/logs/sanitize_kernels_$tool.log" 2>&1; echo "kernels_test $tool rc $?"
+        tail -3 "$out/logs/sanitize_kernels_$tool.log"
+        compute-sanitizer --tool $tool --target-processes all --error-exitcode 9 \
+          build-gpu/tests/integration/cuda_collectives_test --gtest_filter='Ranks/CudaPaths.EveryCollective*_ranks_windows:Ranks/CudaPaths.EveryCollective*4_ranks_window_rounds' \
+          > "$out/logs/sanitize_coll_$tool.log" 2>&1; echo "cuda_collectives_test $tool rc $?"
+        grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/logs/sanitize_coll_$tool.log" | sort | uniq -c | head
+      done;;
+    bench)
+      build-gpu/perf/micro/braid-cuda-micro --benchmark_counters_tabular=true \
+        > "$out/logs/cuda_micro.log" 2>&1; grep -E "^BM_" "$out/logs/cuda_micro.log"
+      # Device buffers (-D 1) through the device windows; COMPARE=1 adds all-reduce
+      # two-shot and staged (BRAID_CUDA_IPC=0).
+      for n in 2 4; do
+        for tool in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf alltoall_perf; do
+          perfrun $n $tool windows
+        done
+        [ -n "${COMPARE:-}" ] && BRAID_CUDA_TWO_SHOT_BYTES=0 perfrun $n all_reduce_perf twoshot
+        [ -n "${COMPARE:-}" ] && BRAID_CUDA_IPC=0 perfrun $n all_reduce_perf staged
+      done;;
+    symbols)
+      lib=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib","libtorch_cuda.so"))')
+      nm -D --undefined-only "$lib" | grep -i " nccl" | awk '{print $2}' | sort > "$out/logs/torch_nccl_symbols.txt"
+      nm -D --defined-only build-gpu/lib/libnccl.so.2 | awk '{print $3}' | sed 's/@.*//' | sort > /tmp/ours.txt
+      echo "torch needs, Braid lacks:"; comm -23 "$out/logs/torch_nccl_symbols.txt" /tmp/ours.txt
+      python3 -c 'import torch;print(torch.__version__, torch.cuda.nccl.version())';;
+    diag)  # host-memory all-reduce latency on this machine, and device calls by wait policy
+      nproc; cat /proc/loadavg
+      for v in "X=1" "BRAID_SHM_WINDOW_BYTES=0" "BRAID_SPIN_US=0" "BRAID_YIELD_US=0"; do
+        echo "host all_reduce 2 ranks, $v"
+        env $v build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -b 8 -e 64K -f 8 -n 2000 -w 100 2>&1 |
+          grep -E "^\[0\] +[0-9]" | awk '{print "  ", $2, $7, $11}'
+      done
+      BRAID_DEBUG=INFO build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -b 8 -e 8 -n 10 2>&1 |
+        grep -iE "algorithm|predicted|window|spin|oversub" | head -8
+      for v in "X=1" "BRAID_SPIN_US=20000" "BRAID_SPIN_US=20000 BRAID_SHM_WINDOW_BYTES=0"; do
+        echo "device all_reduce 2 ranks, $v"
+        env $v build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -D 1 -b 8 -e 2M -f 64 -n 200 -w 10 2>&1 |
+          grep -E "^\[0\] +[0-9]" | awk '{print "  ", $2, $7, $11}'
+      done;;
+    bigwindow)  # rounds cost a context switch each on a shared GPU: fewer, larger rounds
+      for n in 2 4; do BRAID_CUDA_WINDOW_BYTES=256M perfrun $n all_reduce_perf window256M; done;;
+    mps)  # the same with NVIDIA's MPS daemon (kernels of the ranks' processes share the GPU)
+      export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+      mkdir -p /tmp/mps /tmp/mpslog
+      if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d; then
+        sleep 1
+        for n in 2 4; do timeout 120 env BRAID_CUDA_WINDOW_BYTES=256M bash -c "$(declare -f perfrun); out=$out; perfrun $n all_reduce_perf mps"; done
+        echo quit | nvidia-cuda-mps-control
+      else
+        echo "no MPS daemon here"
+      fi;;
+    pack)
+      tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs";;
+    torch)
+      PYTHONUNBUFFERED=1 python3 tests/compat/torch_nccl_dropin.py "$root/build-gpu/lib/libnccl.so.2" \
+        2>&1 | tee "$out/logs/torch.log" | tail -40;;
+  esac
+done
