@@ -5,7 +5,11 @@
 # collective benchmarks, and torch.distributed's "nccl" backend over Braid's libnccl.so.2.
 # Logs go to $OUT (or build-gpu/logs). Packages the machine lacks (GoogleTest, Google
 # Benchmark, hwloc) may be given as Debian .deb files in .gpudeps/ (unpacked, not installed).
-# Usage: bash scripts/gpu_check.sh [build|test|sanitize|bench|torch ...]   (default: all)
+# Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
+#   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
+#     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench symbols torch diag bigwindow mps pack]
+#        (default: build test sanitize bench symbols torch pack)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
