@@ -219,8 +219,9 @@ void Harness::allocate() {
       std::exit(1);
     }
   }
-  if (!send_.allocate(sendBytes, args_.memAlloc != 0) ||
-      !recv_.allocate(recvBytes, args_.memAlloc != 0) ||
+  const bool host = args_.device == 0;  // with -D 1 the calls run on the device buffers
+  if (!send_.allocate(host ? sendBytes : 0, args_.memAlloc != 0) ||
+      !recv_.allocate(host ? recvBytes : 0, args_.memAlloc != 0) ||
       !expected_.allocate(args_.check > 0 ? expectedBytes : 0) ||
       !scratch_.allocate(std::max(scratch, static_cast<size_t>(nranks_) * sizeof(int32_t)))) {
     std::fprintf(stderr, "%s: rank %d: cannot allocate %zu + %zu bytes of host memory\n",

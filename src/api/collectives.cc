@@ -20,11 +20,11 @@ Status checkComm(braidComm* comm, braidStream_t stream) {
   if (!isLiveComm(comm)) {
     return invalidArgument("comm is not a live communicator (destroyed, aborted, or never made)");
   }
+  if (isValidStream(stream)) return Status::ok();  // NULL or a live host stream
   if (isDestroyedStream(stream)) {
     return invalidArgument("stream was destroyed (braidStreamDestroy) and cannot be used");
   }
-  if (!isValidStream(stream)) return checkCudaStream(stream);  // or a CUDA stream
-  return Status::ok();
+  return checkCudaStream(stream);  // or a CUDA stream
 }
 
 Status checkType(braidDataType_t datatype) {

@@ -155,13 +155,27 @@ DeviceWindows::~DeviceWindows() {
 Status DeviceWindows::barrier(braidComm* comm, void* stream, uint8_t* agree) {
   BRAID_TRY(cuda::streamSynchronize(stream));
   uint8_t one = 1;
+  uint8_t* value = agree != nullptr ? agree : &one;
   OpRequest b;
-  b.send = agree != nullptr ? agree : &one;
-  b.recv = const_cast<void*>(b.send);
+  b.send = value;
+  b.recv = value;
   b.count = 1;
   b.datatype = braidUint8;
   b.op = braidMin;
   return runOpsLocked(comm, &b, 1);
+}
+
+// A round's first barrier. In the first round it also agrees that every rank's receive
+// buffer is device memory (kernels write it); where one is not, *staged is set on every
+// rank and no one goes on.
+Status DeviceWindows::meet(braidComm* comm, void* stream, bool firstRound, const void* recv,
+                           bool* staged) {
+  if (!firstRound) return barrier(comm, stream);
+  uint8_t agree = isDevice(recv) ? 1 : 0;
+  BRAID_TRY(barrier(comm, stream, &agree));
+  if (agree != 0) return Status::ok();
+  *staged = true;
+  return barrier(comm, stream);  // no one refills a window a peer may still be reading
 }
 
 Status DeviceWindows::run(braidComm* comm, const OpRequest& op, void* stream, bool* staged) {
@@ -193,12 +207,8 @@ Status DeviceWindows::allReduce(braidComm* comm, const OpRequest& op, void* stre
   for (size_t off = 0; off < op.count; off += chunk) {
     const size_t n = std::min(chunk, op.count - off);
     BRAID_TRY(cuda::copyAsync(own_, send + off * es, n * es, stream));
-    uint8_t agree = isDevice(recv) ? 1 : 0;
-    BRAID_TRY(barrier(comm, stream, off == 0 ? &agree : nullptr));
-    if (agree == 0) {
-      *staged = true;
-      return barrier(comm, stream);  // no one reuses a window a peer may still be filling
-    }
+    BRAID_TRY(meet(comm, stream, off == 0, recv, staged));
+    if (*staged) return Status::ok();
     if (!twoShot) {
       for (int q = 0; q < nranks_; ++q) srcs[static_cast<size_t>(q)] = win(q);
       BRAID_TRY(cuda::launchReduce(recv + off * es, srcs.data(), nranks_, n, op.datatype, op.op,
@@ -249,12 +259,8 @@ Status DeviceWindows::reduceScatter(braidComm* comm, const OpRequest& op, void* 
   for (size_t off = 0; off < op.count; off += chunk) {
     const size_t n = std::min(chunk, op.count - off);
     BRAID_TRY(copyBlocksIn(op, off, n, chunk, stream));
-    uint8_t agree = isDevice(recv) ? 1 : 0;
-    BRAID_TRY(barrier(comm, stream, off == 0 ? &agree : nullptr));
-    if (agree == 0) {
-      *staged = true;
-      return barrier(comm, stream);
-    }
+    BRAID_TRY(meet(comm, stream, off == 0, recv, staged));
+    if (*staged) return Status::ok();
     for (int q = 0; q < nranks_; ++q) {
       srcs[static_cast<size_t>(q)] = win(q) + static_cast<size_t>(rank_) * chunk * es;
     }

@@ -1,6 +1,6 @@
 // DeviceWindows: the direct GPU path for ranks of one node (CUDA IPC).
 //
-// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 32 MiB) and
+// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 64 MiB) and
 // every peer maps it with CUDA IPC, so device data never leaves the GPU(s): a call copies
 // its input into its own window on the caller's stream, the ranks meet at a host barrier,
 // and the reduction or copy kernels read the peers' windows where they lie and write the
@@ -8,7 +8,7 @@
 // everything) or two-shot (each rank reduces a slice in its window, then every rank
 // gathers the slices) from BRAID_CUDA_TWO_SHOT_BYTES with 3 or more ranks on different
 // GPUs (ranks sharing one GPU stay one-shot unless that variable is set). Inputs larger
-// than a window (default 64 MiB) go in rounds.
+// than a window go in rounds.
 //
 // Ordering: CUDA work of the calling stream before the call is seen (the copy-in runs on
 // it); the host waits for the stream before each barrier, so the call returns with the
@@ -48,6 +48,7 @@ class DeviceWindows {
  private:
   DeviceWindows() = default;
   Status barrier(braidComm* comm, void* stream, uint8_t* agree = nullptr);
+  Status meet(braidComm* comm, void* stream, bool firstRound, const void* recv, bool* staged);
   Status copyBlocksIn(const OpRequest& op, size_t off, size_t n, size_t chunk, void* stream);
   Status allReduce(braidComm* comm, const OpRequest& op, void* stream, bool* staged);
   Status reduceScatter(braidComm* comm, const OpRequest& op, void* stream, bool* staged);

@@ -259,6 +259,22 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
   return Status::ok();
 }
 
+// issueOps once the call is counted.
+braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
+  if (stream == nullptr) return finish(comm, runOps(comm, ops));
+  comm->inflight.fetch_add(1);
+  stream->impl->enqueue([comm, ops = std::move(ops)] {
+    Status result = runOps(comm, ops);
+    if (!result.isOk()) {
+      comm->comm->raiseAsyncError(result);
+      finish(comm, result);
+    }
+    comm->inflight.fetch_sub(1);
+  });
+  return braidSuccess;
+}
+
 }  // namespace
 
 Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
@@ -282,9 +298,6 @@ Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
   return runOps(comm, ops.data(), ops.size());
 }
 
-static braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops,
-                                  braidStream_t stream);
-
 braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream) {
   // The common case, a host call on the NULL stream, allocates nothing.
   if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
@@ -306,21 +319,6 @@ braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_
   return r;
 }
 
-static braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops,
-                                  braidStream_t stream) {
-  if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
-  if (stream == nullptr) return finish(comm, runOps(comm, ops));
-  comm->inflight.fetch_add(1);
-  stream->impl->enqueue([comm, ops = std::move(ops)] {
-    Status result = runOps(comm, ops);
-    if (!result.isOk()) {
-      comm->comm->raiseAsyncError(result);
-      finish(comm, result);
-    }
-    comm->inflight.fetch_sub(1);
-  });
-  return braidSuccess;
-}
 
 bool queueInGroup(braidComm* comm, OpRequest&& op, braidStream_t stream) {
   if (tGroupDepth == 0) return false;
