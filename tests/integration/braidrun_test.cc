@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -259,6 +260,43 @@ TEST(Braidrun, UsesRootOptionAndExtraVariables) {
                                       "[1] 10.1.2.3:29500 baz [] inherited"}));
 }
 
+// The CPUs this test process may run on, in increasing order (braidrun inherits them).
+std::vector<int> allowedCpusOfThisProcess() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+TEST(Braidrun, BindCorePutsRankROnTheRthAllowedCpu) {
+  std::vector<int> cpus = allowedCpusOfThisProcess();
+  ASSERT_FALSE(cpus.empty());
+  int n = static_cast<int>(cpus.size()) + 1;  // one rank more than CPUs: the first CPU twice
+  Result r = runBraidrun({"--bind", "core", "-n", std::to_string(n), "sh", "-c",
+                          "grep Cpus_allowed_list /proc/self/status"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> expected;
+  for (int rank = 0; rank < n; ++rank) {
+    expected.push_back("[" + std::to_string(rank) + "] Cpus_allowed_list:\t" +
+                       std::to_string(cpus[static_cast<size_t>(rank) % cpus.size()]));
+  }
+  EXPECT_EQ(sorted(lines(r.out)), sorted(expected));
+}
+
+TEST(Braidrun, WithoutBindRanksKeepBraidrunsCpus) {
+  std::vector<int> cpus = allowedCpusOfThisProcess();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs to tell a bound rank from a free one";
+  Result r = runBraidrun({"-n", "2", "sh", "-c", "grep Cpus_allowed_list /proc/self/status"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& line : lines(r.out)) {
+    EXPECT_TRUE(matches(line, R"(Cpus_allowed_list:\t\d+[-,])")) << line;
+  }
+}
+
 TEST(Braidrun, PrefixesEachLineWithItsRankOnTheSameStream) {
   Result r = runBraidrun({"-n", "2", "sh", "-c",
                           "echo out$BRAID_RANK; echo err$BRAID_RANK >&2; printf 'a\\nb\\n';"
@@ -367,7 +405,8 @@ TEST(Braidrun, BadCommandLinesExitTwoWithUsage) {
       {"-n", "0", "true"}, {"-n", "1025", "true"}, {"-n", "two", "true"}, {"-n", "2"}, {"true"},
       {"-n"}, {"--bogus", "-n", "1", "true"}, {"-n", "1", "-x", "NOVALUE", "true"},
       {"-n", "1", "-x", "BRAID_RANK=5", "true"}, {"--grace-ms", "-5", "-n", "1", "true"},
-      {"--timeout", "0", "-n", "1", "true"}, {"--root", "nocolon", "-n", "1", "true"}};
+      {"--timeout", "0", "-n", "1", "true"}, {"--root", "nocolon", "-n", "1", "true"},
+      {"--bind", "socket", "-n", "1", "true"}, {"-n", "1", "--bind"}};
   // clang-format on
   for (const auto& args : bad) {
     Result r = runBraidrun(args);

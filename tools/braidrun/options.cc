@@ -72,7 +72,7 @@ Status addEnvAssignment(std::string_view text, std::vector<std::string>& env) {
 
 bool takesValue(std::string_view name) {
   return name == "-n" || name == "--np" || name == "--root" || name == "--grace-ms" ||
-         name == "-x" || name == "--timeout";
+         name == "-x" || name == "--timeout" || name == "--bind";
 }
 
 Status applyValueOption(std::string_view name, std::string_view value, Options& options) {
@@ -94,6 +94,11 @@ Status applyValueOption(std::string_view name, std::string_view value, Options& 
     Expected<std::chrono::milliseconds> timeout = parseSeconds(name, value);
     if (!timeout.isOk()) return timeout.status();
     options.timeout = timeout.value();
+  } else if (name == "--bind") {
+    if (value != "none" && value != "core") {
+      return Status::error("--bind " + quoted(value) + ": expected none or core");
+    }
+    options.bind = value == "core" ? Bind::kCore : Bind::kNone;
   }
   return Status::ok();
 }
@@ -168,6 +173,9 @@ Options:
                     them SIGTERM (then SIGKILL 2 s later); default 3000
   --timeout S       stop all ranks (SIGTERM, then SIGKILL 2 s later) and fail after
                     S seconds; fractions allowed; default: no limit
+  --bind none|core  core: rank r runs only on the (r mod N)-th of the N CPUs braidrun
+                    may use (sched_setaffinity before exec; ranks share CPUs when
+                    they outnumber them); none (default): wherever the kernel puts it
   -h, --help        print this help
 
 Each rank's environment: braidrun's own, the -x variables, and

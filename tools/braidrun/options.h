@@ -18,6 +18,10 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitLaunchFailed = 1;
 inline constexpr int kExitTimeout = 124;
 
+// Where ranks may run: anywhere braidrun may (kNone), or rank r on one CPU, the (r mod N)-th
+// of the N CPUs braidrun's own affinity allows (kCore; repeatable placement for benchmarks).
+enum class Bind { kNone, kCore };
+
 struct Options {
   int num_ranks = 0;
   std::string root;           // "host:port"; empty: pick a free loopback port
@@ -25,6 +29,7 @@ struct Options {
   std::chrono::milliseconds grace{kDefaultGraceMs};
   std::vector<std::string> extra_env;  // "VAR=value" from -x, in command-line order
   std::optional<std::chrono::milliseconds> timeout;
+  Bind bind = Bind::kNone;
   std::vector<std::string> command;  // program and its arguments
 };
 

@@ -1,6 +1,7 @@
 #include "tools/braidrun/rank_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@ struct ChildPlan {
   int stderr_fd = -1;
   pid_t parent = -1;
   std::string exec_error;  // "braidrun: rank 3: cannot execute 'cmd': "
+  int cpu = -1;            // >= 0: the one CPU the rank may run on
 };
 
 std::vector<char*> cStrings(const std::vector<std::string>& strings) {
@@ -74,6 +76,18 @@ void writeAll(int fd, const char* text) {
     writeAll(STDERR_FILENO, "\n");
     _exit(kExitNotExecutable);
   }
+  if (plan.cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(plan.cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+      int err = errno;
+      writeAll(STDERR_FILENO, "braidrun: --bind core: sched_setaffinity() failed: ");
+      writeAll(STDERR_FILENO, strerror(err));
+      writeAll(STDERR_FILENO, "\n");
+      _exit(kExitNotExecutable);
+    }
+  }
   execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
   int err = errno;
   writeAll(STDERR_FILENO, plan.exec_error.c_str());
@@ -85,7 +99,7 @@ void writeAll(int fd, const char* text) {
 }  // namespace
 
 Expected<SpawnedRank> spawnRank(int rank, const std::vector<std::string>& command,
-                                const std::vector<std::string>& env,
+                                const std::vector<std::string>& env, int cpu,
                                 const ScopedSignalBlock& signals) {
   std::string name = "rank " + std::to_string(rank);
   Expected<Pipe> out = makeOutputPipe(name + "'s stdout");
@@ -103,11 +117,26 @@ Expected<SpawnedRank> spawnRank(int rank, const std::vector<std::string>& comman
                  out.value().write_end.get(),
                  err.value().write_end.get(),
                  getpid(),
-                 "braidrun: " + name + ": cannot execute '" + command[0] + "': "};
+                 "braidrun: " + name + ": cannot execute '" + command[0] + "': ",
+                 cpu};
   pid_t pid = fork();
   if (pid < 0) return systemError("fork() for " + name + " failed (too many processes?)");
   if (pid == 0) runChild(plan, signals);
   return SpawnedRank{pid, std::move(out.value().read_end), std::move(err.value().read_end)};
+}
+
+Expected<std::vector<int>> allowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return systemError("sched_getaffinity() for --bind core failed");
+  }
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  if (cpus.empty()) return Status::error("--bind core: braidrun may run on no CPU");
+  return cpus;
 }
 
 }  // namespace braid::run

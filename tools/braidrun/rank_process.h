@@ -22,9 +22,13 @@ struct SpawnedRank {
 // Starts `command` as `rank` with environment `env` ("NAME=value"). Rank 0 reads braidrun's
 // stdin, the others /dev/null. If the command cannot be executed, the rank prints why on its
 // stderr and exits 127 (not found) or 126 (found but not executable), like a shell.
-// `signals` must be held across the call (it is what the child restores before exec).
+// `cpu` >= 0 confines the rank to that CPU before exec. `signals` must be held across the
+// call (it is what the child restores before exec).
 Expected<SpawnedRank> spawnRank(int rank, const std::vector<std::string>& command,
-                                const std::vector<std::string>& env,
+                                const std::vector<std::string>& env, int cpu,
                                 const ScopedSignalBlock& signals);
+
+// The CPUs this process may run on (sched_getaffinity), in increasing order.
+Expected<std::vector<int>> allowedCpus();
 
 }  // namespace braid::run

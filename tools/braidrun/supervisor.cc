@@ -44,10 +44,17 @@ Supervisor::Supervisor(Options options, int signal_fd)
 
 Status Supervisor::launch(const JobEnvironment& job) {
   ranks_.reserve(static_cast<size_t>(options_.num_ranks));
+  std::vector<int> cpus;
+  if (options_.bind == Bind::kCore) {
+    Expected<std::vector<int>> allowed = allowedCpus();
+    if (!allowed.isOk()) return allowed.status();
+    cpus = std::move(allowed.value());
+  }
   for (int r = 0; r < options_.num_ranks; ++r) {
     std::vector<std::string> env = rankEnvironment(job, r);
+    int cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(r) % cpus.size()];
     ScopedSignalBlock blocked;
-    Expected<SpawnedRank> spawned = spawnRank(r, options_.command, env, blocked);
+    Expected<SpawnedRank> spawned = spawnRank(r, options_.command, env, cpu, blocked);
     if (!spawned.isOk()) return spawned.status();
     std::string prefix = options_.prefix_output ? "[" + std::to_string(r) + "] " : "";
     std::string name = "rank " + std::to_string(r);
