@@ -197,7 +197,10 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check, lib="braid"):
     tool = runner.path("perf", "coll", BRAID_TOOLS[coll])
     fd, json_path = tempfile.mkstemp(prefix="braid-compare-", suffix=".json")
     os.close(fd)
-    cmd = [braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout), tool,
+    # Bound to cores where every rank has one, as OpenMPI's mpirun binds by default at
+    # up to 2 ranks (and not when oversubscribed): both libraries then run pinned.
+    bind = ["--bind", "core"] if nranks <= cpus() else []
+    cmd = [braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout)] + bind + [tool,
            "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup),
            "-c", str(check), "-a", "3", "-J", json_path]
     if lib == "braid-memalloc":
