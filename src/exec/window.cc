@@ -14,6 +14,7 @@
 #include "core/logging.h"
 #include "exec/reduce.h"
 #include "exec/stream_copy.h"
+#include "exec/window_layout.h"
 
 namespace braid {
 namespace {
@@ -21,9 +22,8 @@ namespace {
 using algo::Algorithm;
 using algo::Collective;
 
-constexpr uint32_t kWindowMagic = 0x42574e44;  // "BWND"
-constexpr size_t kHeaderBytes = 4096;
-constexpr size_t kNameBytes = 64;
+using windows::kHeaderBytes;
+using windows::kLineBytes;
 constexpr int kBlockSliceUs = 10000;
 // Reductions of several inputs run over blocks this big, so the partial
 // result stays in L1 while every input is added to it.
@@ -51,34 +51,6 @@ size_t pieceElems(size_t count, int parts, size_t es) {
 }
 
 }  // namespace
-
-struct NodeWindows::ShareDesc {
-  char name[64];  // "" : the data is in the window
-  uint64_t regionBytes;
-  uint64_t offset;
-};
-
-// Calls of at most kLineBytes: the data rides in the flag's own cache line,
-// so a peer gets both in one transfer.
-constexpr size_t kLineBytes = 56;
-struct alignas(64) SmallLine {
-  std::atomic<uint64_t> epoch;
-  char data[kLineBytes];
-};
-
-struct NodeWindows::Header {
-  uint32_t magic;
-  int32_t rank;
-  uint64_t chunkBytes;
-  alignas(64) std::atomic<uint64_t> ready;
-  alignas(64) std::atomic<uint64_t> done;
-  alignas(64) std::atomic<uint64_t> finished;
-  alignas(64) std::atomic<uint32_t> wakeSeq;
-  std::atomic<uint32_t> sleepers;
-  alignas(64) ShareDesc input[2];
-  ShareDesc output[2];
-  SmallLine small[2];
-};
 
 
 NodeWindows::NodeWindows(Comm& comm, HostExecutor& fifo) : comm_(comm), fifo_(fifo) {
@@ -117,115 +89,6 @@ char* NodeWindows::outputArea(int rank, int half) const {
   return inputArea(rank, half) + chunk_;
 }
 
-// Every rank makes its region and all-gathers the names (an empty name: this
-// rank could not); then maps the peers' and all-gathers whether that worked.
-// Only when every rank succeeded are the windows on, so all ranks agree.
-Status NodeWindows::setup(const OpDesc& desc) {
-  const int n = comm_.nranks();
-  const int me = comm_.rank();
-  std::vector<int> all;
-  for (int p = 0; p < n; ++p) {
-    if (p != me) all.push_back(p);
-  }
-  Deadline deadline = comm_.deadline();
-  Status connected = comm_.connectPeers(all, deadline);
-  if (!connected.isOk()) {
-    // A peer that left explains a broken connection better than the break.
-    if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
-    return connected.withContext(desc.describe() + ": ");
-  }
-  Transport* shm = nullptr;
-  bool usable = true;
-  for (int p : all) {
-    Transport* t = comm_.transportOf(p);
-    if (shm == nullptr) shm = t;
-    usable = usable && t == shm;
-  }
-  std::string why;
-  if (usable) {
-    Expected<std::unique_ptr<SharedRegion>> r = shm->createRegion(regionBytes_);
-    if (r.isOk()) {
-      mine_ = std::move(r).value();
-    } else {
-      why = r.status().message();
-    }
-  } else {
-    why = "peers connect over different transports";
-  }
-  // Round 1: names.
-  auto exchange = [&](const void* mine, void* every, size_t bytes) {
-    algo::CollArgs a;
-    a.collective = Collective::kAllGather;
-    a.rank = me;
-    a.nranks = n;
-    a.count = bytes;
-    a.elemSize = 1;
-    a.maxStepElems = std::max<uint64_t>(1, comm_.config().sliceBytes * (comm_.config().slots / 2));
-    algo::Schedule s = algo::buildSchedule(Algorithm::kRing, a);
-    OpDesc d = desc;
-    d.algorithm = "window setup";
-    d.bytes = bytes;
-    d.datatype = braidUint8;
-    return fifo_.run(s, ExecBuffers{mine, every}, d);
-  };
-  char name[kNameBytes] = {};
-  if (mine_ != nullptr && mine_->name().size() < kNameBytes) {
-    std::memcpy(name, mine_->name().data(), mine_->name().size());
-  }
-  std::vector<char> names(kNameBytes * n);
-  BRAID_TRY(exchange(name, names.data(), kNameBytes));
-  bool ok = mine_ != nullptr;
-  peers_.resize(n);
-  bases_.assign(n, nullptr);
-  for (int p = 0; p < n && ok; ++p) {
-    if (p == me) continue;
-    std::string theirs(&names[kNameBytes * p], strnlen(&names[kNameBytes * p], kNameBytes));
-    if (theirs.empty() || theirs.size() == kNameBytes) {
-      ok = false;
-      why = "rank " + std::to_string(p) + " has no window";
-      break;
-    }
-    Expected<std::unique_ptr<SharedRegion>> r = shm->openRegion(theirs, regionBytes_);
-    if (!r.isOk()) {
-      ok = false;
-      why = r.status().message();
-      break;
-    }
-    peers_[p] = std::move(r).value();
-    bases_[p] = static_cast<char*>(peers_[p]->base());
-  }
-  if (ok) {
-    bases_[me] = static_cast<char*>(mine_->base());
-    Header* h = new (bases_[me]) Header();
-    h->magic = kWindowMagic;
-    h->rank = me;
-    h->chunkBytes = chunk_;
-  }
-  // Round 2: did every rank map every region? (Also: every name is mapped
-  // once this returns, so the creators unlink.)
-  char mineOk = ok ? 1 : 0;
-  std::vector<char> oks(n);
-  BRAID_TRY(exchange(&mineOk, oks.data(), 1));
-  if (mine_ != nullptr) mine_->unlinkName();
-  for (int p = 0; p < n; ++p) {
-    if (oks[p] == 1) continue;
-    ok = false;
-    if (why.empty()) why = "rank " + std::to_string(p) + " could not map the windows";
-  }
-  if (!ok) {
-    BRAID_INFO("rank %d: shared windows are off, direct algorithms use FIFOs: %s", me,
-               why.c_str());
-    peers_.clear();
-    bases_.clear();
-    mine_.reset();
-    state_ = State::kOff;
-    return Status::ok();
-  }
-  state_ = State::kOn;
-  BRAID_INFO("rank %d: shared windows on (%zu B per round per rank)", me, chunk_);
-  return Status::ok();
-}
-
 namespace {
 template <typename H>
 std::atomic<uint64_t>& flagOf(H* h, int flag) {
@@ -242,11 +105,7 @@ void NodeWindows::publish(Flag flag, uint64_t epoch) {
   // store alone does not order.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   flagOf(h, static_cast<int>(flag)).store(epoch, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (h->sleepers.load(std::memory_order_relaxed) != 0) {
-    h->wakeSeq.fetch_add(1, std::memory_order_release);
-    futexWakeAll(&h->wakeSeq);
-  }
+  wakeSleepers(h);
 }
 
 Status NodeWindows::stalled(int peer, Flag flag, uint64_t epoch, const OpDesc& desc,
@@ -315,7 +174,7 @@ NodeWindows::Zero NodeWindows::zeroCopy(const void* p, size_t bytes) const {
   Zero z;
   if (bytes < kZeroCopyMinBytes || SharedAllocations::instance().empty()) return z;
   SharedSpan span;
-  if (!SharedAllocations::instance().find(p, bytes, &span) || span.name.size() >= 64) return z;
+  if (!SharedAllocations::instance().find(p, bytes, &span) || span.name.size() >= windows::kNameBytes) return z;
   z.on = true;
   z.name = std::move(span.name);
   z.regionBytes = span.regionBytes;
@@ -422,32 +281,6 @@ Status NodeWindows::runHere(const algo::CollArgs& args, Algorithm a, const ExecB
     case Collective::kAllToAll: return allToAll(args, b, desc);
     default: return internalError("shared windows cannot run " + std::string(desc.collective));
   }
-}
-
-Status NodeWindows::allReduceSmall(const algo::CollArgs& args, const ExecBuffers& b,
-                                   const OpDesc& desc) {
-  const int n = comm_.nranks();
-  const int me = comm_.rank();
-  BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
-  const int half = static_cast<int>(e & 1);
-  Header* h = header(me);
-  SmallLine& line = h->small[half];
-  std::memcpy(line.data, b.input, args.count * args.elemSize);
-  line.epoch.store(e, std::memory_order_release);
-  h->ready.store(e, std::memory_order_release);  // for rounds that check `ready`
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (h->sleepers.load(std::memory_order_relaxed) != 0) {
-    h->wakeSeq.fetch_add(1, std::memory_order_release);
-    futexWakeAll(&h->wakeSeq);
-  }
-  for (int i = 1; i < n; ++i) {
-    const int q = (me + i) % n;
-    BRAID_TRY(waitOn(q, header(q)->small[half].epoch, Flag::kReady, e, desc));
-  }
-  allReady_ = e;
-  for (int q = 0; q < n; ++q) data_[q] = header(q)->small[half].data;
-  reduceAll(static_cast<char*>(b.output), nullptr, data_, args.count, desc);
-  return Status::ok();
 }
 
 Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const ExecBuffers& b,
@@ -607,6 +440,7 @@ Status NodeWindows::broadcast(const algo::CollArgs& args, const ExecBuffers& b,
   const bool root = me == args.root;
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
+  if (args.count * es <= kLineBytes && args.count > 0) return broadcastSmall(args, b, desc);
   const Zero zin = root ? zeroCopy(in, args.count * es) : Zero();
   const size_t perRound = chunk_ / es;
   if (root && !args.inPlace) copyOut(out, in, args.count * es);

@@ -97,6 +97,9 @@ class NodeWindows {
   Status allGather(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
   Status reduceScatter(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
   Status broadcast(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
+  // At most one cache line: the root writes a line of a ring in its header and runs
+  // ahead of the peers by up to that ring's depth (window_small.cc).
+  Status broadcastSmall(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
   Status allToAll(const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc);
 
   // Reduce-scatter and all-to-all: starts a round, copies elements
@@ -109,6 +112,11 @@ class NodeWindows {
   // every peer has finished the round that used it last.
   Expected<uint64_t> beginRound(bool writes, const OpDesc& desc);
   void publish(Flag flag, uint64_t epoch);
+  // Wakes peers sleeping on h's futex, after a full fence (a system call only when
+  // one sleeps).
+  void wakeSleepers(Header* h);
+  // The lowest `ready` any peer has published.
+  uint64_t slowestReady() const;
   Status waitFor(int peer, Flag flag, uint64_t epoch, const OpDesc& desc);
   Status waitOn(int peer, std::atomic<uint64_t>& flag, Flag which, uint64_t epoch,
                 const OpDesc& desc);

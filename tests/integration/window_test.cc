@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,81 @@ INSTANTIATE_TEST_SUITE_P(Jobs, StreamedCopies,
                          [](const auto& info) {
                            return std::to_string(info.param.nranks) + "_" + info.param.name;
                          });
+
+// Broadcasts of at most one cache line ride in a ring of lines in the root's window
+// header (exec/window_small.cc): the root returns at once and may run up to the ring's
+// depth ahead. Every call's value differs, so a root that overwrote a line a slow peer
+// had not read yet (the peers sleep now and then, so the root reaches that limit),
+// or a peer that read a stale line, gives a wrong element. Small broadcasts from
+// changing roots are mixed with one-line all-reduces and a windowed all-reduce, which
+// share the rounds' numbering and the `ready` flags.
+int bodySmallBroadcasts(int rank) {
+  braidComm_t world = nullptr;
+  if (braidCommInitFromEnv(&world, nullptr) != braidSuccess) return 2;
+  int n = 0;
+  braidCommCount(world, &n);
+  int wrong = 0;
+  std::vector<float> in(4096), out(4096);
+  for (int it = 0; it < 600; ++it) {
+    const int root = (it / 40) % n;  // runs of 40 calls from one root
+    const size_t count = 1 + it % 14;  // 4 to 56 bytes
+    const bool inPlace = it % 3 == 0;
+    for (size_t i = 0; i < count; ++i) in[i] = valueOf(rank, i, it);
+    float* dst = inPlace ? in.data() : out.data();
+    if (braidBroadcast(in.data(), dst, count, braidFloat32, root, world, nullptr) != 0) {
+      fprintf(stderr, "broadcast: %s\n", braidGetLastError(world));
+      return 4;
+    }
+    for (size_t i = 0; i < count; ++i) wrong += dst[i] != valueOf(root, i, it);
+    // At once: peers that have not read yet must not need the root's buffer.
+    if (rank == root) std::memset(in.data(), 0xff, count * sizeof(float));
+    if (rank != root && it % 23 == 0) usleep(2000);  // the root runs ahead meanwhile
+    // From call 300, a one-line all-reduce every 7 calls (every rank waits for every
+    // other); before, only every 50th call does, so the root can reach its limit.
+    if (it >= 300 && it % 7 == 0) {
+      in[0] = valueOf(rank, 0, it);
+      if (braidAllReduce(in.data(), out.data(), 1, braidFloat32, braidSum, world, nullptr) != 0) {
+        return 5;
+      }
+      float want = 0;
+      for (int r = 0; r < n; ++r) want += valueOf(r, 0, it);
+      wrong += out[0] != want;
+    }
+    if (it % 50 == 49) {  // through the window areas, in rounds
+      for (size_t i = 0; i < in.size(); ++i) in[i] = valueOf(rank, i, it);
+      if (braidAllReduce(in.data(), out.data(), in.size(), braidFloat32, braidSum, world,
+                         nullptr) != 0) {
+        return 6;
+      }
+      for (size_t i = 0; i < in.size(); ++i) {
+        float want = 0;
+        for (int r = 0; r < n; ++r) want += valueOf(r, i, it);
+        wrong += out[i] != want;
+      }
+    }
+  }
+  braidCommDestroy(world);
+  if (wrong != 0) fprintf(stderr, "%d wrong elements\n", wrong);
+  return wrong == 0 ? 0 : 1;
+}
+
+class SmallBroadcasts : public ::testing::TestWithParam<int> {};
+
+TEST_P(SmallBroadcasts, RootsRunAheadAndEveryPeerGetsEveryCallsValue) {
+  const int nranks = GetParam();
+  Env env = jobEnv(nranks);
+  env["BRAID_TRANSPORTS"] = "shm";
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  env["BRAID_SHM_WINDOW_BYTES"] = "4096";  // the 16 KiB all-reduce takes rounds
+  env["BRAID_ALGO"] = "broadcast:direct#allreduce:direct";
+  auto outcomes = runRanks(nranks, env, [&](int r) { return bodySmallBroadcasts(r); }, 300);
+  for (int r = 0; r < nranks; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, SmallBroadcasts, ::testing::Values(2, 3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
 
 }  // namespace
 }  // namespace braid::test
