@@ -54,6 +54,9 @@ Status NodeWindows::allReduceSmall(const algo::CollArgs& args, const ExecBuffers
     BRAID_TRY(waitOn(q, header(q)->small[half].epoch, Flag::kReady, e, desc));
   }
   allReady_ = e;
+  // Every peer has published round e, so has read this rank's line of round e - 1:
+  // take it back for writing now, not at the next call's store.
+  __builtin_prefetch(&h->small[half ^ 1], 1);
   for (int q = 0; q < n; ++q) data_[q] = header(q)->small[half].data;
   reduceAll(static_cast<char*>(b.output), nullptr, data_, args.count, desc);
   return Status::ok();
