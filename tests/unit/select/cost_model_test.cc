@@ -185,7 +185,8 @@ TEST(CostInputsFor, VmHostRanksUseSharedMemory) {
 // Host ranks of one node with shared windows (exec/window.h): the window
 // reduce-scatter reads peers' blocks in place, one copy per block less than the
 // FIFO ring; measured on the VM at 2 and 4 ranks it won from 64 KiB (5 against
-// 18 us at 2 ranks), so the model must rank it first there.
+// 18 us at 2 ranks), so the model must rank it first there. Two-shot all-reduce
+// moves less memory than one-shot at any rank count and won at 16 MiB.
 TEST(CostModel, SharedWindowsRankDirectReduceScatterFirstOnOneNode) {
   std::string why;
   const std::optional<topo::Topology> t = test::loadTopoFile("vm_2core.xml", &why);
@@ -198,6 +199,12 @@ TEST(CostModel, SharedWindowsRankDirectReduceScatterFirstOnOneNode) {
       ASSERT_FALSE(ranked.empty());
       EXPECT_EQ(ranked[0].first, Algorithm::kDirect) << n << " ranks, " << bytes << " bytes";
     }
+    // All-reduce: one-shot for one line, two-shot (less memory traffic) when large.
+    EXPECT_EQ(rankAlgorithms(Collective::kAllReduce, 8, in)[0].first, Algorithm::kDirect)
+        << n << " ranks";
+    EXPECT_EQ(rankAlgorithms(Collective::kAllReduce, uint64_t{16} << 20, in)[0].first,
+              Algorithm::kTwoShot)
+        << n << " ranks";
     in.sharedWindows = false;  // FIFOs only: direct posts n - 1 messages, ring wins large
     const auto fifo = rankAlgorithms(Collective::kReduceScatter, uint64_t{64} << 20, in);
     ASSERT_FALSE(fifo.empty());
