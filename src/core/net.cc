@@ -172,8 +172,8 @@ Expected<int> listenOn(const SockAddr& addr, SockAddr* bound) {
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.len) != 0) {
-    Status st = systemError("bind " + addr.toString() +
-                            " (is the port in use? pick another with BRAID_ROOT)");
+    // systemError's hint for EADDRINUSE says to pick another port in BRAID_ROOT.
+    Status st = systemError("bind " + addr.toString());
     close(fd);
     return st;
   }
