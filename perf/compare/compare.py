@@ -200,9 +200,9 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check, lib="braid"):
     # Bound to cores where every rank has one, as OpenMPI's mpirun binds by default at
     # up to 2 ranks (and not when oversubscribed): both libraries then run pinned.
     bind = ["--bind", "core"] if nranks <= cpus() else []
-    cmd = [braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout)] + bind + [tool,
-           "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup),
-           "-c", str(check), "-a", "3", "-J", json_path]
+    cmd = ([braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout)] + bind +
+           [tool, "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup),
+            "-c", str(check), "-a", "3", "-J", json_path])
     if lib == "braid-memalloc":
         cmd += ["-R", "1"]
     rc, output = runner.run(f"braid-{coll}-{nranks}-{size}", cmd,

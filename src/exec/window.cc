@@ -174,7 +174,10 @@ NodeWindows::Zero NodeWindows::zeroCopy(const void* p, size_t bytes) const {
   Zero z;
   if (bytes < kZeroCopyMinBytes || SharedAllocations::instance().empty()) return z;
   SharedSpan span;
-  if (!SharedAllocations::instance().find(p, bytes, &span) || span.name.size() >= windows::kNameBytes) return z;
+  if (!SharedAllocations::instance().find(p, bytes, &span) ||
+      span.name.size() >= windows::kNameBytes) {
+    return z;
+  }
   z.on = true;
   z.name = std::move(span.name);
   z.regionBytes = span.regionBytes;
@@ -436,11 +439,11 @@ Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers&
 Status NodeWindows::broadcast(const algo::CollArgs& args, const ExecBuffers& b,
                               const OpDesc& desc) {
   const size_t es = args.elemSize;
+  if (args.count * es <= kLineBytes && args.count > 0) return broadcastSmall(args, b, desc);
   const int me = comm_.rank();
   const bool root = me == args.root;
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
-  if (args.count * es <= kLineBytes && args.count > 0) return broadcastSmall(args, b, desc);
   const Zero zin = root ? zeroCopy(in, args.count * es) : Zero();
   const size_t perRound = chunk_ / es;
   if (root && !args.inPlace) copyOut(out, in, args.count * es);

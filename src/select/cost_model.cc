@@ -133,6 +133,11 @@ Form allToAllForm(Algorithm a, int n) {
   }
 }
 
+// A window algorithm's memory traffic per rank (reads and writes, in units of S)
+// priced as one-shot all-reduce is: one-shot moves (n + 3) S (copy in, n inputs
+// read, the output written) and is priced n.
+double inOneShotUnits(double memoryTraffic, int n) { return memoryTraffic * n / (n + 3); }
+
 // Host memory with shared windows: bytes each rank copies or reads, in units
 // of S, for the algorithms that run on the windows (exec/window.h); nothing
 // (zeros) for the others, which pay the FIFO's two copies per byte instead.
@@ -140,30 +145,21 @@ Form windowForm(Algorithm a, Collective c, int n) {
   const double frac = static_cast<double>(n - 1) / n;
   switch (c) {
     case Collective::kAllReduce:
-      // One-shot: the copy in, then n inputs read; two-shot: the copy in,
-      // every input's piece read, and n-1 pieces copied out.
+      // One-shot: the copy in, then n inputs read (the unit of the others).
       if (a == Algorithm::kDirect) return {1, static_cast<double>(n), 1};
-      if (a == Algorithm::kTwoShot) {
-        // In the units of one-shot, whose memory traffic is (n + 3) S (copy in,
-        // n inputs read, the output written) for n: two-shot's is 4 (n-1)/n + 1 +
-        // 2/n of S (copy in, the own piece of every input read, it written twice,
-        // the other pieces copied out). It was 1 + 2 (n-1)/n, a tie with one-shot
-        // at 2 ranks that one-shot won, though two-shot measured 15-25% faster at
-        // 16 MiB (2.7-2.9 against 3.4-3.6 ms) and at 64 MiB.
-        const double traffic = 4 * frac + 1 + 2.0 / n;
-        return {2, n * traffic / (n + 3), 1};
-      }
+      // Two-shot: copy in 2 (n-1)/n, the own piece of every input read (1) and
+      // written twice (2/n), the other pieces copied out 2 (n-1)/n. Less than
+      // one-shot at any n (measured 15-25% faster at 2 ranks, 16 MiB).
+      if (a == Algorithm::kTwoShot) return {2, inOneShotUnits(4 * frac + 1 + 2.0 / n, n), 1};
       break;
     case Collective::kAllGather:
       if (a == Algorithm::kDirect) return {1, 1.0 / n + frac, 1};
       break;
     case Collective::kReduceScatter:
-      // The blocks peers reduce copied in ((n-1)/n of S), then n blocks of S/n read
-      // and one written: 3 - 1/n of S in memory, in the units of one-shot all-reduce
-      // (5 S of memory priced n = 2 at 2 ranks, hence / 2.5). It was 2: the FIFO ring
-      // won the ranking at 2 ranks, and measured 18 us at 64 KiB against 5 us here
-      // (16 us at 256 KiB, 19 here; the ring is 20% ahead at 4-16 MiB).
-      if (a == Algorithm::kDirect) return {1, (3.0 - 1.0 / n) / 2.5, 1};
+      // The blocks peers reduce copied in (2 (n-1)/n), n blocks of S/n read and
+      // one written: 3 - 1/n. The FIFO ring moves more (measured 18 against 5 us
+      // at 2 ranks, 64 KiB).
+      if (a == Algorithm::kDirect) return {1, inOneShotUnits(3.0 - 1.0 / n, n), 1};
       break;
     case Collective::kBroadcast:
       if (a == Algorithm::kDirect) return {1, 1, 1};
