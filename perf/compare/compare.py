@@ -311,16 +311,22 @@ def run_probe(runner, ranks, sizes):
         runner.note(f"floor A unknown: build floor_probe in {runner.build}")
         return None
     sets = sorted({working_set(p, s) for p in ranks for s in sizes})
-    cmd = [exe] + (["--quick"] if runner.args.quick else []) + [str(s) for s in sets]
+    cmd = [exe] + (["--quick"] if runner.args.quick else [])
+    exchanges = [s for s in sizes if s >= 64 * KIB]
+    if 2 in ranks and cpus() >= 2 and exchanges:  # floor B: 2 ranks on 2 cores
+        cmd += ["--exchange", ",".join(str(s) for s in exchanges)]
+    cmd += [str(s) for s in sets]
     rc, output = runner.run("floor_probe", cmd)
     if rc != 0:
         failed(runner, "floor_probe", "-", 0, rc, output)
         return None
-    probe = {"latency": {}, "stream": {}}
+    probe = {"latency": {}, "stream": {}, "exchange": {}}
     for line in output.splitlines():
         f = line.split()
         if len(f) == 3 and f[0] == "latency" and float(f[2]) > 0:
             probe["latency"][f[1]] = float(f[2])
+        elif len(f) == 3 and f[0] == "exchange" and float(f[2]) > 0:
+            probe["exchange"][f[1]] = float(f[2])  # str keys: the probe goes to JSON
         elif len(f) == 5 and f[0] == "stream":
             key = f"{f[1]}/{f[2]}"
             probe["stream"][key] = max(probe["stream"].get(key, 0.0), float(f[4]))
@@ -329,10 +335,11 @@ def run_probe(runner, ranks, sizes):
 
 def best_probe(probes):
     """Lowest latency and highest bandwidth over the reps (STREAM's best-of rule)."""
-    best = {"latency": {}, "stream": {}}
+    best = {"latency": {}, "stream": {}, "exchange": {}}
     for p in probes:
-        for k, v in p["latency"].items():
-            best["latency"][k] = min(best["latency"].get(k, math.inf), v)
+        for kind in ("latency", "exchange"):
+            for k, v in p.get(kind, {}).items():
+                best[kind][k] = min(best[kind].get(k, math.inf), v)
         for k, v in p["stream"].items():
             best["stream"][k] = max(best["stream"].get(k, 0.0), v)
     return best

@@ -134,6 +134,8 @@ class Report:
                     issue = ISSUE_FLOOR_US.get((p, s))
                     against = (f"; {r['time_us'] / issue:.2f}x issue 5's floor {time_name(issue)}"
                                if issue else "")
+                    b = self.floor_b(p, s)
+                    against += f"; {r['time_us'] / b:.2f}x floor B {time_name(b)}" if b else ""
                     add(x <= mult, f"all-reduce {p} ranks {size_name(s)}: {x:.2f}x floor A "
                         f"({time_name(r['time_us'])} vs {time_name(floor)}; goal <= {mult}x"
                         f"{self.by(x / mult)}{against})")
@@ -171,6 +173,12 @@ class Report:
                         f" ({x:.2f}x)")
         return out
 
+    def floor_b(self, p, s):
+        """Floor B (floor_probe's exchange) for 2 ranks' private buffers, or None."""
+        if p != 2 or not self.probe:
+            return None
+        return self.probe.get("exchange", {}).get(str(s))
+
     @staticmethod
     def by(factor):
         return f"; missed by {factor:.2f}x" if factor > 1 else ""
@@ -195,9 +203,17 @@ class Report:
         sets = sorted({int(k.split("/")[1]) for k in stream})
         bw = ", ".join(f"{size_name(ws)} {stream.get(f'1/{ws}', 0):.0f} / "
                        f"{stream.get(f'2/{ws}', 0):.0f}" for ws in sets)
-        return (f"Floor A inputs: one-way hand-off {lat.get('spin', math.nan):.3f} us spinning "
+        line = (f"Floor A inputs: one-way hand-off {lat.get('spin', math.nan):.3f} us spinning "
                 f"across cores, {lat.get('yield', math.nan):.3f} us yielding on one core; STREAM "
                 f"best GB/s (1 / 2 threads) by working set: {bw}.")
+        ex = self.probe.get("exchange", {})
+        if ex:
+            line += (" Floor B, 2 ranks on 2 cores with private buffers (each call's n bytes "
+                     "copied into a shared slot the peer read last call, handed over and copied "
+                     "out by the peer, both ways at once; floor_probe --exchange): " +
+                     ", ".join(f"{size_name(int(k))} {time_name(v)}"
+                               for k, v in sorted(ex.items(), key=lambda kv: int(kv[0]))) + ".")
+        return line
 
     def markdown(self):
         lines = self.header()

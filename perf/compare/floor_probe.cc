@@ -14,11 +14,24 @@
 //    CPUs, spinning. "yield": both pinned to one CPU, sched_yield between
 //    looks (what ranks sharing a core pay).
 //
+// And floor B, what an all-reduce of private buffers between 2 ranks on 2
+// cores cannot beat: each rank's n input bytes must reach the other core. The
+// exchange probe times that alone, in the steady state of repeated calls: two
+// processes pinned to CPUs 0 and 1, each round copying n bytes from a private
+// buffer into its shared slot (whose lines the peer read last round), handing
+// over, and copying the peer's slot into a private buffer; a round also waits
+// until the peer has read the slot before it is written again. The best of
+// plain and streaming (non-temporal) stores for the slot counts.
+//
 // Output, one fact a line (perf/compare/compare.py parses it):
 //   stream <threads> <working set bytes> <kernel> <GB/s>
 //   latency spin|yield <one-way us>
+//   exchange <bytes per rank> <us per round>
+//   # exchange <bytes>: plain stores <us>, streaming <us>   (both, for the reader)
 //
-//   floor_probe [--quick] [--latency-only | --stream-only] [working set bytes ...]
+//   floor_probe [--quick] [--latency-only | --stream-only] [--exchange n,n,...]
+//               [working set bytes ...]
+#include <immintrin.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -200,6 +213,81 @@ double handOffUs(int cpuA, int cpuB, bool yield, int roundTrips) {
   return status == 0 ? best : -1;
 }
 
+// ---- exchange (floor B) ------------------------------------------------
+
+struct alignas(64) Counters {
+  std::atomic<uint64_t> written{0};  // rounds whose slot is filled
+  alignas(64) std::atomic<uint64_t> read{0};  // rounds whose peer slot was read
+};
+
+void streamCopy(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<__m128i*>(dst);
+  const auto* s = static_cast<const __m128i*>(src);
+  for (size_t i = 0; i < bytes / sizeof(__m128i); ++i) _mm_stream_si128(d + i, _mm_loadu_si128(s + i));
+  _mm_sfence();
+}
+
+// One process's side of `rounds` exchange rounds; `me` is 0 or 1.
+void exchangeRounds(int me, char* slots, Counters* ctr, size_t bytes, char* src, char* dst,
+                    bool streaming, long rounds, uint64_t base) {
+  Counters& mine = ctr[me];
+  Counters& peer = ctr[1 - me];
+  for (long r = 1; r <= rounds; ++r) {
+    uint64_t round = base + static_cast<uint64_t>(r);
+    while (peer.read.load(std::memory_order_acquire) + 1 < round) {
+    }
+    if (streaming) {
+      streamCopy(slots + me * bytes, src, bytes);
+    } else {
+      std::memcpy(slots + me * bytes, src, bytes);
+    }
+    mine.written.store(round, std::memory_order_release);
+    while (peer.written.load(std::memory_order_acquire) < round) {
+    }
+    std::memcpy(dst, slots + (1 - me) * bytes, bytes);
+    mine.read.store(round, std::memory_order_release);
+  }
+}
+
+// Microseconds per exchange round of `bytes` each way (best batch), or -1.
+double exchangeUs(size_t bytes, bool streaming, int batches) {
+  bytes = std::max<size_t>(bytes / 64 * 64, 64);
+  size_t map = sizeof(Counters) * 2 + 2 * bytes;
+  void* mem = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    std::perror("floor_probe: mmap");
+    return -1;
+  }
+  auto* ctr = new (mem) Counters[2]();
+  char* slots = static_cast<char*>(mem) + sizeof(Counters) * 2;
+  std::memset(slots, 1, 2 * bytes);
+  // Rounds per batch: about 2 ms of copying at ~10 GB/s, at least 5.
+  long rounds = std::max(5L, static_cast<long>((20u << 20) / bytes));
+  pid_t child = fork();
+  if (child < 0) {
+    std::perror("floor_probe: fork");
+    munmap(mem, map);
+    return -1;
+  }
+  int me = child == 0 ? 1 : 0;
+  pinTo(me);
+  std::vector<char> src(bytes, static_cast<char>(me + 2)), dst(bytes, 0);
+  double best = 1e30;
+  uint64_t base = 0;
+  for (int b = 0; b <= batches; ++b) {  // batch 0 warms up
+    Clock::time_point t0 = Clock::now();
+    exchangeRounds(me, slots, ctr, bytes, src.data(), dst.data(), streaming, rounds, base);
+    base += static_cast<uint64_t>(rounds);
+    if (b > 0) best = std::min(best, secondsSince(t0) / static_cast<double>(rounds) * 1e6);
+  }
+  if (child == 0) _exit(dst[bytes - 1] == 2 ? 0 : 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  bool ok = status == 0 && dst[bytes - 1] == 3;
+  munmap(mem, map);
+  return ok ? best : -1;
+}
+
 // Restores the affinity the program started with (the latency probe pins).
 class AffinityGuard {
  public:
@@ -212,8 +300,8 @@ class AffinityGuard {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: floor_probe [--quick] [--latency-only | --stream-only] [working-set "
-               "bytes ...]\n");
+               "usage: floor_probe [--quick] [--latency-only | --stream-only] "
+               "[--exchange n,n,...] [working-set bytes ...]\n");
   return 2;
 }
 
@@ -221,7 +309,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   bool quick = false, stream = true, latency = true;
-  std::vector<size_t> sets;
+  std::vector<size_t> sets, exchanges;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") {
@@ -230,6 +318,17 @@ int main(int argc, char** argv) {
       stream = false;
     } else if (a == "--stream-only") {
       latency = false;
+    } else if (a == "--exchange" && i + 1 < argc) {
+      for (const char* p = argv[++i]; *p != '\0';) {
+        char* end = nullptr;
+        unsigned long long v = std::strtoull(p, &end, 10);
+        if (end == p || v == 0 || (*end != ',' && *end != '\0')) {
+          std::fprintf(stderr, "floor_probe: --exchange wants sizes in bytes, comma-separated\n");
+          return usage();
+        }
+        exchanges.push_back(static_cast<size_t>(v));
+        p = *end == ',' ? end + 1 : end;
+      }
     } else if (a == "-h" || a == "--help") {
       return usage();
     } else {
@@ -252,6 +351,17 @@ int main(int argc, char** argv) {
     if (cpus >= 2) std::printf("latency spin %.3f\n", handOffUs(0, 1, false, trips));
     std::printf("latency yield %.3f\n", handOffUs(0, 0, true, trips / 4));
     std::fflush(stdout);
+  }
+  if (cpus >= 2 && !exchanges.empty()) {
+    AffinityGuard guard;
+    int batches = quick ? 3 : 10;
+    for (size_t n : exchanges) {
+      double plain = exchangeUs(n, false, batches), streaming = exchangeUs(n, true, batches);
+      double best = plain < 0 ? streaming : streaming < 0 ? plain : std::min(plain, streaming);
+      std::printf("exchange %zu %.3f\n# exchange %zu: plain stores %.3f us, streaming %.3f us\n",
+                  n, best, n, plain, streaming);
+      std::fflush(stdout);
+    }
   }
   if (stream) {
     AffinityGuard guard;

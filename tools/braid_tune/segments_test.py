@@ -1,6 +1,7 @@
 """braid-tune's bands (segments()): contiguous from 0 to infinity, valid for the tuning
 parser (base_us >= 0, gbps > 0), and exact at every measured size, so that the selector
-ranks algorithms at a measured size by what was measured there. Run by ctest."""
+ranks algorithms at a measured size by what was measured there; and paired(), whose
+ranking survives drift that moves whole runs. Run by ctest."""
 import os
 import random
 import sys
@@ -26,8 +27,32 @@ def check(times):
         assert abs(predicted - times[size]) <= 1e-6 * max(1.0, times[size]), (size, predicted, times[size])
 
 
+def check_paired(rng):
+    # Runs drift as a whole (levels 0.5x to 4x); within a run, ring is 0.9x tree and
+    # direct 3x tree. paired() recovers those ratios exactly.
+    reps = []
+    for _ in range(7):
+        level = rng.uniform(0.5, 4.0)
+        reps.append({"ring": {64: (90.0 * level, "")}, "tree": {64: (100.0 * level, "")},
+                     "direct": {64: (300.0 * level, "")}})
+    est = tune.paired(reps)
+    assert abs(est["ring"][64] / est["tree"][64] - 0.9) < 1e-9, est
+    assert abs(est["direct"][64] / est["tree"][64] - 3.0) < 1e-9, est
+    # The level kept is the runs' median one.
+    levels = sorted(r["tree"][64][0] / 100.0 for r in reps)
+    assert abs(est["tree"][64] / 100.0 - levels[3]) < 1e-9, (est, levels)
+    # Levels 1..5 and one run each way where ring stumbled or flew: the ratio of plain
+    # medians says ring is 0.67x tree; within runs it was 0.9x in three of five.
+    ratios = [0.9, 0.9, 0.9, 0.5, 2.0]
+    reps = [{"ring": {64: (r * lv, "")}, "tree": {64: (float(lv), "")}}
+            for lv, r in zip([1, 2, 3, 4, 5], ratios)]
+    est = tune.paired(reps)
+    assert abs(est["ring"][64] / est["tree"][64] - 0.9) < 0.02, est
+
+
 def main():
     rng = random.Random(7)
+    check_paired(rng)
     # Latency then bandwidth, as measured.
     check({s: 0.3 + s / 9e3 for s in SIZES})
     # Noise: times that fall between neighbours (flat bands).
@@ -36,7 +61,7 @@ def main():
     check({s: (s / 9e3) * (1 + (s >= 4 << 20) * 3) + 0.2 for s in SIZES})
     for _ in range(200):
         check({s: rng.uniform(0.1, 2.0) * (0.2 + s / 5e3) for s in SIZES})
-    print("segments ok")
+    print("segments and paired ok")
 
 
 if __name__ == "__main__":
