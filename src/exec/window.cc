@@ -396,13 +396,13 @@ Status NodeWindows::allGather(const algo::CollArgs& args, const ExecBuffers& b,
 }
 
 Expected<uint64_t> NodeWindows::publishBlocks(const algo::CollArgs& args, const char* in,
-                                              size_t off, size_t m, size_t slot,
-                                              const OpDesc& desc) {
+                                              const Zero& zin, size_t off, size_t m,
+                                              size_t slot, const OpDesc& desc) {
   const size_t es = args.elemSize;
   BRAID_ASSIGN_OR_RETURN(uint64_t e, beginRound(true, desc));
   const int half = static_cast<int>(e & 1);
-  describe(false, half, Zero(), 0);
-  for (int j = 0; j < comm_.nranks(); ++j) {
+  describe(false, half, zin, 0);
+  for (int j = 0; j < comm_.nranks() && !zin.on; ++j) {
     // Out of place, this rank reads its own block from its input.
     if (j == comm_.rank() && !args.inPlace) continue;
     streamCopy(inputArea(comm_.rank(), half) + j * slot, in + (j * args.count + off) * es,
@@ -412,6 +412,15 @@ Expected<uint64_t> NodeWindows::publishBlocks(const algo::CollArgs& args, const 
   return e;
 }
 
+Expected<const char*> NodeWindows::blockOf(int q, int half, size_t lentAt, size_t slotAt,
+                                           const OpDesc& desc) {
+  if (q == comm_.rank() || header(q)->input[half].name[0] == '\0') {
+    return static_cast<const char*>(inputArea(q, half) + slotAt);
+  }
+  BRAID_ASSIGN_OR_RETURN(const char* lent, dataOf(q, false, half, desc));
+  return lent + lentAt;
+}
+
 Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers& b,
                                   const OpDesc& desc) {
   const size_t es = args.elemSize;
@@ -419,20 +428,28 @@ Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers&
   const int me = comm_.rank();
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
+  // Out of place, an input from braidMemAlloc is read where it lies.
+  const Zero zin = args.inPlace ? Zero() : zeroCopy(in, n * args.count * es);
   // Each round moves a piece of every block; pieces sit a cache line apart.
   const size_t slot = chunk_ / n / 64 * 64;
   const size_t perRound = slot / es;
+  uint64_t e = epoch_;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
-    BRAID_ASSIGN_OR_RETURN(uint64_t e, publishBlocks(args, in, off, m, slot, desc));
+    BRAID_ASSIGN_OR_RETURN(e, publishBlocks(args, in, zin, off, m, slot, desc));
     const int half = static_cast<int>(e & 1);
     BRAID_TRY(waitAll(Flag::kReady, e, desc));
     allReady_ = e;
-    for (int q = 0; q < n; ++q) data_[q] = inputArea(q, half) + me * slot;
+    for (int q = 0; q < n; ++q) {
+      BRAID_ASSIGN_OR_RETURN(data_[q], blockOf(q, half, (me * args.count + off) * es, me * slot,
+                                               desc));
+    }
     if (!args.inPlace) data_[me] = in + (me * args.count + off) * es;
     reduceAll(out + off * es, nullptr, data_, m, desc);
     publish(Flag::kFinished, e);
   }
+  // Peers read the lent input until they finish: it stays untouched until then.
+  if (zin.on) BRAID_TRY(waitAll(Flag::kFinished, e, desc));
   return Status::ok();
 }
 
@@ -475,24 +492,35 @@ Status NodeWindows::allToAll(const algo::CollArgs& args, const ExecBuffers& b,
   const int me = comm_.rank();
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
+  // Out of place, an input from braidMemAlloc is read where it lies: one copy
+  // per block instead of two. (In place, this rank's output would overwrite
+  // blocks peers are reading.)
+  const Zero zin = args.inPlace ? Zero() : zeroCopy(in, n * args.count * es);
   const size_t slot = chunk_ / n / 64 * 64;
   const size_t perRound = slot / es;
+  uint64_t e = epoch_;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
-    BRAID_ASSIGN_OR_RETURN(uint64_t e, publishBlocks(args, in, off, m, slot, desc));
+    BRAID_ASSIGN_OR_RETURN(e, publishBlocks(args, in, zin, off, m, slot, desc));
     const int half = static_cast<int>(e & 1);
     // Own block last: in place, the output overwrites this rank's input,
     // which only this rank reads (peers read the window copy).
     for (int i = 1; i <= n; ++i) {
       const int q = (me + i) % n;
       if (q != me) BRAID_TRY(waitFor(q, Flag::kReady, e, desc));
-      const char* src = q == me && !args.inPlace ? in + (me * args.count + off) * es
-                                                 : inputArea(q, half) + me * slot;
+      const char* src = nullptr;
+      if (q == me && !args.inPlace) {
+        src = in + (me * args.count + off) * es;
+      } else {
+        BRAID_ASSIGN_OR_RETURN(src, blockOf(q, half, (me * args.count + off) * es, me * slot,
+                                            desc));
+      }
       copyOut(out + (q * args.count + off) * es, src, m * es);
     }
     allReady_ = e;
     publish(Flag::kFinished, e);
   }
+  if (zin.on) BRAID_TRY(waitAll(Flag::kFinished, e, desc));
   return Status::ok();
 }
 

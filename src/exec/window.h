@@ -105,9 +105,15 @@ class NodeWindows {
   // Reduce-scatter and all-to-all: starts a round, copies elements
   // [off, off + m) of every block of `in` (but its own, out of place) into
   // this rank's input area, one block per `slot` bytes, and publishes them;
-  // returns the round.
-  Expected<uint64_t> publishBlocks(const algo::CollArgs& args, const char* in, size_t off,
-                                   size_t m, size_t slot, const OpDesc& desc);
+  // returns the round. With `zin` on (an input from braidMemAlloc, out of
+  // place) it copies nothing and describes the input from its start instead.
+  Expected<uint64_t> publishBlocks(const algo::CollArgs& args, const char* in, const Zero& zin,
+                                   size_t off, size_t m, size_t slot, const OpDesc& desc);
+  // Where rank q's part of this rank's block is in round `half`: at byte
+  // `lentAt` of q's described input when q lent it, else at `slotAt` of q's
+  // window input area.
+  Expected<const char*> blockOf(int q, int half, size_t lentAt, size_t slotAt,
+                                const OpDesc& desc);
   // Starts the next round; a rank about to write its half first makes sure
   // every peer has finished the round that used it last.
   Expected<uint64_t> beginRound(bool writes, const OpDesc& desc);

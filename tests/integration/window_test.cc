@@ -1,7 +1,8 @@
 // Shared windows with buffers from braidMemAlloc (exec/window.h): peers read
 // them in place. Each rank overwrites its input as soon as a call returns, so
 // a rank returning before its peers finished reading would corrupt their
-// results. Ranks mix shared and private buffers, and calls run in many rounds.
+// results. Ranks mix shared and private buffers, and calls run in many rounds:
+// all-reduce, all-gather, all-to-all, reduce-scatter and broadcast.
 // StreamedCopies: private buffers through the default windows and the FIFOs.
 #include <gtest/gtest.h>
 
@@ -79,6 +80,24 @@ int body(int rank, bool allShared) {
         for (size_t i = 0; i < k; ++i) wrong += out.p[r * k + i] != valueOf(r, i, it);
       }
     }
+    // All-to-all and reduce-scatter, out of place: a lent input is read where
+    // it lies (exec/window.cc blockOf), so it is overwritten at once too.
+    for (size_t i = 0; i < k * n; ++i) in.p[i] = valueOf(rank, i, it);
+    if (braidAlltoAll(in.p, out.p, k, braidFloat32, world, nullptr) != 0) return 7;
+    std::memset(in.p, 0xff, k * n * sizeof(float));
+    for (int r = 0; r < n; ++r) {
+      for (size_t i = 0; i < k; ++i) wrong += out.p[r * k + i] != valueOf(r, rank * k + i, it);
+    }
+    for (size_t i = 0; i < k * n; ++i) in.p[i] = valueOf(rank, i, it);
+    if (braidReduceScatter(in.p, out.p, k, braidFloat32, braidSum, world, nullptr) != 0) {
+      return 8;
+    }
+    std::memset(in.p, 0xff, k * n * sizeof(float));
+    for (size_t i = 0; i < k; ++i) {
+      float want = 0;
+      for (int r = 0; r < n; ++r) want += valueOf(r, rank * k + i, it);
+      wrong += out.p[i] != want;
+    }
     // Broadcast from every root.
     for (int root = 0; root < n; ++root) {
       for (size_t i = 0; i < k; ++i) in.p[i] = valueOf(rank, i, it);
@@ -107,7 +126,7 @@ TEST_P(Windows, BuffersFromMemAllocAreReadInPlaceAndCallsReturnOnlyWhenPeersAreD
   env["BRAID_SHM_WINDOW_BYTES"] = "4096";
   env["BRAID_ALGO"] =
       "allreduce:0-200k:two_shot#allreduce:200k-inf:direct#allgather:direct#"
-      "broadcast:direct";
+      "broadcast:direct#alltoall:pairwise#reducescatter:direct";
   auto outcomes = runRanks(
       c.nranks, env, [&](int r) { return body(r, c.allShared); }, 300);
   for (int r = 0; r < c.nranks; ++r) {
