@@ -31,7 +31,6 @@
 //
 //   floor_probe [--quick] [--latency-only | --stream-only] [--exchange n,n,...]
 //               [working set bytes ...]
-#include <immintrin.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -47,6 +46,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "exec/stream_copy.h"
 
 namespace {
 
@@ -220,13 +221,6 @@ struct alignas(64) Counters {
   alignas(64) std::atomic<uint64_t> read{0};  // rounds whose peer slot was read
 };
 
-void streamCopy(void* dst, const void* src, size_t bytes) {
-  auto* d = static_cast<__m128i*>(dst);
-  const auto* s = static_cast<const __m128i*>(src);
-  for (size_t i = 0; i < bytes / sizeof(__m128i); ++i) _mm_stream_si128(d + i, _mm_loadu_si128(s + i));
-  _mm_sfence();
-}
-
 // One process's side of `rounds` exchange rounds; `me` is 0 or 1.
 void exchangeRounds(int me, char* slots, Counters* ctr, size_t bytes, char* src, char* dst,
                     bool streaming, long rounds, uint64_t base) {
@@ -237,7 +231,7 @@ void exchangeRounds(int me, char* slots, Counters* ctr, size_t bytes, char* src,
     while (peer.read.load(std::memory_order_acquire) + 1 < round) {
     }
     if (streaming) {
-      streamCopy(slots + me * bytes, src, bytes);
+      braid::streamLines(slots + me * bytes, src, bytes);  // as Braid's windows stream
     } else {
       std::memcpy(slots + me * bytes, src, bytes);
     }
