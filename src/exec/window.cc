@@ -463,7 +463,6 @@ Status NodeWindows::broadcast(const algo::CollArgs& args, const ExecBuffers& b,
   char* out = static_cast<char*>(b.output);
   const Zero zin = root ? zeroCopy(in, args.count * es) : Zero();
   const size_t perRound = chunk_ / es;
-  if (root && !args.inPlace) copyOut(out, in, args.count * es);
   uint64_t e = epoch_;
   for (size_t off = 0; off < args.count; off += perRound) {
     const size_t m = std::min(perRound, args.count - off);
@@ -473,6 +472,8 @@ Status NodeWindows::broadcast(const algo::CollArgs& args, const ExecBuffers& b,
       describe(false, half, zin, off * es);
       if (!zin.on) streamCopy(inputArea(me, half), in + off * es, m * es);
       publish(Flag::kReady, e);
+      // The root's own copy while peers copy this round, not before they can start.
+      if (!args.inPlace) copyOut(out + off * es, in + off * es, m * es);
       continue;
     }
     publish(Flag::kReady, e);  // this rank has finished the rounds before e
