@@ -198,8 +198,9 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check, lib="braid"):
     fd, json_path = tempfile.mkstemp(prefix="braid-compare-", suffix=".json")
     os.close(fd)
     # Bound to cores where every rank has one, as OpenMPI's mpirun binds by default at
-    # up to 2 ranks (and not when oversubscribed): both libraries then run pinned.
-    bind = ["--bind", "core"] if nranks <= cpus() else []
+    # up to 2 ranks, and free when oversubscribed, as mpirun --oversubscribe leaves its
+    # ranks (braidrun's own default, auto, would bind them too).
+    bind = ["--bind", "core" if nranks <= cpus() else "none"]
     cmd = ([braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout)] + bind +
            [tool, "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup),
             "-c", str(check), "-a", "3", "-J", json_path])

@@ -287,12 +287,39 @@ TEST(Braidrun, BindCorePutsRankROnTheRthAllowedCpu) {
   EXPECT_EQ(sorted(lines(r.out)), sorted(expected));
 }
 
-TEST(Braidrun, WithoutBindRanksKeepBraidrunsCpus) {
+TEST(Braidrun, BindNoneRanksKeepBraidrunsCpus) {
   std::vector<int> cpus = allowedCpusOfThisProcess();
   if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs to tell a bound rank from a free one";
-  Result r = runBraidrun({"-n", "2", "sh", "-c", "grep Cpus_allowed_list /proc/self/status"});
+  Result r = runBraidrun({"--bind", "none", "-n", std::to_string(cpus.size() + 1), "sh", "-c",
+                          "grep Cpus_allowed_list /proc/self/status"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(lines(r.out).size(), cpus.size() + 1) << r.out;
   for (const std::string& line : lines(r.out)) {
+    EXPECT_TRUE(matches(line, R"(Cpus_allowed_list:\t\d+[-,])")) << line;
+  }
+}
+
+// The default (--bind auto): ranks as many as the CPUs or more are bound like --bind core;
+// fewer keep braidrun's CPUs.
+TEST(Braidrun, DefaultBindsOnlyRanksThatFillTheCpus) {
+  std::vector<int> cpus = allowedCpusOfThisProcess();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs to tell a bound rank from a free one";
+  const int n = static_cast<int>(cpus.size());
+  Result full = runBraidrun({"-n", std::to_string(n), "sh", "-c",
+                             "grep Cpus_allowed_list /proc/self/status"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  std::vector<std::string> expected;
+  for (int rank = 0; rank < n; ++rank) {
+    expected.push_back("[" + std::to_string(rank) + "] Cpus_allowed_list:\t" +
+                       std::to_string(cpus[static_cast<size_t>(rank)]));
+  }
+  EXPECT_EQ(sorted(lines(full.out)), sorted(expected));
+
+  Result fewer = runBraidrun({"-n", std::to_string(n - 1), "sh", "-c",
+                              "grep Cpus_allowed_list /proc/self/status"});
+  ASSERT_EQ(fewer.exit_code, 0) << fewer.err;
+  ASSERT_EQ(lines(fewer.out).size(), static_cast<size_t>(n - 1)) << fewer.out;
+  for (const std::string& line : lines(fewer.out)) {
     EXPECT_TRUE(matches(line, R"(Cpus_allowed_list:\t\d+[-,])")) << line;
   }
 }

@@ -95,10 +95,10 @@ Status applyValueOption(std::string_view name, std::string_view value, Options& 
     if (!timeout.isOk()) return timeout.status();
     options.timeout = timeout.value();
   } else if (name == "--bind") {
-    if (value != "none" && value != "core") {
-      return Status::error("--bind " + quoted(value) + ": expected none or core");
+    if (value != "none" && value != "core" && value != "auto") {
+      return Status::error("--bind " + quoted(value) + ": expected none, core or auto");
     }
-    options.bind = value == "core" ? Bind::kCore : Bind::kNone;
+    options.bind = value == "core" ? Bind::kCore : value == "none" ? Bind::kNone : Bind::kAuto;
   }
   return Status::ok();
 }
@@ -173,9 +173,11 @@ Options:
                     them SIGTERM (then SIGKILL 2 s later); default 3000
   --timeout S       stop all ranks (SIGTERM, then SIGKILL 2 s later) and fail after
                     S seconds; fractions allowed; default: no limit
-  --bind none|core  core: rank r runs only on the (r mod N)-th of the N CPUs braidrun
+  --bind none|core|auto
+                    core: rank r runs only on the (r mod N)-th of the N CPUs braidrun
                     may use (sched_setaffinity before exec; ranks share CPUs when
-                    they outnumber them); none (default): wherever the kernel puts it
+                    they outnumber them); none: wherever the kernel puts it;
+                    auto (default): core when there are at least N ranks, else none
   -h, --help        print this help
 
 Each rank's environment: braidrun's own, the -x variables, and

@@ -19,8 +19,10 @@ inline constexpr int kExitLaunchFailed = 1;
 inline constexpr int kExitTimeout = 124;
 
 // Where ranks may run: anywhere braidrun may (kNone), or rank r on one CPU, the (r mod N)-th
-// of the N CPUs braidrun's own affinity allows (kCore; repeatable placement for benchmarks).
-enum class Bind { kNone, kCore };
+// of the N CPUs braidrun's own affinity allows (kCore; repeatable placement for benchmarks),
+// or kCore when the ranks are at least N and kNone below (kAuto, the default: ranks that
+// share CPUs and float between them run steadier bound).
+enum class Bind { kNone, kCore, kAuto };
 
 struct Options {
   int num_ranks = 0;
@@ -29,7 +31,7 @@ struct Options {
   std::chrono::milliseconds grace{kDefaultGraceMs};
   std::vector<std::string> extra_env;  // "VAR=value" from -x, in command-line order
   std::optional<std::chrono::milliseconds> timeout;
-  Bind bind = Bind::kNone;
+  Bind bind = Bind::kAuto;
   std::vector<std::string> command;  // program and its arguments
 };
 

@@ -45,10 +45,17 @@ Supervisor::Supervisor(Options options, int signal_fd)
 Status Supervisor::launch(const JobEnvironment& job) {
   ranks_.reserve(static_cast<size_t>(options_.num_ranks));
   std::vector<int> cpus;
-  if (options_.bind == Bind::kCore) {
+  if (options_.bind != Bind::kNone) {
     Expected<std::vector<int>> allowed = allowedCpus();
-    if (!allowed.isOk()) return allowed.status();
-    cpus = std::move(allowed.value());
+    if (allowed.isOk()) {
+      cpus = std::move(allowed.value());
+    } else if (options_.bind == Bind::kCore) {
+      return allowed.status();
+    }
+    // Auto: ranks with a CPU each or more to spare stay free (threads of their own may use them).
+    if (options_.bind == Bind::kAuto && static_cast<size_t>(options_.num_ranks) < cpus.size()) {
+      cpus.clear();
+    }
   }
   for (int r = 0; r < options_.num_ranks; ++r) {
     std::vector<std::string> env = rankEnvironment(job, r);
