@@ -8,6 +8,9 @@
 // 483 us; non-temporal stores 2.3 us and 42 us. Below about 16 KiB the store
 // buffer hides the invalidations and the plain copy wins (8 KiB: 0.48 us
 // against a consumer's 1.6 us read from memory), hence the threshold.
+// Re-measured through the windows (2 ranks, all-gather and all-reduce, paired runs):
+// plain stores were 1.5-2x faster at 1-4 MiB in some launches and 4-7x slower in
+// others minutes apart, as the VM placed its two vCPUs; streaming stays within 2x.
 // Ends with a store fence, so a release store that follows (a flag, a FIFO
 // head) publishes the data.
 #pragma once
