@@ -52,7 +52,7 @@ Status Supervisor::launch(const JobEnvironment& job) {
     } else if (options_.bind == Bind::kCore) {
       return allowed.status();
     }
-    // Auto: ranks with a CPU each or more to spare stay free (threads of their own may use them).
+    // Auto: fewer ranks than CPUs stay free (threads of their own may use the spare ones).
     if (options_.bind == Bind::kAuto && static_cast<size_t>(options_.num_ranks) < cpus.size()) {
       cpus.clear();
     }
