@@ -30,7 +30,7 @@ struct PerfArgs {
   std::string jsonPath;     // -J: "" for none
   double timeoutSec = 0.0;  // -T: 0 for the library's default
   std::string algo;         // -A: "" for the library's choice
-  int memAlloc = 0;         // -R 1: buffers from braidMemAlloc (peers read them in place)
+  int memAlloc = 0;         // -R 1: buffers from braidMemAlloc; 2: registered (peers read in place)
   int device = 0;           // -D 1: send and receive buffers in CUDA device memory
   bool help = false;
 };
@@ -57,8 +57,10 @@ inline const char* perfUsage() {
          "  -A, --algo <name>        algorithm of the measured collective: ring tree\n"
          "                           halving_doubling bruck pairwise linear (sets\n"
          "                           BRAID_ALGO=<collective>:<name>; default: the library's)\n"
-         "  -R, --memalloc <0/1>     1: buffers from braidMemAlloc, which peers on the node\n"
-         "                           read in place (as nccl-tests' -R with ncclMemAlloc)\n"
+         "  -R, --memalloc <0-2>     1: buffers from braidMemAlloc, which peers on the node\n"
+         "                           read in place (as nccl-tests' -R with ncclMemAlloc);\n"
+         "                           2: from the heap, registered with braidCommRegister,\n"
+         "                           which shares their pages so peers read them in place\n"
          "  -D, --device <0/1>       1: send and receive buffers in CUDA device memory (the\n"
          "                           calls run on the NULL stream; a build with CUDA only)\n"
          "  -h, --help               this text\n";
@@ -95,7 +97,7 @@ inline bool applyPerfFlag(int flag, const char* arg, PerfArgs* args, std::string
     case 'o': return parseOps(arg, &args->ops) || bad("op");
     case 'r': return detail::parseInt(arg, 0, 1 << 30, &args->root) || bad("root");
     case 'z': return detail::parseInt(arg, 0, 1, &args->blocking) || bad("-z");
-    case 'R': return detail::parseInt(arg, 0, 1, &args->memAlloc) || bad("-R (0 or 1)");
+    case 'R': return detail::parseInt(arg, 0, 2, &args->memAlloc) || bad("-R (0, 1 or 2)");
     case 'D': return detail::parseInt(arg, 0, 1, &args->device) || bad("-D (0 or 1)");
     case 'a':
       if (!detail::parseInt(arg, 0, 3, &v)) return bad("-a (0-3)");

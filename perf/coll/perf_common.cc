@@ -40,7 +40,8 @@ int launcherRank() {
 }
 
 // A 64-byte aligned, touched host buffer, freed with its owner; from
-// braidMemAlloc when `shared`.
+// braidMemAlloc when `shared`; registered with `registerWith` when that is not
+// null (its registration ends with the communicator, before the buffer is freed).
 class HostBuffer {
  public:
   HostBuffer() = default;
@@ -54,7 +55,7 @@ class HostBuffer {
     }
   }
 
-  bool allocate(size_t bytes, bool shared = false) {
+  bool allocate(size_t bytes, bool shared = false, braidComm_t registerWith = nullptr) {
     void* p = nullptr;
     shared_ = shared;
     if (shared) {
@@ -64,7 +65,10 @@ class HostBuffer {
     }
     std::memset(p, 0, std::max(bytes, kAlign));  // fault the pages in before timing
     data_ = static_cast<char*>(p);
-    return true;
+    void* registration = nullptr;
+    return registerWith == nullptr ||
+           braidCommRegister(registerWith, p, std::max(bytes, kAlign), &registration) ==
+               braidSuccess;
   }
   char* data() const { return data_; }
 
@@ -220,8 +224,9 @@ void Harness::allocate() {
     }
   }
   const bool host = args_.device == 0;  // with -D 1 the calls run on the device buffers
-  if (!send_.allocate(host ? sendBytes : 0, args_.memAlloc != 0) ||
-      !recv_.allocate(host ? recvBytes : 0, args_.memAlloc != 0) ||
+  braidComm_t registerWith = args_.memAlloc == 2 ? comm_ : nullptr;
+  if (!send_.allocate(host ? sendBytes : 0, args_.memAlloc == 1, registerWith) ||
+      !recv_.allocate(host ? recvBytes : 0, args_.memAlloc == 1, registerWith) ||
       !expected_.allocate(args_.check > 0 ? expectedBytes : 0) ||
       !scratch_.allocate(std::max(scratch, static_cast<size_t>(nranks_) * sizeof(int32_t)))) {
     std::fprintf(stderr, "%s: rank %d: cannot allocate %zu + %zu bytes of host memory\n",

@@ -74,6 +74,10 @@ void waitForCalls(braidComm* comm);
 // communicator is freed meanwhile; fn must not call back into the registry).
 void forEachLiveComm(const std::function<void(const braidComm*)>& fn);
 
+// Ends comm's buffer registrations (braidCommDestroy and braidCommAbort): pages
+// a registration shared become private again (api/memory.cc).
+void dropRegistrations(braidComm* comm);
+
 // Records `status` as the last error (of comm, when live, and of this thread)
 // and returns its code. Logs it at WARN level once.
 braidResult_t finish(braidComm* comm, const Status& status);

@@ -250,6 +250,7 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
   {
     std::lock_guard<std::mutex> lock(comm->opMu);  // no operation runs past here
   }
+  dropRegistrations(comm);
   delete comm;
   return braidSuccess;
 }
@@ -263,6 +264,7 @@ braidResult_t braidCommAbort(braidComm_t comm) {
   waitForCalls(comm);
   { std::lock_guard<std::mutex> lock(comm->opMu); }
   drain(comm);
+  dropRegistrations(comm);
   delete comm;
   return braidSuccess;
 }

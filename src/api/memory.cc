@@ -4,13 +4,23 @@
 // peers on the node map by name, so collectives on it skip the copy into the
 // shared window. Where /dev/shm cannot hold it, private memory (logged): every
 // call still works, only without that shortcut.
+//
+// braidCommRegister gives a host buffer the same shortcut: the pages under it,
+// where they are private anonymous memory (malloc, new, anonymous mmap), are
+// re-backed at the same address by such a region, contents kept, until
+// braidCommDeregister puts private pages back (contents kept). Meanwhile a
+// child forked by this process shares those pages instead of copying them.
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "api/handle.h"
 #include "core/logging.h"
 #include "core/shared_alloc.h"
+#include "cuda/device.h"
 #include "transports/shm/shm_transport.h"
 
 using namespace braid;
@@ -18,16 +28,84 @@ using namespace braid;
 namespace {
 
 constexpr size_t kPage = 4096;
+// Smaller buffers are not shared: the windows copy them anyway (exec/window.cc).
+constexpr size_t kShareMinBytes = 64 << 10;
 
 struct Registration {
   braidComm* comm;
   void* buff;
   size_t size;
+  void* shared;  // the first page registration shared (SharedAllocations), or null
 };
+
+Transport& shmTransport() {
+  static std::unique_ptr<Transport> shm = transport::shm::makeShmTransport();
+  return *shm;
+}
+
+// Whether /proc/self/maps shows [lo, hi) covered by private anonymous read-write
+// mappings only: no file, no shared or special mapping whose meaning a re-backing
+// would change.
+bool privateAnonymous(uintptr_t lo, uintptr_t hi) {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return false;
+  char line[512];
+  uintptr_t covered = lo;
+  bool ok = true;
+  while (ok && covered < hi && std::fgets(line, sizeof(line), f) != nullptr) {
+    uintptr_t start = 0, end = 0;
+    char perms[8] = {};
+    unsigned long long offset = 0, inode = 0;
+    char dev[16] = {};
+    char path[256] = {};
+    int fields = std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %15s %llu %255s", &start,
+                             &end, perms, &offset, dev, &inode, path);
+    if (fields < 6 || end <= covered) continue;
+    if (start > covered) break;  // a hole
+    const std::string name = fields == 7 ? path : "";
+    ok = std::string(perms, 4) == "rw-p" && inode == 0 && (name.empty() || name == "[heap]");
+    covered = end;
+  }
+  std::fclose(f);
+  return ok && covered >= hi;
+}
+
+// Shares the pages under [buff, buff + size) for registration; null when they
+// stay private (device memory, already shared, not plain private memory, no room).
+void* sharePages(void* buff, size_t size) {
+  if (size < kShareMinBytes || cuda::memoryKind(buff) != cuda::MemoryKind::kHost) return nullptr;
+  SharedSpan span;
+  if (SharedAllocations::instance().find(buff, size, &span)) return nullptr;
+  const auto lo = reinterpret_cast<uintptr_t>(buff) / kPage * kPage;
+  const auto hi = (reinterpret_cast<uintptr_t>(buff) + size + kPage - 1) / kPage * kPage;
+  if (SharedAllocations::instance().overlaps(lo, hi) || !privateAnonymous(lo, hi)) return nullptr;
+  Expected<std::unique_ptr<SharedRegion>> region =
+      shmTransport().shareRegion(reinterpret_cast<void*>(lo), hi - lo);
+  if (!region.isOk()) {
+    BRAID_INFO("braidCommRegister: the buffer stays private (%s)",
+               region.status().message().c_str());
+    return nullptr;
+  }
+  SharedAllocations::instance().add(std::move(region).value());
+  return reinterpret_cast<void*>(lo);
+}
 
 std::mutex& registryMutex() {
   static std::mutex m;
   return m;
+}
+
+// Live registrations (braidCommRegister's handles).
+std::set<Registration*>& registrations() {
+  static auto* s = new std::set<Registration*>();
+  return *s;
+}
+
+// Puts private pages back under a registration's buffer (if it shared them) and frees it.
+void release(Registration* reg) {
+  if (reg->shared != nullptr) SharedAllocations::instance().remove(reg->shared);
+  registrations().erase(reg);
+  delete reg;
 }
 
 // Allocations that fell back to private memory.
@@ -45,8 +123,7 @@ braidResult_t braidMemAlloc(void** ptr, size_t size) {
   if (size == 0) return finish(nullptr, invalidArgument("size is 0"));
   size_t rounded = (size + kPage - 1) / kPage * kPage;
   if (rounded < size) return finish(nullptr, invalidArgument("size is too large"));
-  static std::unique_ptr<Transport> shm = transport::shm::makeShmTransport();
-  Expected<std::unique_ptr<SharedRegion>> region = shm->createRegion(rounded);
+  Expected<std::unique_ptr<SharedRegion>> region = shmTransport().createRegion(rounded);
   if (region.isOk()) {
     *ptr = region.value()->base();
     SharedAllocations::instance().add(std::move(region).value());
@@ -83,7 +160,9 @@ braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size,
   if (buff == nullptr) return finish(comm, invalidArgument("buff is NULL"));
   if (handle == nullptr) return finish(comm, invalidArgument("handle is NULL"));
   std::lock_guard<std::mutex> lock(registryMutex());
-  *handle = new Registration{comm, buff, size};
+  auto* reg = new Registration{comm, buff, size, sharePages(buff, size)};
+  registrations().insert(reg);
+  *handle = reg;
   return braidSuccess;
 }
 
@@ -94,11 +173,28 @@ braidResult_t braidCommDeregister(const braidComm_t comm, void* handle) {
   if (handle == nullptr) return finish(comm, invalidArgument("handle is NULL"));
   std::lock_guard<std::mutex> lock(registryMutex());
   auto* reg = static_cast<Registration*>(handle);
+  if (registrations().count(reg) == 0) {
+    return finish(comm, invalidArgument(
+                            "handle was not returned by braidCommRegister (or is deregistered)"));
+  }
   if (reg->comm != comm) {
     return finish(comm, invalidArgument("handle was registered with another communicator"));
   }
-  delete reg;
+  release(reg);
   return braidSuccess;
 }
 
 }  // extern "C"
+
+namespace braid {
+
+void dropRegistrations(braidComm* comm) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  std::vector<Registration*> mine;
+  for (Registration* reg : registrations()) {
+    if (reg->comm == comm) mine.push_back(reg);
+  }
+  for (Registration* reg : mine) release(reg);
+}
+
+}  // namespace braid

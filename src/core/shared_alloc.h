@@ -1,8 +1,10 @@
-// The process's shared allocations (braidMemAlloc): regions peers on the node
-// can map by name, so a collective on them can skip its copy into the shared
-// window (exec/window.h) and let peers read the user's buffer where it lies.
-// The name stays linked while the allocation lives (peers open it on first
-// use); braidMemFree unlinks and unmaps. Thread-safe. Header-only.
+// The process's shared allocations: regions peers on the node can map by name
+// (braidMemAlloc's, and the pages under registered buffers), so a collective on
+// them can skip its copy into the shared window (exec/window.h) and let peers
+// read the user's buffer where it lies. The name stays linked while the
+// allocation lives (peers open it on first use); braidMemFree (or
+// braidCommDeregister) unlinks it and unmaps (puts private pages back).
+// Thread-safe. Header-only.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +56,15 @@ class SharedAllocations {
     out->regionBytes = r.bytes();
     out->offset = at - it->first;
     return true;
+  }
+
+  // Whether any region shares a byte with [lo, hi).
+  bool overlaps(uintptr_t lo, uintptr_t hi) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = regions_.lower_bound(hi);
+    if (it == regions_.begin()) return false;
+    --it;  // the last region starting below hi
+    return it->first + it->second->bytes() > lo;
   }
 
   bool empty() const {

@@ -106,6 +106,13 @@ class Transport {
                                                              size_t bytes) {
     return invalidUsage(std::string(name()) + " cannot share memory");
   }
+  // Re-backs this process's pages [at, at + bytes) (page-aligned, readable and
+  // writable) with a region peers open by name, at the same address and with the
+  // same contents; destroying the region backs them with private memory again,
+  // contents kept. Nothing may use the pages meanwhile.
+  virtual Expected<std::unique_ptr<SharedRegion>> shareRegion(void* at, size_t bytes) {
+    return invalidUsage(std::string(name()) + " cannot share memory");
+  }
 };
 
 }  // namespace braid

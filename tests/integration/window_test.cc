@@ -1,11 +1,13 @@
-// Shared windows with buffers from braidMemAlloc (exec/window.h): peers read
-// them in place. Each rank overwrites its input as soon as a call returns, so
+// Shared windows with buffers from braidMemAlloc or registered heap buffers
+// (exec/window.h): peers read them in place. Each rank overwrites its input as soon as a call returns, so
 // a rank returning before its peers finished reading would corrupt their
 // results. Ranks mix shared and private buffers, and calls run in many rounds:
 // all-reduce, all-gather, all-to-all, reduce-scatter and broadcast.
 // StreamedCopies: private buffers through the default windows and the FIFOs.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
@@ -22,21 +24,30 @@ float valueOf(int rank, size_t i, int iteration) {
   return static_cast<float>((rank + 1) * 3 + static_cast<int>(i % 11) + iteration);
 }
 
-// Buffers from braidMemAlloc on even ranks (or on all, with `allShared`),
-// from the heap on the others.
+// Buffers from braidMemAlloc (or, with `registered`, from the heap and
+// registered with braidCommRegister, which shares the pages under them) on even
+// ranks (or on all, with `allShared`), from the heap on the others.
 struct Buffer {
   float* p = nullptr;
-  bool shared = false;
-  Buffer(size_t n, bool s) : shared(s) {
-    if (shared) {
+  bool memAlloc = false;
+  braidComm_t comm = nullptr;
+  void* registration = nullptr;
+  Buffer(size_t n, bool shared, bool registered, braidComm_t world) {
+    if (shared && !registered) {
       void* v = nullptr;
       if (braidMemAlloc(&v, n * sizeof(float)) == braidSuccess) p = static_cast<float*>(v);
-    } else {
-      p = static_cast<float*>(std::malloc(n * sizeof(float)));
+      memAlloc = true;
+      return;
+    }
+    p = static_cast<float*>(std::malloc(n * sizeof(float)));
+    if (shared && p != nullptr &&
+        braidCommRegister(world, p, n * sizeof(float), &registration) == braidSuccess) {
+      comm = world;
     }
   }
+  // A registration left alone ends with its communicator (braidCommDestroy).
   ~Buffer() {
-    if (shared) {
+    if (memAlloc) {
       braidMemFree(p);
     } else {
       std::free(p);
@@ -44,15 +55,37 @@ struct Buffer {
   }
 };
 
-int body(int rank, bool allShared) {
+// Whether the page under `p` is a mapping of a region in /dev/shm (a
+// registered buffer that peers can map), by /proc/self/maps.
+bool onSharedPages(const void* p) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (f == nullptr) return false;
+  char line[512];
+  bool found = false;
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  while (!found && fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= at && at < hi) {
+      found = strstr(line, "/dev/shm/braid-") != nullptr;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+int body(int rank, bool allShared, bool registered) {
   braidComm_t world = nullptr;
   if (braidCommInitFromEnv(&world, nullptr) != braidSuccess) return 2;
   int n = 0;
   braidCommCount(world, &n);
   const bool shared = allShared || rank % 2 == 0;
   const size_t k = 70001;  // 280 KB per rank: many rounds of the test's 4 KiB windows
-  Buffer in(k * n, shared), out(k * n, shared);
+  Buffer in(k * n, shared, registered, world), out(k * n, shared, registered, world);
   if (in.p == nullptr || out.p == nullptr) return 3;
+  if (shared && registered && !(onSharedPages(in.p) && onSharedPages(out.p + k * n - 1))) {
+    fprintf(stderr, "registered buffers are not on shared pages\n");
+    return 9;
+  }
   int wrong = 0;
   for (int it = 0; it < 6; ++it) {
     // All-reduce, one-shot then two-shot (BRAID_ALGO below picks by size).
@@ -106,7 +139,21 @@ int body(int rank, bool allShared) {
       for (size_t i = 0; i < k; ++i) wrong += out.p[i] != valueOf(root, i, it);
     }
   }
-  braidCommDestroy(world);
+  if (in.registration != nullptr) {
+    // Deregistered, and the rest with the communicator: private pages again, contents kept.
+    for (size_t i = 0; i < k * n; ++i) in.p[i] = out.p[i] = valueOf(rank, i, 7);
+    if (braidCommDeregister(world, in.registration) != braidSuccess) return 10;
+    braidCommDestroy(world);
+    for (size_t i = 0; i < k * n; ++i) {
+      wrong += in.p[i] != valueOf(rank, i, 7) || out.p[i] != valueOf(rank, i, 7);
+    }
+    if (onSharedPages(in.p) || onSharedPages(out.p)) {
+      fprintf(stderr, "deregistered buffers are still on shared pages\n");
+      return 11;
+    }
+  } else {
+    braidCommDestroy(world);
+  }
   if (wrong != 0) fprintf(stderr, "%d wrong elements\n", wrong);
   return wrong == 0 ? 0 : 1;
 }
@@ -114,6 +161,7 @@ int body(int rank, bool allShared) {
 struct Case {
   int nranks;
   bool allShared;
+  bool registered;  // heap buffers registered, not braidMemAlloc's
 };
 
 class Windows : public ::testing::TestWithParam<Case> {};
@@ -128,17 +176,20 @@ TEST_P(Windows, BuffersFromMemAllocAreReadInPlaceAndCallsReturnOnlyWhenPeersAreD
       "allreduce:0-200k:two_shot#allreduce:200k-inf:direct#allgather:direct#"
       "broadcast:direct#alltoall:pairwise#reducescatter:direct";
   auto outcomes = runRanks(
-      c.nranks, env, [&](int r) { return body(r, c.allShared); }, 300);
+      c.nranks, env, [&](int r) { return body(r, c.allShared, c.registered); }, 300);
   for (int r = 0; r < c.nranks; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Jobs, Windows,
-                         ::testing::Values(Case{2, true}, Case{3, false}, Case{4, true}),
+                         ::testing::Values(Case{2, true, false}, Case{3, false, false},
+                                           Case{4, true, false}, Case{2, true, true},
+                                           Case{3, false, true}),
                          [](const auto& info) {
                            return std::to_string(info.param.nranks) +
-                                  (info.param.allShared ? "_all_shared" : "_mixed");
+                                  (info.param.allShared ? "_all_shared" : "_mixed") +
+                                  (info.param.registered ? "_registered" : "");
                          });
 
 // Private buffers of many default-sized rounds: copies into the windows and

@@ -193,7 +193,12 @@ class ShmRegion : public SharedRegion {
   ShmRegion(std::string name, bool owner) : name_(std::move(name)), owner_(owner) {}
   ~ShmRegion() override {
     unlinkName();
-    if (base_ != MAP_FAILED) munmap(base_, bytes_);
+    if (base_ == MAP_FAILED) return;
+    if (shared_) {
+      privatize();  // the caller's buffer stays mapped either way
+    } else {
+      munmap(base_, bytes_);
+    }
   }
   void* base() const override { return base_; }
   size_t bytes() const override { return bytes_; }
@@ -220,6 +225,23 @@ class ShmRegion : public SharedRegion {
     return map(fd, bytes);
   }
 
+  // The region, filled from [at, at + bytes), then mapped again in that range's
+  // place (MAP_FIXED replaces it in one step), so the caller's address keeps
+  // working. mmap, not mremap: UCX's memory hooks pass mremap no new address.
+  Status share(void* at, size_t bytes) {
+    BRAID_TRY(create(bytes));
+    std::memcpy(base_, at, bytes);
+    int fd = shm_open(name_.c_str(), O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return systemError("shm_open(" + name_ + ") to share a user buffer");
+    void* there = mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    close(fd);
+    if (there == MAP_FAILED) return systemError("mmap of a shared region onto a user buffer");
+    munmap(base_, bytes);
+    base_ = there;
+    shared_ = true;
+    return Status::ok();
+  }
+
   Status open(size_t bytes) {
     int fd = shm_open(name_.c_str(), O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return systemError("shm_open(" + name_ + ") of a peer's shared window");
@@ -240,8 +262,22 @@ class ShmRegion : public SharedRegion {
     return Status::ok();
   }
 
+  // Private pages with this region's contents in its place (where there is no
+  // memory for them, the region's pages stay, its name gone).
+  void privatize() {
+    void* copy = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED) return;
+    std::memcpy(copy, base_, bytes_);
+    if (mmap(base_, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+             0) != MAP_FAILED) {
+      std::memcpy(base_, copy, bytes_);
+    }
+    munmap(copy, bytes_);
+  }
+
   std::string name_;
   bool owner_;
+  bool shared_ = false;  // share(): the pages sit in a caller's buffer
   bool unlinked_ = false;
   void* base_ = MAP_FAILED;
   size_t bytes_ = 0;
@@ -264,6 +300,11 @@ class ShmTransport : public Transport {
   Expected<std::unique_ptr<SharedRegion>> createRegion(size_t bytes) override {
     auto r = std::make_unique<ShmRegion>(randomName(), true);
     BRAID_TRY(r->create(bytes));
+    return std::unique_ptr<SharedRegion>(std::move(r));
+  }
+  Expected<std::unique_ptr<SharedRegion>> shareRegion(void* at, size_t bytes) override {
+    auto r = std::make_unique<ShmRegion>(randomName(), true);
+    BRAID_TRY(r->share(at, bytes));
     return std::unique_ptr<SharedRegion>(std::move(r));
   }
   Expected<std::unique_ptr<SharedRegion>> openRegion(const std::string& regionName,

@@ -272,6 +272,24 @@ TEST_F(ApiErrors, StreamArguments) {
   });
 }
 
+TEST_F(ApiErrors, DeregisterArguments) {
+  braidComm_t c = comm_;
+  std::vector<char> buffer(4096);
+  void* handle = nullptr;
+  ASSERT_EQ(braidCommRegister(c, buffer.data(), buffer.size(), &handle), braidSuccess);
+  int local = 0;
+  runTable({
+      {"made-up handle", [c, &local] { return braidCommDeregister(c, &local); },
+       braidInvalidArgument, "braidCommRegister", c},
+      {"NULL handle", [c] { return braidCommDeregister(c, nullptr); }, braidInvalidArgument,
+       "handle", c},
+  });
+  EXPECT_EQ(braidCommDeregister(c, handle), braidSuccess);
+  // Once deregistered, the handle is unknown: no double free.
+  EXPECT_EQ(braidCommDeregister(c, handle), braidInvalidArgument);
+  EXPECT_NE(lastError(c).find("deregistered"), std::string::npos) << lastError(c);
+}
+
 TEST_F(ApiErrors, ZeroCountWithNullBuffersIsAccepted) {
   for (braidDataType_t t : kTypes) {
     EXPECT_EQ(braidAllReduce(nullptr, nullptr, 0, t, braidSum, comm_, nullptr), braidSuccess)
