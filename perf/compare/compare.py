@@ -54,8 +54,10 @@ BRAID_TOOLS = {"allreduce": "all_reduce_perf", "allgather": "all_gather_perf",
                "alltoall": "alltoall_perf"}
 # Libraries in table order; the MPIs run every collective, the Gloos all-reduce.
 # braid-memalloc: Braid with buffers from braidMemAlloc (-R 1), which peers read
-# in place on the shared windows.
-LIBS = ["braid", "braid-memalloc", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
+# in place on the shared windows; braid-registered: heap buffers passed to
+# braidCommRegister first (-R 2), whose pages are then shared the same way.
+BRAID_LIBS = {"braid": [], "braid-memalloc": ["-R", "1"], "braid-registered": ["-R", "2"]}
+LIBS = ["braid", "braid-memalloc", "braid-registered", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
 ALLREDUCE_ONLY = {"gloo", "torch-gloo"}
 OMPI_ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -204,8 +206,7 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check, lib="braid"):
     cmd = ([braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout)] + bind +
            [tool, "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup),
             "-c", str(check), "-a", "3", "-J", json_path])
-    if lib == "braid-memalloc":
-        cmd += ["-R", "1"]
+    cmd += BRAID_LIBS[lib]
     rc, output = runner.run(f"braid-{coll}-{nranks}-{size}", cmd,
                             timeout=runner.args.run_timeout + 5)
     try:
@@ -316,18 +317,19 @@ def run_probe(runner, ranks, sizes):
     exchanges = [s for s in sizes if s >= 64 * KIB]
     if 2 in ranks and cpus() >= 2 and exchanges:  # floor B: 2 ranks on 2 cores
         cmd += ["--exchange", ",".join(str(s) for s in exchanges)]
+        cmd += ["--inplace", ",".join(str(s) for s in exchanges)]  # floor C
     cmd += [str(s) for s in sets]
     rc, output = runner.run("floor_probe", cmd)
     if rc != 0:
         failed(runner, "floor_probe", "-", 0, rc, output)
         return None
-    probe = {"latency": {}, "stream": {}, "exchange": {}}
+    probe = {"latency": {}, "stream": {}, "exchange": {}, "inplace": {}}
     for line in output.splitlines():
         f = line.split()
         if len(f) == 3 and f[0] == "latency" and float(f[2]) > 0:
             probe["latency"][f[1]] = float(f[2])
-        elif len(f) == 3 and f[0] == "exchange" and float(f[2]) > 0:
-            probe["exchange"][f[1]] = float(f[2])  # str keys: the probe goes to JSON
+        elif len(f) == 3 and f[0] in ("exchange", "inplace") and float(f[2]) > 0:
+            probe[f[0]][f[1]] = float(f[2])  # str keys: the probe goes to JSON
         elif len(f) == 5 and f[0] == "stream":
             key = f"{f[1]}/{f[2]}"
             probe["stream"][key] = max(probe["stream"].get(key, 0.0), float(f[4]))
@@ -336,9 +338,9 @@ def run_probe(runner, ranks, sizes):
 
 def best_probe(probes):
     """Lowest latency and highest bandwidth over the reps (STREAM's best-of rule)."""
-    best = {"latency": {}, "stream": {}, "exchange": {}}
+    best = {"latency": {}, "stream": {}, "exchange": {}, "inplace": {}}
     for p in probes:
-        for kind in ("latency", "exchange"):
+        for kind in ("latency", "exchange", "inplace"):
             for k, v in p.get(kind, {}).items():
                 best[kind][k] = min(best[kind].get(k, math.inf), v)
         for k, v in p["stream"].items():
@@ -376,7 +378,7 @@ def measure(runner, args):
                         if coll == "allreduce" or lib not in ALLREDUCE_ONLY]
                 shift = rep % len(libs)  # rotate the order so no library always goes first
                 for lib in libs[shift:] + libs[:shift]:
-                    if lib in ("braid", "braid-memalloc"):
+                    if lib in BRAID_LIBS:
                         rows = run_braid(runner, coll, nranks, args.sizes, estimates, lib)
                     elif lib == "gloo":
                         rows = run_gloo(runner, coll, nranks, args.sizes)

@@ -4,7 +4,7 @@ checked one by one, and the busbw plot. Pure functions of the medians."""
 import math
 
 KIB, MIB = 1 << 10, 1 << 20
-LIB_ORDER = ["braid", "braid-memalloc", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
+LIB_ORDER = ["braid", "braid-memalloc", "braid-registered", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
 COLL_TITLES = {"allreduce": "all-reduce", "allgather": "all-gather",
                "reduce_scatter": "reduce-scatter", "bcast": "broadcast", "alltoall": "all-to-all"}
 MPI_LIBS = ("openmpi", "openmpi-ucx", "mpich")
@@ -140,9 +140,11 @@ class Report:
                     b = self.floor_b(p, s)
                     against += f"; {r['time_us'] / b:.2f}x floor B {time_name(b)}" if b else ""
                     if x > mult:
-                        against += self.lent("allreduce", p, s,
-                                             lambda m: m["time_us"] / floor <= mult,
-                                             lambda m: f"{m['time_us'] / floor:.2f}x floor A")
+                        c = self.floor_b(p, s, "inplace")
+                        against += self.lent(
+                            "allreduce", p, s, lambda m: m["time_us"] / floor <= mult,
+                            lambda m: f"{m['time_us'] / floor:.2f}x floor A" +
+                            (f" ({m['time_us'] / c:.2f}x floor C {time_name(c)})" if c else ""))
                     add(x <= mult, f"all-reduce {p} ranks {size_name(s)}: {x:.2f}x floor A "
                         f"({time_name(r['time_us'])} vs {time_name(floor)}; goal <= {mult}x"
                         f"{self.by(x / mult)}{against})")
@@ -184,19 +186,23 @@ class Report:
         return out
 
     def lent(self, coll, p, s, meets, value):
-        """For a missed goal: the same call on buffers from braidMemAlloc, which peers read
-        where they lie (one copy fewer), against the same goal."""
-        m = self.row("braid-memalloc", coll, p, s)
-        if not m:
-            return ""
-        return (f"; from braidMemAlloc {value(m)}, "
-                f"{'met' if meets(m) else 'missed'}")
+        """For a missed goal: the same call on buffers peers read where they lie (one copy
+        fewer), from braidMemAlloc and registered with braidCommRegister, against the same
+        goal."""
+        out = ""
+        for lib, how in (("braid-memalloc", "from braidMemAlloc"),
+                         ("braid-registered", "registered")):
+            m = self.row(lib, coll, p, s)
+            if m:
+                out += f"; {how} {value(m)}, {'met' if meets(m) else 'missed'}"
+        return out
 
-    def floor_b(self, p, s):
-        """Floor B (floor_probe's exchange) for 2 ranks' private buffers, or None."""
+    def floor_b(self, p, s, kind="exchange"):
+        """Floor B (floor_probe's exchange) for 2 ranks' private buffers, or with kind
+        "inplace" floor C for buffers peers read in place; None where not measured."""
         if p != 2 or not self.probe:
             return None
-        return self.probe.get("exchange", {}).get(str(s))
+        return self.probe.get(kind, {}).get(str(s))
 
     @staticmethod
     def by(factor):
@@ -225,13 +231,18 @@ class Report:
         line = (f"Floor A inputs: one-way hand-off {lat.get('spin', math.nan):.3f} us spinning "
                 f"across cores, {lat.get('yield', math.nan):.3f} us yielding on one core; STREAM "
                 f"best GB/s (1 / 2 threads) by working set: {bw}.")
-        ex = self.probe.get("exchange", {})
-        if ex:
-            line += (" Floor B, 2 ranks on 2 cores with private buffers (each call's n bytes "
-                     "copied into a shared slot the peer read last call, handed over and copied "
-                     "out by the peer, both ways at once; floor_probe --exchange): " +
-                     ", ".join(f"{size_name(int(k))} {time_name(v)}"
-                               for k, v in sorted(ex.items(), key=lambda kv: int(kv[0]))) + ".")
+        for kind, what in (
+                ("exchange", "Floor B, 2 ranks on 2 cores with private buffers (each call's n "
+                 "bytes copied into a shared slot the peer read last call, handed over and "
+                 "copied out by the peer, both ways at once; floor_probe --exchange): "),
+                ("inplace", "Floor C, the same for buffers peers read in place (each rank flags "
+                 "its input ready, sums the peer's and its own into a private output, and "
+                 "waits until the peer is done with its input; floor_probe --inplace): ")):
+            got = self.probe.get(kind, {})
+            if got:
+                line += " " + what + ", ".join(
+                    f"{size_name(int(k))} {time_name(v)}"
+                    for k, v in sorted(got.items(), key=lambda kv: int(kv[0]))) + "."
         return line
 
     def markdown(self):

@@ -23,14 +23,22 @@
 // until the peer has read the slot before it is written again. The best of
 // plain and streaming (non-temporal) stores for the slot counts.
 //
+// And floor C, the same for buffers peers read where they lie (braidMemAlloc,
+// braidCommRegister): no copy in or out, but each rank's n input bytes are
+// still read by the other core. Each round of the in-place probe flags its
+// input ready, waits for the peer's, sums both inputs into a private output
+// (float32), then flags it is done with the peer's input and waits for the
+// peer's flag (a caller may change its input once the call returns).
+//
 // Output, one fact a line (perf/compare/compare.py parses it):
 //   stream <threads> <working set bytes> <kernel> <GB/s>
 //   latency spin|yield <one-way us>
 //   exchange <bytes per rank> <us per round>
 //   # exchange <bytes>: plain stores <us>, streaming <us>   (both, for the reader)
+//   inplace <bytes per rank> <us per round>
 //
 //   floor_probe [--quick] [--latency-only | --stream-only] [--exchange n,n,...]
-//               [working set bytes ...]
+//               [--inplace n,n,...] [working set bytes ...]
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -243,6 +251,37 @@ void exchangeRounds(int me, char* slots, Counters* ctr, size_t bytes, char* src,
   }
 }
 
+// Runs `round(me, rounds, base)` in two processes pinned to CPUs 0 and 1 (me 0
+// and 1) over a shared mapping of `map` bytes at `mem`, `batches` timed batches
+// of `rounds` after one that warms up; `check(me)` says whether a side's
+// results are right. Microseconds per round (best batch), or -1. Unmaps `mem`.
+template <typename Round, typename Check>
+double pairedRoundsUs(void* mem, size_t map, long rounds, int batches, Round round,
+                      Check check) {
+  pid_t child = fork();
+  if (child < 0) {
+    std::perror("floor_probe: fork");
+    munmap(mem, map);
+    return -1;
+  }
+  int me = child == 0 ? 1 : 0;
+  pinTo(me);
+  double best = 1e30;
+  uint64_t base = 0;
+  for (int b = 0; b <= batches; ++b) {
+    Clock::time_point t0 = Clock::now();
+    round(me, rounds, base);
+    base += static_cast<uint64_t>(rounds);
+    if (b > 0) best = std::min(best, secondsSince(t0) / static_cast<double>(rounds) * 1e6);
+  }
+  if (child == 0) _exit(check(me) ? 0 : 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  bool ok = status == 0 && check(me);
+  munmap(mem, map);
+  return ok ? best : -1;
+}
+
 // Microseconds per exchange round of `bytes` each way (best batch), or -1.
 double exchangeUs(size_t bytes, bool streaming, int batches) {
   bytes = std::max<size_t>(bytes / 64 * 64, 64);
@@ -257,29 +296,59 @@ double exchangeUs(size_t bytes, bool streaming, int batches) {
   std::memset(slots, 1, 2 * bytes);
   // Rounds per batch: about 2 ms of copying at ~10 GB/s, at least 5.
   long rounds = std::max(5L, static_cast<long>((20u << 20) / bytes));
-  pid_t child = fork();
-  if (child < 0) {
-    std::perror("floor_probe: fork");
-    munmap(mem, map);
+  std::vector<char> src(bytes), dst(bytes, 0);
+  return pairedRoundsUs(
+      mem, map, rounds, batches,
+      [&](int me, long n, uint64_t base) {
+        if (src[0] == 0) std::fill(src.begin(), src.end(), static_cast<char>(me + 2));
+        exchangeRounds(me, slots, ctr, bytes, src.data(), dst.data(), streaming, n, base);
+      },
+      [&](int me) { return dst[bytes - 1] == (me == 0 ? 3 : 2); });
+}
+
+// ---- in place (floor C) -------------------------------------------------
+
+// One process's side of `rounds` in-place all-reduce rounds; `me` is 0 or 1.
+void inPlaceRounds(int me, const float* inputs, Counters* ctr, size_t count, float* out,
+                   long rounds, uint64_t base) {
+  Counters& mine = ctr[me];
+  Counters& peer = ctr[1 - me];
+  const float* own = inputs + static_cast<size_t>(me) * count;
+  const float* theirs = inputs + static_cast<size_t>(1 - me) * count;
+  for (long r = 1; r <= rounds; ++r) {
+    uint64_t round = base + static_cast<uint64_t>(r);
+    mine.written.store(round, std::memory_order_release);  // my input is ready
+    while (peer.written.load(std::memory_order_acquire) < round) {
+    }
+    for (size_t i = 0; i < count; ++i) out[i] = own[i] + theirs[i];
+    mine.read.store(round, std::memory_order_release);  // done with the peer's input
+    while (peer.read.load(std::memory_order_acquire) < round) {
+    }
+  }
+}
+
+// Microseconds per in-place round of `bytes` per rank (best batch), or -1.
+double inPlaceUs(size_t bytes, int batches) {
+  size_t count = std::max<size_t>(bytes / 64 * 64, 64) / sizeof(float);
+  size_t map = sizeof(Counters) * 2 + 2 * count * sizeof(float);
+  void* mem = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    std::perror("floor_probe: mmap");
     return -1;
   }
-  int me = child == 0 ? 1 : 0;
-  pinTo(me);
-  std::vector<char> src(bytes, static_cast<char>(me + 2)), dst(bytes, 0);
-  double best = 1e30;
-  uint64_t base = 0;
-  for (int b = 0; b <= batches; ++b) {  // batch 0 warms up
-    Clock::time_point t0 = Clock::now();
-    exchangeRounds(me, slots, ctr, bytes, src.data(), dst.data(), streaming, rounds, base);
-    base += static_cast<uint64_t>(rounds);
-    if (b > 0) best = std::min(best, secondsSince(t0) / static_cast<double>(rounds) * 1e6);
-  }
-  if (child == 0) _exit(dst[bytes - 1] == 2 ? 0 : 1);
-  int status = 0;
-  waitpid(child, &status, 0);
-  bool ok = status == 0 && dst[bytes - 1] == 3;
-  munmap(mem, map);
-  return ok ? best : -1;
+  auto* ctr = new (mem) Counters[2]();
+  auto* inputs = reinterpret_cast<float*>(static_cast<char*>(mem) + sizeof(Counters) * 2);
+  long rounds = std::max(5L, static_cast<long>((20u << 20) / (count * sizeof(float))));
+  std::vector<float> out(count, 0.0F);
+  return pairedRoundsUs(
+      mem, map, rounds, batches,
+      [&](int me, long n, uint64_t base) {
+        // Each rank writes its own input, on its own CPU, as a caller would.
+        float* own = inputs + static_cast<size_t>(me) * count;
+        if (own[0] != static_cast<float>(me + 1)) std::fill(own, own + count, me + 1.0F);
+        inPlaceRounds(me, inputs, ctr, count, out.data(), n, base);
+      },
+      [&](int) { return out[0] == 3.0F && out[count - 1] == 3.0F; });
 }
 
 // Restores the affinity the program started with (the latency probe pins).
@@ -295,7 +364,7 @@ class AffinityGuard {
 int usage() {
   std::fprintf(stderr,
                "usage: floor_probe [--quick] [--latency-only | --stream-only] "
-               "[--exchange n,n,...] [working-set bytes ...]\n");
+               "[--exchange n,n,...] [--inplace n,n,...] [working-set bytes ...]\n");
   return 2;
 }
 
@@ -303,7 +372,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   bool quick = false, stream = true, latency = true;
-  std::vector<size_t> sets, exchanges;
+  std::vector<size_t> sets, exchanges, inplaces;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") {
@@ -312,15 +381,17 @@ int main(int argc, char** argv) {
       stream = false;
     } else if (a == "--stream-only") {
       latency = false;
-    } else if (a == "--exchange" && i + 1 < argc) {
+    } else if ((a == "--exchange" || a == "--inplace") && i + 1 < argc) {
+      std::vector<size_t>& into = a == "--exchange" ? exchanges : inplaces;
       for (const char* p = argv[++i]; *p != '\0';) {
         char* end = nullptr;
         unsigned long long v = std::strtoull(p, &end, 10);
         if (end == p || v == 0 || (*end != ',' && *end != '\0')) {
-          std::fprintf(stderr, "floor_probe: --exchange wants sizes in bytes, comma-separated\n");
+          std::fprintf(stderr, "floor_probe: %s wants sizes in bytes, comma-separated\n",
+                       a.c_str());
           return usage();
         }
-        exchanges.push_back(static_cast<size_t>(v));
+        into.push_back(static_cast<size_t>(v));
         p = *end == ',' ? end + 1 : end;
       }
     } else if (a == "-h" || a == "--help") {
@@ -354,6 +425,14 @@ int main(int argc, char** argv) {
       double best = plain < 0 ? streaming : streaming < 0 ? plain : std::min(plain, streaming);
       std::printf("exchange %zu %.3f\n# exchange %zu: plain stores %.3f us, streaming %.3f us\n",
                   n, best, n, plain, streaming);
+      std::fflush(stdout);
+    }
+  }
+  if (cpus >= 2 && !inplaces.empty()) {
+    AffinityGuard guard;
+    int batches = quick ? 3 : 10;
+    for (size_t n : inplaces) {
+      std::printf("inplace %zu %.3f\n", n, inPlaceUs(n, batches));
       std::fflush(stdout);
     }
   }

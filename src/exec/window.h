@@ -142,6 +142,9 @@ class NodeWindows {
   void describe(bool output, int half, const Zero& zero, size_t at);
   // Where rank q's data of `half` is: its window area, or its described buffer.
   Expected<const char*> dataOf(int q, bool output, int half, const OpDesc& desc);
+  // Whether every rank described its input of `half` as a buffer to read in
+  // place (after the ready flags of that round, every rank sees the same).
+  bool inputsAllLent(int half) const;
 
   Header* header(int rank) const;
   char* inputArea(int rank, int half) const;

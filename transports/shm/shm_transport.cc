@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -233,6 +235,8 @@ class ShmRegion : public SharedRegion {
     std::memcpy(base_, at, bytes);
     int fd = shm_open(name_.c_str(), O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return systemError("shm_open(" + name_ + ") to share a user buffer");
+    struct stat st {};
+    if (fstat(fd, &st) == 0) inode_ = st.st_ino;
     void* there = mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
     close(fd);
     if (there == MAP_FAILED) return systemError("mmap of a shared region onto a user buffer");
@@ -262,9 +266,44 @@ class ShmRegion : public SharedRegion {
     return Status::ok();
   }
 
+  // Whether /proc/self/maps still shows this region's file under the whole of
+  // [base_, base_ + bytes_). A caller who freed the buffer before deregistering
+  // may have it unmapped, or other memory placed there since (heap trimmed and
+  // grown again, a new mmap): that memory is not this region's to replace.
+  bool stillMapped() const {
+    FILE* f = std::fopen("/proc/self/maps", "re");
+    if (f == nullptr) return false;
+    const auto lo = reinterpret_cast<uintptr_t>(base_);
+    const uintptr_t hi = lo + bytes_;
+    uintptr_t covered = lo;
+    bool ok = true;
+    char line[512];
+    while (ok && covered < hi && std::fgets(line, sizeof(line), f) != nullptr) {
+      uintptr_t start = 0, end = 0;
+      unsigned long long offset = 0, inode = 0;
+      char perms[8] = {};
+      char dev[16] = {};
+      if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %15s %llu", &start, &end, perms,
+                      &offset, dev, &inode) < 6 ||
+          end <= covered) {
+        continue;
+      }
+      ok = start <= covered && perms[3] == 's' && inode == inode_;
+      covered = end;
+    }
+    std::fclose(f);
+    return ok && covered >= hi;
+  }
+
   // Private pages with this region's contents in its place (where there is no
-  // memory for them, the region's pages stay, its name gone).
+  // memory for them, the region's pages stay, its name gone). Nothing changes
+  // where the region is no longer mapped there (stillMapped).
   void privatize() {
+    if (!stillMapped()) {
+      BRAID_WARN("a registered buffer was unmapped before braidCommDeregister; its address "
+                 "range is left as it is");
+      return;
+    }
     void* copy = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (copy == MAP_FAILED) return;
     std::memcpy(copy, base_, bytes_);
@@ -279,6 +318,7 @@ class ShmRegion : public SharedRegion {
   bool owner_;
   bool shared_ = false;  // share(): the pages sit in a caller's buffer
   bool unlinked_ = false;
+  ino_t inode_ = 0;  // share(): the region's file, to find it in /proc/self/maps
   void* base_ = MAP_FAILED;
   size_t bytes_ = 0;
 };
