@@ -155,6 +155,7 @@ class NodeWindows {
   State state_ = State::kUnset;
   bool enabled_ = true;  // BRAID_SHM_WINDOW_BYTES=0 turns the windows off
   size_t chunk_ = 0;
+  size_t zeroCopyMin_ = 0;  // buffers this big and up are read in place (window.cc)
   size_t regionBytes_ = 0;
   std::unique_ptr<SharedRegion> mine_;
   std::vector<std::unique_ptr<SharedRegion>> peers_;  // by rank; empty at this rank

@@ -88,8 +88,9 @@ int body(int rank, bool allShared, bool registered) {
   }
   int wrong = 0;
   for (int it = 0; it < 6; ++it) {
-    // All-reduce, one-shot then two-shot (BRAID_ALGO below picks by size).
-    for (size_t count : {k, k / 2 + 3}) {
+    // All-reduce, one-shot then two-shot (BRAID_ALGO below picks by size); 6 KB
+    // is read in place too where every rank has a core (2 ranks on this VM).
+    for (size_t count : {k, k / 2 + 3, size_t{1500}}) {
       for (size_t i = 0; i < count; ++i) in.p[i] = valueOf(rank, i, it);
       if (braidAllReduce(in.p, out.p, count, braidFloat32, braidSum, world, nullptr) != 0) {
         fprintf(stderr, "allreduce: %s\n", braidGetLastError(world));
