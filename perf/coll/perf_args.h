@@ -59,8 +59,9 @@ inline const char* perfUsage() {
          "                           BRAID_ALGO=<collective>:<name>; default: the library's)\n"
          "  -R, --memalloc <0-2>     1: buffers from braidMemAlloc, which peers on the node\n"
          "                           read in place (as nccl-tests' -R with ncclMemAlloc);\n"
-         "                           2: from the heap, registered with braidCommRegister,\n"
-         "                           which shares their pages so peers read them in place\n"
+         "                           2: from the heap in whole pages, registered with\n"
+         "                           braidCommRegister, which shares those pages so peers\n"
+         "                           read them in place\n"
          "  -D, --device <0/1>       1: send and receive buffers in CUDA device memory (the\n"
          "                           calls run on the NULL stream; a build with CUDA only)\n"
          "  -h, --help               this text\n";

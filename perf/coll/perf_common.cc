@@ -27,6 +27,7 @@ namespace braid::perf {
 namespace {
 
 constexpr size_t kAlign = 64;
+constexpr size_t kPage = 4096;
 constexpr size_t kHostSlot = 64;  // bytes per host name when gathering them
 
 // This process's rank as the launcher announced it, for messages printed
@@ -60,6 +61,10 @@ class HostBuffer {
     shared_ = shared;
     if (shared) {
       if (braidMemAlloc(&p, std::max(bytes, kAlign)) != braidSuccess) return false;
+    } else if (registerWith != nullptr) {
+      // Whole pages: braidCommRegister shares only those (api/memory.cc).
+      bytes = (std::max(bytes, kAlign) + kPage - 1) / kPage * kPage;
+      if (posix_memalign(&p, kPage, bytes) != 0) return false;
     } else if (posix_memalign(&p, kAlign, std::max(bytes, kAlign)) != 0) {
       return false;
     }
@@ -67,8 +72,7 @@ class HostBuffer {
     data_ = static_cast<char*>(p);
     void* registration = nullptr;
     return registerWith == nullptr ||
-           braidCommRegister(registerWith, p, std::max(bytes, kAlign), &registration) ==
-               braidSuccess;
+           braidCommRegister(registerWith, p, bytes, &registration) == braidSuccess;
   }
   char* data() const { return data_; }
 

@@ -128,6 +128,10 @@ class Report:
                 floor = self.floors.get((p, 8))
                 against = (f"; floor A {time_name(floor)}, {r['time_us'] / floor:.2f}x"
                            if floor else "")
+                if floor and floor > small_us and r["time_us"] > small_us:
+                    against += (f"; floor A alone, {math.ceil(math.log2(p))} one-way "
+                                f"hand-offs of {self.hand_off_us(p):.2f} us in this run, is "
+                                "above the goal")
                 add(r["time_us"] <= small_us, f"all-reduce {p} ranks 8 B: {time_name(r['time_us'])}"
                     f" (goal <= {small_us} us{self.by(r['time_us'] / small_us)}{against})")
             for s in self.args.sizes:
@@ -173,8 +177,19 @@ class Report:
                 t = self.row("torch-gloo", "allreduce", p, s)
                 if r and t:
                     x = t["time_us"] / r["time_us"]
+                    need = t["time_us"] / want
+                    bound = ""
+                    if x < want:
+                        bound = f"; braid needs {time_name(need)}"
+                        b = self.floor_b(p, s)
+                        bound += f", {need / b:.2f}x floor B" if b else ""
+                        floor = self.floors.get((p, s))
+                        bound += f", {need / floor:.2f}x floor A" if floor else ""
+                        bound += self.lent("allreduce", p, s,
+                                           lambda m: t["time_us"] / m["time_us"] >= want,
+                                           lambda m: f"{t['time_us'] / m['time_us']:.1f}x")
                     add(x >= want, f"torch gloo / braid {p} ranks {size_name(s)}: {x:.1f}x "
-                        f"(goal >= {want}x{self.by(want / x)})")
+                        f"(goal >= {want}x{self.by(want / x)}{bound})")
             for s in self.args.sizes:
                 r = self.row("braid", "allreduce", p, s)
                 lib, peer = self.best_peer("allreduce", p, s)
@@ -196,6 +211,12 @@ class Report:
             if m:
                 out += f"; {how} {value(m)}, {'met' if meets(m) else 'missed'}"
         return out
+
+    def hand_off_us(self, p):
+        """The one-way hand-off floor A counts for p ranks: spinning across cores, or
+        yielding on one core when ranks share cores."""
+        lat = self.probe.get("latency", {}) if self.probe else {}
+        return lat.get("yield" if p > self.meta["cpus"] else "spin", math.nan)
 
     def floor_b(self, p, s, kind="exchange"):
         """Floor B (floor_probe's exchange) for 2 ranks' private buffers, or with kind

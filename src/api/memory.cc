@@ -10,6 +10,10 @@
 // re-backed at the same address by such a region, contents kept, until
 // braidCommDeregister puts private pages back (contents kept). Meanwhile a
 // child forked by this process shares those pages instead of copying them.
+// Only a buffer that covers whole pages (start and end page-aligned:
+// posix_memalign(4096), mmap) is re-backed: re-backing copies the pages, then
+// maps the region over them, and a write another thread made in between to
+// other data on a shared first or last page would be lost.
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +33,7 @@ namespace {
 
 constexpr size_t kPage = 4096;
 // Smaller buffers are not shared: the windows copy them anyway (exec/window.cc).
-constexpr size_t kShareMinBytes = 64 << 10;
+constexpr size_t kShareMinBytes = 4 << 10;
 
 struct Registration {
   braidComm* comm;
@@ -74,6 +78,12 @@ bool privateAnonymous(uintptr_t lo, uintptr_t hi) {
 // stay private (device memory, already shared, not plain private memory, no room).
 void* sharePages(void* buff, size_t size) {
   if (size < kShareMinBytes || cuda::memoryKind(buff) != cuda::MemoryKind::kHost) return nullptr;
+  if (reinterpret_cast<uintptr_t>(buff) % kPage != 0 || size % kPage != 0) {
+    BRAID_INFO("braidCommRegister: the buffer stays private (it does not start and end on "
+               "page boundaries; allocate it with posix_memalign(4096) and a size in whole "
+               "pages for peers to read it in place)");
+    return nullptr;
+  }
   SharedSpan span;
   if (SharedAllocations::instance().find(buff, size, &span)) return nullptr;
   const auto lo = reinterpret_cast<uintptr_t>(buff) / kPage * kPage;

@@ -39,9 +39,13 @@ struct Buffer {
       memAlloc = true;
       return;
     }
-    p = static_cast<float*>(std::malloc(n * sizeof(float)));
+    // Registration shares whole pages only (a buffer starting and ending on
+    // page boundaries): the heap's other buffers stay unregistered.
+    const size_t bytes = (n * sizeof(float) + 4095) / 4096 * 4096;
+    void* v = nullptr;
+    if (posix_memalign(&v, 4096, bytes) == 0) p = static_cast<float*>(v);
     if (shared && p != nullptr &&
-        braidCommRegister(world, p, n * sizeof(float), &registration) == braidSuccess) {
+        braidCommRegister(world, p, bytes, &registration) == braidSuccess) {
       comm = world;
     }
   }

@@ -345,6 +345,31 @@ TEST_F(ApiErrors, DeregisterLeavesMemoryMappedOverAFreedBufferAlone) {
   EXPECT_EQ(mappingOf(buf), "");
 }
 
+// Registration re-backs whole pages only: a buffer sharing its first or last
+// page with other data stays private (another thread's write there during the
+// re-backing would be lost), and is registered all the same.
+TEST_F(ApiErrors, RegisterSharesOnlyBuffersOfWholePages) {
+  constexpr size_t kPage = 4096;
+  void* mem = mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  char* base = static_cast<char*>(mem);
+  void* handle = nullptr;
+  ASSERT_EQ(braidCommRegister(comm_, base + 64, 2 * kPage, &handle), braidSuccess);
+  EXPECT_EQ(mappingOf(base + kPage).find("/dev/shm"), std::string::npos) << mappingOf(base);
+  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
+  ASSERT_EQ(braidCommRegister(comm_, base + kPage, 2 * kPage + 8, &handle), braidSuccess);
+  EXPECT_EQ(mappingOf(base + kPage).find("/dev/shm"), std::string::npos) << mappingOf(base);
+  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
+  ASSERT_EQ(braidCommRegister(comm_, base + kPage, 2 * kPage, &handle), braidSuccess);
+  EXPECT_NE(mappingOf(base + kPage).find("/dev/shm/braid-"), std::string::npos)
+      << mappingOf(base + kPage);
+  EXPECT_EQ(mappingOf(base).find("/dev/shm"), std::string::npos) << "the page before is shared";
+  EXPECT_EQ(mappingOf(base + 3 * kPage).find("/dev/shm"), std::string::npos)
+      << "the page after is shared";
+  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
+  munmap(mem, 4 * kPage);
+}
+
 TEST_F(ApiErrors, ZeroCountWithNullBuffersIsAccepted) {
   for (braidDataType_t t : kTypes) {
     EXPECT_EQ(braidAllReduce(nullptr, nullptr, 0, t, braidSum, comm_, nullptr), braidSuccess)
