@@ -8,12 +8,16 @@
 // braidCommRegister gives a host buffer the same shortcut: the pages under it,
 // where they are private anonymous memory (malloc, new, anonymous mmap), are
 // re-backed at the same address by such a region, contents kept, until
-// braidCommDeregister puts private pages back (contents kept). Meanwhile a
-// child forked by this process shares those pages instead of copying them.
+// braidCommDeregister puts private pages back (contents kept). A child forked
+// meanwhile gets copy-on-write pages of them (a fork handler): its writes stay
+// its own, as with private memory, but until it writes a page it sees the
+// parent's later writes there.
 // Only a buffer that covers whole pages (start and end page-aligned:
 // posix_memalign(4096), mmap) is re-backed: re-backing copies the pages, then
 // maps the region over them, and a write another thread made in between to
 // other data on a shared first or last page would be lost.
+#include <pthread.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +93,12 @@ void* sharePages(void* buff, size_t size) {
   const auto lo = reinterpret_cast<uintptr_t>(buff) / kPage * kPage;
   const auto hi = (reinterpret_cast<uintptr_t>(buff) + size + kPage - 1) / kPage * kPage;
   if (SharedAllocations::instance().overlaps(lo, hi) || !privateAnonymous(lo, hi)) return nullptr;
+  static std::once_flag forkHandlers;
+  std::call_once(forkHandlers, [] {
+    pthread_atfork([] { SharedAllocations::instance().lockForFork(); },
+                   [] { SharedAllocations::instance().unlockInParent(); },
+                   [] { SharedAllocations::instance().privatizeInChild(); });
+  });
   Expected<std::unique_ptr<SharedRegion>> region =
       shmTransport().shareRegion(reinterpret_cast<void*>(lo), hi - lo);
   if (!region.isOk()) {

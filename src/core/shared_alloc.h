@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,18 @@ class SharedAllocations {
   bool empty() const {
     std::lock_guard<std::mutex> lock(mu_);
     return regions_.empty();
+  }
+
+  // pthread_atfork's three handlers (api/memory.cc installs them with the first
+  // registration): the list is locked across fork(), and the child lets go of
+  // the regions under registered buffers (SharedRegion::privatizeInForkedChild).
+  void lockForFork() { mu_.lock(); }
+  void unlockInParent() { mu_.unlock(); }
+  void privatizeInChild() {
+    for (auto it = regions_.begin(); it != regions_.end();) {
+      it = it->second->privatizeInForkedChild() ? regions_.erase(it) : std::next(it);
+    }
+    mu_.unlock();
   }
 
  private:

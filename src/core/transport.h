@@ -76,6 +76,11 @@ class SharedRegion {
   virtual const std::string& name() const = 0;
   // Removes the name (the mapping stays); idempotent.
   virtual void unlinkName() = 0;
+  // In a child just forked: where this region lies under a caller's buffer (a
+  // registration), gives the child copy-on-write pages in its place, so the
+  // child's writes stay its own, and lets go of the region (no unlink, no
+  // unmap). True if it did; other regions stay shared with the child.
+  virtual bool privatizeInForkedChild() { return false; }
 };
 
 // Settings a transport needs to build endpoints; equal on both sides.

@@ -246,6 +246,26 @@ class ShmRegion : public SharedRegion {
     return Status::ok();
   }
 
+  // The child's pages: a private mapping of the region's file (copy on write;
+  // a page the child has not written shows the parent's later writes), else a
+  // private copy. Nothing where the region is no longer mapped (stillMapped).
+  bool privatizeInForkedChild() override {
+    if (!shared_ || base_ == MAP_FAILED) return false;
+    if (stillMapped()) {
+      int fd = shm_open(name_.c_str(), O_RDONLY | O_CLOEXEC, 0);
+      bool mapped = false;
+      if (fd >= 0) {
+        mapped = mmap(base_, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0) !=
+                 MAP_FAILED;
+        close(fd);
+      }
+      if (!mapped) privatize();
+    }
+    base_ = MAP_FAILED;  // the parent's region: this process no longer unmaps or unlinks it
+    owner_ = false;
+    return true;
+  }
+
   Status open(size_t bytes) {
     int fd = shm_open(name_.c_str(), O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return systemError("shm_open(" + name_ + ") of a peer's shared window");

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstdio>
@@ -368,6 +370,37 @@ TEST_F(ApiErrors, RegisterSharesOnlyBuffersOfWholePages) {
       << "the page after is shared";
   EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
   munmap(mem, 4 * kPage);
+}
+
+// A child forked while a buffer is registered gets the buffer as private
+// memory would give it: what the child writes there stays in the child.
+TEST_F(ApiErrors, ForkedChildWritesToARegisteredBufferStayInTheChild) {
+  constexpr size_t kBytes = 64 << 10;
+  void* mem = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* bytes = static_cast<uint8_t*>(mem);
+  std::memset(bytes, 0x11, kBytes);
+  void* handle = nullptr;
+  ASSERT_EQ(braidCommRegister(comm_, mem, kBytes, &handle), braidSuccess);
+  ASSERT_NE(mappingOf(mem).find("/dev/shm/braid-"), std::string::npos) << mappingOf(mem);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::memset(bytes, 0x22, kBytes);
+    bool own = bytes[0] == 0x22 && bytes[kBytes - 1] == 0x22;
+    _exit(own ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  size_t changed = 0;
+  for (size_t i = 0; i < kBytes; ++i) changed += bytes[i] != 0x11;
+  EXPECT_EQ(changed, 0u) << "the child's writes reached the parent's registered buffer";
+  // The parent's registration is intact: still shared, deregistered as usual.
+  EXPECT_NE(mappingOf(mem).find("/dev/shm/braid-"), std::string::npos) << mappingOf(mem);
+  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
+  EXPECT_EQ(bytes[kBytes / 2], 0x11);
+  munmap(mem, kBytes);
 }
 
 TEST_F(ApiErrors, ZeroCountWithNullBuffersIsAccepted) {
