@@ -230,8 +230,6 @@ Expected<const char*> NodeWindows::dataOf(int q, bool output, int half, const Op
   return static_cast<const char*>(it->second->base()) + d.offset;
 }
 
-
-
 bool NodeWindows::inputsAllLent(int half) const {
   for (int q = 0; q < comm_.nranks(); ++q) {
     if (header(q)->input[half].name[0] == '\0') return false;
