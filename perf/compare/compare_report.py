@@ -141,10 +141,10 @@ class Report:
                     issue = ISSUE_FLOOR_US.get((p, s))
                     against = (f"; {r['time_us'] / issue:.2f}x issue 5's floor {time_name(issue)}"
                                if issue else "")
-                    b = self.floor_b(p, s)
+                    b = self.two_rank_floor(p, s, "exchange")
                     against += f"; {r['time_us'] / b:.2f}x floor B {time_name(b)}" if b else ""
                     if x > mult:
-                        c = self.floor_b(p, s, "inplace")
+                        c = self.two_rank_floor(p, s, "inplace")
                         against += self.lent(
                             "allreduce", p, s, lambda m: m["time_us"] / floor <= mult,
                             lambda m: f"{m['time_us'] / floor:.2f}x floor A" +
@@ -181,7 +181,7 @@ class Report:
                     bound = ""
                     if x < want:
                         bound = f"; braid needs {time_name(need)}"
-                        b = self.floor_b(p, s)
+                        b = self.two_rank_floor(p, s, "exchange")
                         bound += f", {need / b:.2f}x floor B" if b else ""
                         floor = self.floors.get((p, s))
                         bound += f", {need / floor:.2f}x floor A" if floor else ""
@@ -218,9 +218,9 @@ class Report:
         lat = self.probe.get("latency", {}) if self.probe else {}
         return lat.get("yield" if p > self.meta["cpus"] else "spin", math.nan)
 
-    def floor_b(self, p, s, kind="exchange"):
-        """Floor B (floor_probe's exchange) for 2 ranks' private buffers, or with kind
-        "inplace" floor C for buffers peers read in place; None where not measured."""
+    def two_rank_floor(self, p, s, kind):
+        """Floor B (kind "exchange": floor_probe's exchange of 2 ranks' private buffers) or
+        floor C (kind "inplace": buffers peers read in place); None where not measured."""
         if p != 2 or not self.probe:
             return None
         return self.probe.get(kind, {}).get(str(s))

@@ -251,13 +251,24 @@ void exchangeRounds(int me, char* slots, Counters* ctr, size_t bytes, char* src,
   }
 }
 
-// Runs `round(me, rounds, base)` in two processes pinned to CPUs 0 and 1 (me 0
-// and 1) over a shared mapping of `map` bytes at `mem`, `batches` timed batches
-// of `rounds` after one that warms up; `check(me)` says whether a side's
-// results are right. Microseconds per round (best batch), or -1. Unmaps `mem`.
+// Runs `round(me, counters, shared, rounds, base)` in two processes pinned to
+// CPUs 0 and 1 (me 0 and 1) over a fresh shared mapping: two Counters, then
+// `sharedBytes` zeroed bytes. `batches` timed batches of `rounds` after one
+// that warms up (about 20 MiB moved per batch at `bytesPerRound`, at least 5
+// rounds); `check(me)` says whether a side's results are right. Microseconds
+// per round (best batch), or -1.
 template <typename Round, typename Check>
-double pairedRoundsUs(void* mem, size_t map, long rounds, int batches, Round round,
+double pairedRoundsUs(size_t sharedBytes, size_t bytesPerRound, int batches, Round round,
                       Check check) {
+  const size_t map = sizeof(Counters) * 2 + sharedBytes;
+  void* mem = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    std::perror("floor_probe: mmap");
+    return -1;
+  }
+  auto* ctr = new (mem) Counters[2]();
+  char* shared = static_cast<char*>(mem) + sizeof(Counters) * 2;
+  const long rounds = std::max(5L, static_cast<long>((20u << 20) / bytesPerRound));
   pid_t child = fork();
   if (child < 0) {
     std::perror("floor_probe: fork");
@@ -270,7 +281,7 @@ double pairedRoundsUs(void* mem, size_t map, long rounds, int batches, Round rou
   uint64_t base = 0;
   for (int b = 0; b <= batches; ++b) {
     Clock::time_point t0 = Clock::now();
-    round(me, rounds, base);
+    round(me, ctr, shared, rounds, base);
     base += static_cast<uint64_t>(rounds);
     if (b > 0) best = std::min(best, secondsSince(t0) / static_cast<double>(rounds) * 1e6);
   }
@@ -285,21 +296,10 @@ double pairedRoundsUs(void* mem, size_t map, long rounds, int batches, Round rou
 // Microseconds per exchange round of `bytes` each way (best batch), or -1.
 double exchangeUs(size_t bytes, bool streaming, int batches) {
   bytes = std::max<size_t>(bytes / 64 * 64, 64);
-  size_t map = sizeof(Counters) * 2 + 2 * bytes;
-  void* mem = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
-    std::perror("floor_probe: mmap");
-    return -1;
-  }
-  auto* ctr = new (mem) Counters[2]();
-  char* slots = static_cast<char*>(mem) + sizeof(Counters) * 2;
-  std::memset(slots, 1, 2 * bytes);
-  // Rounds per batch: about 2 ms of copying at ~10 GB/s, at least 5.
-  long rounds = std::max(5L, static_cast<long>((20u << 20) / bytes));
   std::vector<char> src(bytes), dst(bytes, 0);
   return pairedRoundsUs(
-      mem, map, rounds, batches,
-      [&](int me, long n, uint64_t base) {
+      2 * bytes, bytes, batches,
+      [&](int me, Counters* ctr, char* slots, long n, uint64_t base) {
         if (src[0] == 0) std::fill(src.begin(), src.end(), static_cast<char>(me + 2));
         exchangeRounds(me, slots, ctr, bytes, src.data(), dst.data(), streaming, n, base);
       },
@@ -329,20 +329,12 @@ void inPlaceRounds(int me, const float* inputs, Counters* ctr, size_t count, flo
 
 // Microseconds per in-place round of `bytes` per rank (best batch), or -1.
 double inPlaceUs(size_t bytes, int batches) {
-  size_t count = std::max<size_t>(bytes / 64 * 64, 64) / sizeof(float);
-  size_t map = sizeof(Counters) * 2 + 2 * count * sizeof(float);
-  void* mem = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
-    std::perror("floor_probe: mmap");
-    return -1;
-  }
-  auto* ctr = new (mem) Counters[2]();
-  auto* inputs = reinterpret_cast<float*>(static_cast<char*>(mem) + sizeof(Counters) * 2);
-  long rounds = std::max(5L, static_cast<long>((20u << 20) / (count * sizeof(float))));
+  const size_t count = std::max<size_t>(bytes / 64 * 64, 64) / sizeof(float);
   std::vector<float> out(count, 0.0F);
   return pairedRoundsUs(
-      mem, map, rounds, batches,
-      [&](int me, long n, uint64_t base) {
+      2 * count * sizeof(float), count * sizeof(float), batches,
+      [&](int me, Counters* ctr, char* shared, long n, uint64_t base) {
+        auto* inputs = reinterpret_cast<float*>(shared);
         // Each rank writes its own input, on its own CPU, as a caller would.
         float* own = inputs + static_cast<size_t>(me) * count;
         if (own[0] != static_cast<float>(me + 1)) std::fill(own, own + count, me + 1.0F);

@@ -18,15 +18,15 @@
 // other data on a shared first or last page would be lost.
 #include <pthread.h>
 
-#include <cinttypes>
-#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <vector>
 
 #include "api/handle.h"
 #include "core/logging.h"
+#include "core/proc_maps.h"
 #include "core/shared_alloc.h"
 #include "cuda/device.h"
 #include "transports/shm/shm_transport.h"
@@ -43,7 +43,7 @@ struct Registration {
   braidComm* comm;
   void* buff;
   size_t size;
-  void* shared;  // the first page registration shared (SharedAllocations), or null
+  void* shared;  // buff when registration shared its pages (SharedAllocations), or null
 };
 
 Transport& shmTransport() {
@@ -51,31 +51,13 @@ Transport& shmTransport() {
   return *shm;
 }
 
-// Whether /proc/self/maps shows [lo, hi) covered by private anonymous read-write
-// mappings only: no file, no shared or special mapping whose meaning a re-backing
-// would change.
+// Whether [lo, hi) is private anonymous read-write memory only: no file, no
+// shared or special mapping whose meaning a re-backing would change.
 bool privateAnonymous(uintptr_t lo, uintptr_t hi) {
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (f == nullptr) return false;
-  char line[512];
-  uintptr_t covered = lo;
-  bool ok = true;
-  while (ok && covered < hi && std::fgets(line, sizeof(line), f) != nullptr) {
-    uintptr_t start = 0, end = 0;
-    char perms[8] = {};
-    unsigned long long offset = 0, inode = 0;
-    char dev[16] = {};
-    char path[256] = {};
-    int fields = std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %15s %llu %255s", &start,
-                             &end, perms, &offset, dev, &inode, path);
-    if (fields < 6 || end <= covered) continue;
-    if (start > covered) break;  // a hole
-    const std::string name = fields == 7 ? path : "";
-    ok = std::string(perms, 4) == "rw-p" && inode == 0 && (name.empty() || name == "[heap]");
-    covered = end;
-  }
-  std::fclose(f);
-  return ok && covered >= hi;
+  return mapsCover(lo, hi, [](const MapsEntry& e) {
+    return std::strncmp(e.perms, "rw-p", 4) == 0 && e.inode == 0 &&
+           (e.path[0] == '\0' || std::strcmp(e.path, "[heap]") == 0);
+  });
 }
 
 // Shares the pages under [buff, buff + size) for registration; null when they
@@ -88,11 +70,10 @@ void* sharePages(void* buff, size_t size) {
                "pages for peers to read it in place)");
     return nullptr;
   }
-  SharedSpan span;
-  if (SharedAllocations::instance().find(buff, size, &span)) return nullptr;
-  const auto lo = reinterpret_cast<uintptr_t>(buff) / kPage * kPage;
-  const auto hi = (reinterpret_cast<uintptr_t>(buff) + size + kPage - 1) / kPage * kPage;
-  if (SharedAllocations::instance().overlaps(lo, hi) || !privateAnonymous(lo, hi)) return nullptr;
+  const auto lo = reinterpret_cast<uintptr_t>(buff);
+  if (SharedAllocations::instance().overlaps(lo, lo + size) || !privateAnonymous(lo, lo + size)) {
+    return nullptr;  // already shared, or not plain private memory
+  }
   static std::once_flag forkHandlers;
   std::call_once(forkHandlers, [] {
     pthread_atfork([] { SharedAllocations::instance().lockForFork(); },
@@ -100,14 +81,14 @@ void* sharePages(void* buff, size_t size) {
                    [] { SharedAllocations::instance().privatizeInChild(); });
   });
   Expected<std::unique_ptr<SharedRegion>> region =
-      shmTransport().shareRegion(reinterpret_cast<void*>(lo), hi - lo);
+      shmTransport().shareRegion(buff, size);
   if (!region.isOk()) {
     BRAID_INFO("braidCommRegister: the buffer stays private (%s)",
                region.status().message().c_str());
     return nullptr;
   }
   SharedAllocations::instance().add(std::move(region).value());
-  return reinterpret_cast<void*>(lo);
+  return buff;
 }
 
 std::mutex& registryMutex() {

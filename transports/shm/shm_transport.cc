@@ -6,14 +6,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "core/bootstrap.h"
 #include "core/futex.h"
 #include "core/logging.h"
+#include "core/proc_maps.h"
 
 namespace braid::transport::shm {
 namespace {
@@ -259,7 +258,7 @@ class ShmRegion : public SharedRegion {
                  MAP_FAILED;
         close(fd);
       }
-      if (!mapped) privatize();
+      if (!mapped) copyToPrivatePages();
     }
     base_ = MAP_FAILED;  // the parent's region: this process no longer unmaps or unlinks it
     owner_ = false;
@@ -286,33 +285,14 @@ class ShmRegion : public SharedRegion {
     return Status::ok();
   }
 
-  // Whether /proc/self/maps still shows this region's file under the whole of
+  // Whether this region's file is still what is mapped under the whole of
   // [base_, base_ + bytes_). A caller who freed the buffer before deregistering
   // may have it unmapped, or other memory placed there since (heap trimmed and
   // grown again, a new mmap): that memory is not this region's to replace.
   bool stillMapped() const {
-    FILE* f = std::fopen("/proc/self/maps", "re");
-    if (f == nullptr) return false;
     const auto lo = reinterpret_cast<uintptr_t>(base_);
-    const uintptr_t hi = lo + bytes_;
-    uintptr_t covered = lo;
-    bool ok = true;
-    char line[512];
-    while (ok && covered < hi && std::fgets(line, sizeof(line), f) != nullptr) {
-      uintptr_t start = 0, end = 0;
-      unsigned long long offset = 0, inode = 0;
-      char perms[8] = {};
-      char dev[16] = {};
-      if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %15s %llu", &start, &end, perms,
-                      &offset, dev, &inode) < 6 ||
-          end <= covered) {
-        continue;
-      }
-      ok = start <= covered && perms[3] == 's' && inode == inode_;
-      covered = end;
-    }
-    std::fclose(f);
-    return ok && covered >= hi;
+    return mapsCover(lo, lo + bytes_,
+                     [this](const MapsEntry& e) { return e.perms[3] == 's' && e.inode == inode_; });
   }
 
   // Private pages with this region's contents in its place (where there is no
@@ -324,6 +304,11 @@ class ShmRegion : public SharedRegion {
                  "range is left as it is");
       return;
     }
+    copyToPrivatePages();
+  }
+
+  // privatize() once the region is known to be mapped there.
+  void copyToPrivatePages() {
     void* copy = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (copy == MAP_FAILED) return;
     std::memcpy(copy, base_, bytes_);

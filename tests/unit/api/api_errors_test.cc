@@ -6,12 +6,7 @@
 // order.
 #include <gtest/gtest.h>
 
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <climits>
-#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -293,114 +288,6 @@ TEST_F(ApiErrors, DeregisterArguments) {
   // Once deregistered, the handle is unknown: no double free.
   EXPECT_EQ(braidCommDeregister(c, handle), braidInvalidArgument);
   EXPECT_NE(lastError(c).find("deregistered"), std::string::npos) << lastError(c);
-}
-
-// The /proc/self/maps line naming the page under `p` ("" when unmapped).
-std::string mappingOf(const void* p) {
-  FILE* f = fopen("/proc/self/maps", "r");
-  if (f == nullptr) return "";
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::string found;
-  char line[512];
-  while (found.empty() && fgets(line, sizeof(line), f) != nullptr) {
-    unsigned long start = 0, end = 0;
-    if (sscanf(line, "%lx-%lx", &start, &end) == 2 && start <= at && at < end) found = line;
-  }
-  fclose(f);
-  return found;
-}
-
-// A caller who frees a registered buffer before deregistering it is in the
-// wrong, but the memory placed at that address since is not Braid's: the
-// deregistration must leave it as it is (not put private pages in its place).
-TEST_F(ApiErrors, DeregisterLeavesMemoryMappedOverAFreedBufferAlone) {
-  constexpr size_t kBytes = 256 << 10;
-  void* buf = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(buf, MAP_FAILED);
-  std::memset(buf, 0x11, kBytes);
-  void* handle = nullptr;
-  ASSERT_EQ(braidCommRegister(comm_, buf, kBytes, &handle), braidSuccess);
-  ASSERT_NE(mappingOf(buf).find("/dev/shm/braid-"), std::string::npos) << mappingOf(buf);
-  ASSERT_EQ(munmap(buf, kBytes), 0);
-  // Memory shared with other processes now lies there (as a fork would see it).
-  void* again = mmap(buf, kBytes, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  ASSERT_EQ(again, buf);
-  std::memset(again, 0x77, kBytes);
-  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
-  const auto* bytes = static_cast<const uint8_t*>(again);
-  size_t wrong = 0;
-  for (size_t i = 0; i < kBytes; ++i) wrong += bytes[i] != 0x77;
-  EXPECT_EQ(wrong, 0u) << "deregistration wrote over memory mapped after the buffer was freed";
-  const std::string now = mappingOf(again);
-  EXPECT_NE(now.find("rw-s"), std::string::npos) << "no longer the shared mapping: " << now;
-  EXPECT_EQ(now.find("/dev/shm/braid-"), std::string::npos) << now;
-  munmap(again, kBytes);
-
-  // Freed and nothing mapped there: deregistration maps nothing either.
-  buf = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(buf, MAP_FAILED);
-  ASSERT_EQ(braidCommRegister(comm_, buf, kBytes, &handle), braidSuccess);
-  ASSERT_NE(mappingOf(buf).find("/dev/shm/braid-"), std::string::npos) << mappingOf(buf);
-  ASSERT_EQ(munmap(buf, kBytes), 0);
-  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
-  EXPECT_EQ(mappingOf(buf), "");
-}
-
-// Registration re-backs whole pages only: a buffer sharing its first or last
-// page with other data stays private (another thread's write there during the
-// re-backing would be lost), and is registered all the same.
-TEST_F(ApiErrors, RegisterSharesOnlyBuffersOfWholePages) {
-  constexpr size_t kPage = 4096;
-  void* mem = mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  char* base = static_cast<char*>(mem);
-  void* handle = nullptr;
-  ASSERT_EQ(braidCommRegister(comm_, base + 64, 2 * kPage, &handle), braidSuccess);
-  EXPECT_EQ(mappingOf(base + kPage).find("/dev/shm"), std::string::npos) << mappingOf(base);
-  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
-  ASSERT_EQ(braidCommRegister(comm_, base + kPage, 2 * kPage + 8, &handle), braidSuccess);
-  EXPECT_EQ(mappingOf(base + kPage).find("/dev/shm"), std::string::npos) << mappingOf(base);
-  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
-  ASSERT_EQ(braidCommRegister(comm_, base + kPage, 2 * kPage, &handle), braidSuccess);
-  EXPECT_NE(mappingOf(base + kPage).find("/dev/shm/braid-"), std::string::npos)
-      << mappingOf(base + kPage);
-  EXPECT_EQ(mappingOf(base).find("/dev/shm"), std::string::npos) << "the page before is shared";
-  EXPECT_EQ(mappingOf(base + 3 * kPage).find("/dev/shm"), std::string::npos)
-      << "the page after is shared";
-  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
-  munmap(mem, 4 * kPage);
-}
-
-// A child forked while a buffer is registered gets the buffer as private
-// memory would give it: what the child writes there stays in the child.
-TEST_F(ApiErrors, ForkedChildWritesToARegisteredBufferStayInTheChild) {
-  constexpr size_t kBytes = 64 << 10;
-  void* mem = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* bytes = static_cast<uint8_t*>(mem);
-  std::memset(bytes, 0x11, kBytes);
-  void* handle = nullptr;
-  ASSERT_EQ(braidCommRegister(comm_, mem, kBytes, &handle), braidSuccess);
-  ASSERT_NE(mappingOf(mem).find("/dev/shm/braid-"), std::string::npos) << mappingOf(mem);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::memset(bytes, 0x22, kBytes);
-    bool own = bytes[0] == 0x22 && bytes[kBytes - 1] == 0x22;
-    _exit(own ? 0 : 3);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  size_t changed = 0;
-  for (size_t i = 0; i < kBytes; ++i) changed += bytes[i] != 0x11;
-  EXPECT_EQ(changed, 0u) << "the child's writes reached the parent's registered buffer";
-  // The parent's registration is intact: still shared, deregistered as usual.
-  EXPECT_NE(mappingOf(mem).find("/dev/shm/braid-"), std::string::npos) << mappingOf(mem);
-  EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
-  EXPECT_EQ(bytes[kBytes / 2], 0x11);
-  munmap(mem, kBytes);
 }
 
 TEST_F(ApiErrors, ZeroCountWithNullBuffersIsAccepted) {
