@@ -8,7 +8,7 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench symbols torch diag bigwindow mps pack]
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench symbols torch floor diag bigwindow mps pack]
 #        (default: build test sanitize bench symbols torch pack)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +109,8 @@ for step in "${steps[@]}"; do
       fi;;
     pack)
       tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs";;
+    floor)  # NVIDIA's NCCL at 1 rank (torch's), the time floor per size
+      PYTHONUNBUFFERED=1 python3 perf/gpu/nccl_floor.py 2>&1 | tee "$out/logs/nccl_floor.log" | grep -v Warning;;
     torch)
       PYTHONUNBUFFERED=1 python3 tests/compat/torch_nccl_dropin.py "$root/build-gpu/lib/libnccl.so.2" \
         2>&1 | tee "$out/logs/torch.log" | tail -40;;

@@ -1,21 +1,30 @@
 #include "api/cuda_ipc.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "api/handle.h"
+#include "core/clock.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "core/transport.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/reduce.h"
+#include "transports/shm/shm_transport.h"
 
 namespace braid {
 namespace {
 
 using algo::Collective;
+
+constexpr size_t kFlagsBytes = 4096;  // the counters' page
+constexpr size_t kNameBytes = 64;
+// A counter at or past this was released by a watch thread (every wait passes).
+constexpr uint64_t kReleased = uint64_t{1} << 62;
 
 // What each rank tells the others at set-up (all-gathered as bytes).
 struct SetupRecord {
@@ -23,6 +32,7 @@ struct SetupRecord {
   int32_t device;  // the CUDA device it lives on (this process's numbering)
   cuda::DeviceUuid uuid;
   cuda::IpcHandle handle;
+  char flagsName[kNameBytes];  // rank 0: the counters' region
 };
 
 // Elements [lo, hi) of `count` that rank q of n handles in a two-shot round.
@@ -33,6 +43,11 @@ size_t sliceStart(size_t count, int q, int n) {
 bool isDevice(const void* p) { return cuda::memoryKind(p) == cuda::MemoryKind::kDevice; }
 
 }  // namespace
+
+struct alignas(128) DeviceWindows::Counter {
+  std::atomic<uint64_t> value{0};
+};
+static_assert(sizeof(std::atomic<uint64_t>) == 8, "counters are written by the GPU as 8 bytes");
 
 bool DeviceWindows::supports(const OpRequest& op, int nranks) {
   if (op.kind != OpRequest::Kind::kCollective) return false;
@@ -51,7 +66,7 @@ bool DeviceWindows::supports(const OpRequest& op, int nranks) {
 }
 
 std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
-  const Comm& c = *comm->comm;
+  Comm& c = *comm->comm;
   auto refuse = [](const std::string& why) {
     BRAID_INFO("device windows (CUDA IPC) off: %s; device buffers are staged through host memory",
                why.c_str());
@@ -64,23 +79,26 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
                   std::to_string(cuda::kMaxReduceInputs) + ")");
   }
   const int64_t bytes = envInt("BRAID_CUDA_WINDOW_BYTES", 64 << 20);
-  if (bytes < 4096) return refuse("BRAID_CUDA_WINDOW_BYTES is below 4096");
+  if (bytes < 8192) return refuse("BRAID_CUDA_WINDOW_BYTES is below 8192");
 
   std::unique_ptr<DeviceWindows> w(new DeviceWindows());
+  w->comm_ = &c;
   w->rank_ = c.rank();
   w->nranks_ = c.nranks();
-  w->bytes_ = static_cast<size_t>(bytes) / 256 * 256;
+  w->halfBytes_ = static_cast<size_t>(bytes) / 2 / 256 * 256;
   w->twoShotBytes_ = static_cast<size_t>(envInt("BRAID_CUDA_TWO_SHOT_BYTES", 1 << 20));
   w->twoShotForced_ = std::getenv("BRAID_CUDA_TWO_SHOT_BYTES") != nullptr;
   w->windows_.assign(static_cast<size_t>(w->nranks_), nullptr);
+  w->shm_ = transport::shm::makeShmTransport();
 
-  // This rank's window and its handle; a failure is told to the others, not returned.
+  // This rank's window and its handle (rank 0: also the counters' region); a failure is
+  // told to the others, not returned.
   SetupRecord mine{};
   std::string why;
   Expected<int> device = cuda::currentDevice();
   Expected<cuda::DeviceUuid> uuid = device.isOk() ? cuda::deviceUuid(device.value())
                                                   : Expected<cuda::DeviceUuid>(device.status());
-  Expected<void*> mem = uuid.isOk() ? cuda::deviceAlloc(w->bytes_) : uuid.status();
+  Expected<void*> mem = uuid.isOk() ? cuda::deviceAlloc(2 * w->halfBytes_) : uuid.status();
   if (mem.isOk()) {
     w->own_ = mem.value();
     Expected<cuda::IpcHandle> h = cuda::ipcHandle(w->own_);
@@ -94,6 +112,15 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
     }
   } else {
     why = mem.status().message();
+  }
+  if (w->rank_ == 0 && why.empty()) {
+    Expected<std::unique_ptr<SharedRegion>> r = w->shm_->createRegion(kFlagsBytes);
+    if (r.isOk() && r.value()->name().size() < kNameBytes) {
+      w->flags_ = std::move(r).value();
+      std::memcpy(mine.flagsName, w->flags_->name().data(), w->flags_->name().size());
+    } else {
+      why = r.isOk() ? "the counters' region name is too long" : r.status().message();
+    }
   }
   std::vector<SetupRecord> all(static_cast<size_t>(w->nranks_));
   OpRequest gather;
@@ -125,6 +152,44 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
       }
     }
   }
+  // The counters: rank 0's region, mapped by all, page-locked for the devices; then one
+  // barrier's stream operations on a stream of our own, to learn the driver runs them.
+  if (why.empty() && w->rank_ != 0) {
+    const char* name = all[0].flagsName;
+    Expected<std::unique_ptr<SharedRegion>> r =
+        w->shm_->openRegion(std::string(name, strnlen(name, kNameBytes)), kFlagsBytes);
+    if (r.isOk()) {
+      w->flags_ = std::move(r).value();
+    } else {
+      why = "mapping the barrier counters: " + r.status().message();
+    }
+  }
+  if (why.empty()) {
+    w->counters_ = static_cast<Counter*>(w->flags_->base());
+    Expected<void*> dev = cuda::hostRegister(w->flags_->base(), kFlagsBytes);
+    if (dev.isOk()) {
+      w->countersDevice_ = static_cast<char*>(dev.value());
+      Expected<void*> s = cuda::streamCreate();
+      Status probe = s.isOk() ? Status::ok() : s.status();
+      char* myCounter = w->countersDevice_ + static_cast<size_t>(w->rank_) * sizeof(Counter);
+      if (probe.isOk()) probe = cuda::streamWriteValue64(s.value(), myCounter, 0);
+      if (probe.isOk()) probe = cuda::streamWaitValue64(s.value(), myCounter, 0);
+      if (probe.isOk()) probe = cuda::streamSynchronize(s.value());
+      if (s.isOk()) (void)cuda::streamDestroy(s.value());
+      if (!probe.isOk()) why = "stream memory operations: " + probe.message();
+    } else {
+      w->counters_ = nullptr;
+      why = "page-locking the barrier counters: " + dev.status().message();
+    }
+  }
+  if (why.empty()) {
+    Expected<void*> e = cuda::eventCreate();
+    if (e.isOk()) {
+      w->lastEvent_ = e.value();
+    } else {
+      why = e.status().message();
+    }
+  }
   // Every rank uses the windows, or none does.
   uint8_t ok = why.empty() ? 1 : 0;
   OpRequest agree;
@@ -134,205 +199,342 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
   agree.datatype = braidUint8;
   agree.op = braidMin;
   st = runOpsLocked(comm, &agree, 1);
+  if (w->flags_ != nullptr) w->flags_->unlinkName();  // every rank has it mapped, or gave up
   if (!st.isOk() || ok == 0) {
+    w->released_ = true;  // nothing ran: the destructor only frees
     return refuse(!why.empty() ? why : !st.isOk() ? st.message() : "a peer could not map them");
   }
-  BRAID_INFO("device windows (CUDA IPC): %zu bytes per rank on device %d, %d ranks%s",
-             w->bytes_, mine.device, w->nranks_, w->oneDevice_ ? ", all on this one GPU" : "");
+  w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
+  BRAID_INFO("device windows (CUDA IPC): %zu bytes per rank on device %d, %d ranks%s; "
+             "barriers on the GPU",
+             2 * w->halfBytes_, mine.device, w->nranks_,
+             w->oneDevice_ ? ", all on this one GPU" : "");
   return w;
 }
 
 DeviceWindows::~DeviceWindows() {
+  const bool started = watcher_.joinable();
+  if (started && (comm_->aborted() || comm_->failed())) {
+    release(comm_->failed() ? comm_->asyncError() : Status(braidInvalidUsage, "aborted"));
+  }
+  Status st = started ? flush() : Status::ok();
+  if (started) {
+    {
+      std::lock_guard<std::mutex> lock(watchMu_);
+      stopping_ = true;
+    }
+    watchCv_.notify_all();
+    watcher_.join();
+  }
   for (int q = 0; q < nranks_; ++q) {
     char* p = windows_.empty() ? nullptr : windows_[static_cast<size_t>(q)];
     if (p != nullptr && q != rank_) (void)cuda::ipcClose(p);
   }
-  if (own_ != nullptr) (void)cuda::deviceFree(own_);
+  // Every rank has let go of every window before any is freed (freeing memory a peer
+  // still maps is undefined in CUDA IPC): one more barrier, on the host.
+  bool clean = started && st.isOk() && !released_.load();
+  if (clean) {
+    const uint64_t e = epoch_.load() + 1;
+    counters_[rank_].value.store(e, std::memory_order_release);
+    Deadline deadline = comm_->deadline();
+    for (int q = 0; q < nranks_ && clean; ++q) {
+      while (counters_[q].value.load(std::memory_order_acquire) < e) {
+        if (deadline.expired() || deadline.cancelled() || comm_->failed()) {
+          clean = false;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
+  }
+  if (own_ != nullptr) {
+    if (clean || !started) {
+      (void)cuda::deviceFree(own_);
+    } else {
+      BRAID_INFO("device windows: leaving this rank's window allocated (a peer may still map it)");
+    }
+  }
+  if (scratch_ != nullptr) (void)cuda::deviceFree(scratch_);
+  if (lastEvent_ != nullptr) (void)cuda::eventDestroy(lastEvent_);
+  if (countersDevice_ != nullptr) (void)cuda::hostUnregister(flags_->base());
 }
 
-// Waits for the stream, then meets every rank. With `agree`, the ranks also learn the
-// smallest of their *agree values (1: ready to go direct; 0: stage this call).
-Status DeviceWindows::barrier(braidComm* comm, void* stream, uint8_t* agree) {
-  BRAID_TRY(cuda::streamSynchronize(stream));
-  uint8_t one = 1;
-  uint8_t* value = agree != nullptr ? agree : &one;
-  OpRequest b;
-  b.send = value;
-  b.recv = value;
-  b.count = 1;
-  b.datatype = braidUint8;
-  b.op = braidMin;
-  return runOpsLocked(comm, &b, 1);
+// Releases every rank's barriers for good and raises the communicator's error (any
+// thread; idempotent).
+void DeviceWindows::release(const Status& why) {
+  if (released_.exchange(true)) return;
+  for (int q = 0; q < nranks_; ++q) {
+    counters_[q].value.store(kReleased, std::memory_order_release);
+  }
+  comm_->raiseAsyncError(why);
+  BRAID_WARN("%s", why.message().c_str());
 }
 
-// A round's first barrier. In the first round it also agrees that every rank's receive
-// buffer is device memory (kernels write it); where one is not, *staged is set on every
-// rank and no one goes on.
-Status DeviceWindows::meet(braidComm* comm, void* stream, bool firstRound, const void* recv,
-                           bool* staged) {
-  if (!firstRound) return barrier(comm, stream);
-  uint8_t agree = isDevice(recv) ? 1 : 0;
-  BRAID_TRY(barrier(comm, stream, &agree));
-  if (agree != 0) return Status::ok();
-  *staged = true;
-  return barrier(comm, stream);  // no one refills a window a peer may still be reading
-}
-
-Status DeviceWindows::run(braidComm* comm, const OpRequest& op, void* stream, bool* staged) {
-  *staged = false;
-  if (op.count == 0) return Status::ok();
-  switch (op.collective) {
-    case Collective::kAllReduce: return allReduce(comm, op, stream, staged);
-    case Collective::kReduceScatter: return reduceScatter(comm, op, stream, staged);
-    case Collective::kAllGather: return allGather(comm, op, stream, staged);
-    case Collective::kBroadcast: return broadcast(comm, op, stream, staged);
-    case Collective::kAllToAll: return allToAll(comm, op, stream, staged);
-    default: *staged = true; return Status::ok();
+void DeviceWindows::watch() {
+  std::vector<uint64_t> seen(static_cast<size_t>(nranks_), 0);
+  uint64_t changedAt = nowNs();
+  const uint64_t timeoutNs = static_cast<uint64_t>(comm_->config().timeoutMs) * 1000000ull;
+  std::unique_lock<std::mutex> lock(watchMu_);
+  while (!stopping_) {
+    if (released_.load()) {
+      watchCv_.wait(lock);
+      continue;
+    }
+    bool changed = false, pending = false, behind = false, peerReleased = false;
+    const uint64_t mine = counters_[rank_].value.load(std::memory_order_acquire);
+    pending = mine < epoch_.load(std::memory_order_relaxed);
+    std::string lagging;
+    for (int q = 0; q < nranks_; ++q) {
+      const uint64_t v = counters_[q].value.load(std::memory_order_acquire);
+      if (v >= kReleased) peerReleased = true;
+      changed = changed || v != seen[static_cast<size_t>(q)];
+      seen[static_cast<size_t>(q)] = v;
+      if (v < mine) {
+        behind = pending = true;
+        lagging += (lagging.empty() ? "" : ", ") + std::to_string(q);
+      }
+    }
+    const uint64_t now = nowNs();
+    if (changed) changedAt = now;
+    if (peerReleased) {
+      released_ = true;
+      comm_->raiseAsyncError(Status(braidRemoteError,
+                                    "device windows: another rank released the GPU barriers "
+                                    "(a peer failed or timed out); results since are undefined"));
+    } else if (comm_->failed() || comm_->aborted()) {
+      release(comm_->failed()
+                  ? comm_->asyncError().withContext("device windows: ")
+                  : Status(braidInvalidUsage, "device windows: the communicator was aborted"));
+    } else if (behind && now - changedAt > timeoutNs) {
+      release(Status(braidTimeout,
+                     "device windows: rank(s) " + lagging + " did not reach GPU barrier #" +
+                         std::to_string(mine) + " within " +
+                         std::to_string(comm_->config().timeoutMs) +
+                         " ms of this rank; every rank's barriers are released and results "
+                         "since are undefined"));
+    }
+    if (pending) {
+      watchCv_.wait_for(lock, std::chrono::milliseconds(2));
+    } else {
+      watchCv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
   }
 }
 
-Status DeviceWindows::allReduce(braidComm* comm, const OpRequest& op, void* stream,
-                                bool* staged) {
+// Orders this call after the communicator's last one when that ran on another stream.
+Status DeviceWindows::order(void* stream) {
+  if (!anyCall_ || stream == lastStream_) return Status::ok();
+  return cuda::streamWaitEvent(stream, lastEvent_);
+}
+
+Status DeviceWindows::finishCall(void* stream) {
+  BRAID_TRY(cuda::eventRecord(lastEvent_, stream));
+  lastStream_ = stream;
+  anyCall_ = true;
+  return Status::ok();
+}
+
+// Enqueues barrier e: this rank's counter becomes e once the stream's work so far has
+// finished, and the stream's later work waits until every peer's counter is at least e.
+Status DeviceWindows::barrier(void* stream) {
+  const uint64_t e = epoch_.load(std::memory_order_relaxed) + 1;
+  epoch_.store(e, std::memory_order_relaxed);
+  for (int q = 0; q < nranks_; ++q) {
+    char* counter = countersDevice_ + static_cast<size_t>(q) * sizeof(Counter);
+    BRAID_TRY(q == rank_ ? cuda::streamWriteValue64(stream, counter, e)
+                         : cuda::streamWaitValue64(stream, counter, e));
+  }
+  if (e % 64 == 1) watchCv_.notify_one();  // wakes an idle watch within a few calls
+  return Status::ok();
+}
+
+Status DeviceWindows::flush() {
+  if (!anyCall_) return Status::ok();
+  return cuda::eventSynchronize(lastEvent_);
+}
+
+// Null where kernels may write `recv`; else a device buffer of at least `bytes` (one
+// round's output) that the caller copies from.
+void* DeviceWindows::scratchFor(const void* recv, size_t bytes, Status* st) {
+  if (isDevice(recv)) return nullptr;
+  if (scratchBytes_ < bytes) {
+    if (scratch_ != nullptr) (void)cuda::deviceFree(scratch_);
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+    Expected<void*> m = cuda::deviceAlloc(halfBytes_);
+    if (!m.isOk()) {
+      *st = m.status();
+      return nullptr;
+    }
+    scratch_ = m.value();
+    scratchBytes_ = halfBytes_;
+  }
+  return scratch_;
+}
+
+Status DeviceWindows::run(const OpRequest& op, void* stream) {
+  if (released_.load()) {
+    Status err = comm_->asyncError();
+    return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
+  }
+  if (op.count == 0) return Status::ok();
+  Status st = order(stream);
+  if (st.isOk()) {
+    switch (op.collective) {
+      case Collective::kAllReduce: st = allReduce(op, stream); break;
+      case Collective::kReduceScatter: st = reduceScatter(op, stream); break;
+      case Collective::kAllGather: st = allGather(op, stream); break;
+      case Collective::kBroadcast: st = broadcast(op, stream); break;
+      case Collective::kAllToAll: st = allToAll(op, stream); break;
+      default: st = Status(braidInternalError, "device windows: unsupported collective");
+    }
+  }
+  if (st.isOk()) st = finishCall(stream);
+  // A call enqueued in part leaves the ranks' barrier counts apart: release them now
+  // rather than let the peers wait for the timeout.
+  if (!st.isOk()) release(st.withContext("device windows: enqueueing a call failed: "));
+  return st;
+}
+
+Status DeviceWindows::allReduce(const OpRequest& op, void* stream) {
   const size_t es = datatypeSize(op.datatype);
-  const size_t chunk = bytes_ / es;
+  const size_t chunk = halfBytes_ / es;
   // Ranks sharing one GPU take turns on it (each process is its own context), so every
   // round trip costs a context switch there: one-shot, with its one barrier less, wins
   // (measured on an H100: docs/architecture.md). Across GPUs two-shot spreads the reads.
   const bool twoShot = nranks_ >= 3 && op.count * es >= twoShotBytes_ &&
                        (!oneDevice_ || twoShotForced_);
-  const int divisor = nranks_;
   const char* send = static_cast<const char*>(op.send);
   char* recv = static_cast<char*>(op.recv);
+  Status st;
+  void* scratch = twoShot ? nullptr : scratchFor(recv, std::min(chunk, op.count) * es, &st);
+  BRAID_TRY(st);
   std::vector<const void*> srcs(static_cast<size_t>(nranks_));
   for (size_t off = 0; off < op.count; off += chunk) {
     const size_t n = std::min(chunk, op.count - off);
-    BRAID_TRY(cuda::copyAsync(own_, send + off * es, n * es, stream));
-    BRAID_TRY(meet(comm, stream, off == 0, recv, staged));
-    if (*staged) return Status::ok();
+    ++round_;
+    BRAID_TRY(cuda::copyAsync(half(rank_), send + off * es, n * es, stream));
+    BRAID_TRY(barrier(stream));
     if (!twoShot) {
-      for (int q = 0; q < nranks_; ++q) srcs[static_cast<size_t>(q)] = win(q);
-      BRAID_TRY(cuda::launchReduce(recv + off * es, srcs.data(), nranks_, n, op.datatype, op.op,
-                                   divisor, stream));
-    } else {
-      const size_t lo = sliceStart(n, rank_, nranks_), hi = sliceStart(n, rank_ + 1, nranks_);
-      for (int q = 0; q < nranks_; ++q) srcs[static_cast<size_t>(q)] = win(q) + lo * es;
-      if (hi > lo) {
-        BRAID_TRY(cuda::launchReduce(win(rank_) + lo * es, srcs.data(), nranks_, hi - lo,
-                                     op.datatype, op.op, divisor, stream));
-      }
-      BRAID_TRY(barrier(comm, stream));
-      for (int q = 0; q < nranks_; ++q) {
-        const size_t qlo = sliceStart(n, q, nranks_), qhi = sliceStart(n, q + 1, nranks_);
-        BRAID_TRY(cuda::copyAsync(recv + (off + qlo) * es, win(q) + qlo * es, (qhi - qlo) * es,
-                                  stream));
-      }
+      for (int q = 0; q < nranks_; ++q) srcs[static_cast<size_t>(q)] = half(q);
+      void* dst = scratch != nullptr ? scratch : recv + off * es;
+      BRAID_TRY(cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_,
+                                   stream));
+      if (scratch != nullptr) BRAID_TRY(cuda::copyAsync(recv + off * es, scratch, n * es, stream));
+      continue;
     }
-    BRAID_TRY(barrier(comm, stream));
+    const size_t lo = sliceStart(n, rank_, nranks_), hi = sliceStart(n, rank_ + 1, nranks_);
+    for (int q = 0; q < nranks_; ++q) srcs[static_cast<size_t>(q)] = half(q) + lo * es;
+    if (hi > lo) {
+      BRAID_TRY(cuda::launchReduce(half(rank_) + lo * es, srcs.data(), nranks_, hi - lo,
+                                   op.datatype, op.op, nranks_, stream));
+    }
+    BRAID_TRY(barrier(stream));
+    for (int q = 0; q < nranks_; ++q) {
+      const size_t qlo = sliceStart(n, q, nranks_), qhi = sliceStart(n, q + 1, nranks_);
+      BRAID_TRY(cuda::copyAsync(recv + (off + qlo) * es, half(q) + qlo * es, (qhi - qlo) * es,
+                                stream));
+    }
   }
   return Status::ok();
 }
 
-// Elements [off, off + n) of each of the nranks blocks of op's input into this rank's
-// window, block q at q * chunk elements (reduce-scatter and all-to-all).
-Status DeviceWindows::copyBlocksIn(const OpRequest& op, size_t off, size_t n, size_t chunk,
-                                   void* stream) {
+// Elements [off, off + n) of each of the nranks blocks of op's input into `to`, block q
+// at q * chunk elements (reduce-scatter and all-to-all).
+Status DeviceWindows::copyBlocksIn(const OpRequest& op, char* to, size_t off, size_t n,
+                                   size_t chunk, void* stream) {
   const size_t es = datatypeSize(op.datatype);
   const char* send = static_cast<const char*>(op.send);
   for (int q = 0; q < nranks_; ++q) {
-    BRAID_TRY(cuda::copyAsync(win(rank_) + static_cast<size_t>(q) * chunk * es,
+    BRAID_TRY(cuda::copyAsync(to + static_cast<size_t>(q) * chunk * es,
                               send + (static_cast<size_t>(q) * op.count + off) * es, n * es,
                               stream));
   }
   return Status::ok();
 }
 
-Status DeviceWindows::reduceScatter(braidComm* comm, const OpRequest& op, void* stream,
-                                    bool* staged) {
+Status DeviceWindows::reduceScatter(const OpRequest& op, void* stream) {
   const size_t es = datatypeSize(op.datatype);
-  const size_t chunk = bytes_ / (es * static_cast<size_t>(nranks_));  // per block, per round
-  if (chunk == 0) {
-    *staged = true;
-    return Status::ok();
-  }
+  const size_t chunk = halfBytes_ / (es * static_cast<size_t>(nranks_));  // per block, per round
   char* recv = static_cast<char*>(op.recv);
+  Status st;
+  void* scratch = scratchFor(recv, std::min(chunk, op.count) * es, &st);
+  BRAID_TRY(st);
   std::vector<const void*> srcs(static_cast<size_t>(nranks_));
   for (size_t off = 0; off < op.count; off += chunk) {
     const size_t n = std::min(chunk, op.count - off);
-    BRAID_TRY(copyBlocksIn(op, off, n, chunk, stream));
-    BRAID_TRY(meet(comm, stream, off == 0, recv, staged));
-    if (*staged) return Status::ok();
+    ++round_;
+    BRAID_TRY(copyBlocksIn(op, half(rank_), off, n, chunk, stream));
+    BRAID_TRY(barrier(stream));
     for (int q = 0; q < nranks_; ++q) {
-      srcs[static_cast<size_t>(q)] = win(q) + static_cast<size_t>(rank_) * chunk * es;
+      srcs[static_cast<size_t>(q)] = half(q) + static_cast<size_t>(rank_) * chunk * es;
     }
-    BRAID_TRY(cuda::launchReduce(recv + off * es, srcs.data(), nranks_, n, op.datatype, op.op,
-                                 nranks_, stream));
-    BRAID_TRY(barrier(comm, stream));
+    void* dst = scratch != nullptr ? scratch : recv + off * es;
+    BRAID_TRY(cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_,
+                                 stream));
+    if (scratch != nullptr) BRAID_TRY(cuda::copyAsync(recv + off * es, scratch, n * es, stream));
   }
   return Status::ok();
 }
 
-Status DeviceWindows::allGather(braidComm* comm, const OpRequest& op, void* stream, bool*) {
+Status DeviceWindows::allGather(const OpRequest& op, void* stream) {
   const size_t es = datatypeSize(op.datatype);
-  const size_t chunk = bytes_ / es;
+  const size_t chunk = halfBytes_ / es;
   const size_t block = op.count * es;
   const char* send = static_cast<const char*>(op.send);
   char* recv = static_cast<char*>(op.recv);
   const bool inPlace = send == recv + static_cast<size_t>(rank_) * block;
   for (size_t off = 0; off < op.count; off += chunk) {
     const size_t n = std::min(chunk, op.count - off);
-    BRAID_TRY(cuda::copyAsync(own_, send + off * es, n * es, stream));
-    BRAID_TRY(barrier(comm, stream));
+    ++round_;
+    BRAID_TRY(cuda::copyAsync(half(rank_), send + off * es, n * es, stream));
+    BRAID_TRY(barrier(stream));
     for (int q = 0; q < nranks_; ++q) {
       char* dst = recv + static_cast<size_t>(q) * block + off * es;
       if (q == rank_) {
         if (!inPlace) BRAID_TRY(cuda::copyAsync(dst, send + off * es, n * es, stream));
       } else {
-        BRAID_TRY(cuda::copyAsync(dst, win(q), n * es, stream));
+        BRAID_TRY(cuda::copyAsync(dst, half(q), n * es, stream));
       }
     }
-    BRAID_TRY(barrier(comm, stream));
   }
   return Status::ok();
 }
 
-Status DeviceWindows::broadcast(braidComm* comm, const OpRequest& op, void* stream, bool*) {
+Status DeviceWindows::broadcast(const OpRequest& op, void* stream) {
   const size_t es = datatypeSize(op.datatype);
-  const size_t chunk = bytes_ / es;
+  const size_t chunk = halfBytes_ / es;
   const bool root = rank_ == op.root;
   const char* send = static_cast<const char*>(op.send);
   char* recv = static_cast<char*>(op.recv);
   for (size_t off = 0; off < op.count; off += chunk) {
     const size_t n = std::min(chunk, op.count - off);
-    if (root) BRAID_TRY(cuda::copyAsync(own_, send + off * es, n * es, stream));
-    BRAID_TRY(barrier(comm, stream));
+    ++round_;
+    if (root) BRAID_TRY(cuda::copyAsync(half(rank_), send + off * es, n * es, stream));
+    BRAID_TRY(barrier(stream));
     if (!root) {
-      BRAID_TRY(cuda::copyAsync(recv + off * es, win(op.root), n * es, stream));
+      BRAID_TRY(cuda::copyAsync(recv + off * es, half(op.root), n * es, stream));
     } else if (send != recv) {
       BRAID_TRY(cuda::copyAsync(recv + off * es, send + off * es, n * es, stream));
     }
-    BRAID_TRY(barrier(comm, stream));
   }
   return Status::ok();
 }
 
-Status DeviceWindows::allToAll(braidComm* comm, const OpRequest& op, void* stream,
-                               bool* staged) {
+Status DeviceWindows::allToAll(const OpRequest& op, void* stream) {
   const size_t es = datatypeSize(op.datatype);
-  const size_t chunk = bytes_ / (es * static_cast<size_t>(nranks_));
-  if (chunk == 0) {
-    *staged = true;
-    return Status::ok();
-  }
+  const size_t chunk = halfBytes_ / (es * static_cast<size_t>(nranks_));
   char* recv = static_cast<char*>(op.recv);
   for (size_t off = 0; off < op.count; off += chunk) {
     const size_t n = std::min(chunk, op.count - off);
-    BRAID_TRY(copyBlocksIn(op, off, n, chunk, stream));
-    BRAID_TRY(barrier(comm, stream));
+    ++round_;
+    BRAID_TRY(copyBlocksIn(op, half(rank_), off, n, chunk, stream));
+    BRAID_TRY(barrier(stream));
     for (int q = 0; q < nranks_; ++q) {
       BRAID_TRY(cuda::copyAsync(recv + (static_cast<size_t>(q) * op.count + off) * es,
-                                win(q) + static_cast<size_t>(rank_) * chunk * es, n * es, stream));
+                                half(q) + static_cast<size_t>(rank_) * chunk * es, n * es,
+                                stream));
     }
-    BRAID_TRY(barrier(comm, stream));
   }
   return Status::ok();
 }

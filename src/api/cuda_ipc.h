@@ -1,34 +1,53 @@
-// DeviceWindows: the direct GPU path for ranks of one node (CUDA IPC).
+// DeviceWindows: the direct GPU path for ranks of one node (CUDA IPC), ordered on the
+// caller's CUDA stream and returning at once, as NCCL's calls do.
 //
-// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 64 MiB) and
-// every peer maps it with CUDA IPC, so device data never leaves the GPU(s): a call copies
-// its input into its own window on the caller's stream, the ranks meet at a host barrier,
-// and the reduction or copy kernels read the peers' windows where they lie and write the
-// result straight into the receive buffer. All-reduce is one-shot (every rank reduces
-// everything) or two-shot (each rank reduces a slice in its window, then every rank
-// gathers the slices) from BRAID_CUDA_TWO_SHOT_BYTES with 3 or more ranks on different
-// GPUs (ranks sharing one GPU stay one-shot unless that variable is set). Inputs larger
-// than a window go in rounds.
+// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 64 MiB) in two
+// halves, and every peer maps it with CUDA IPC, so device data never leaves the GPU(s). A
+// round of a call copies this rank's input into its own window's half (round % 2) on the
+// stream, passes a barrier, and then the reduction or copy kernels read the peers' halves
+// where they lie and write the result straight into the receive buffer. All-reduce is
+// one-shot (every rank reduces everything) or two-shot (each rank reduces a slice in its
+// half, a second barrier, then every rank gathers the slices) from
+// BRAID_CUDA_TWO_SHOT_BYTES with 3 or more ranks on different GPUs (ranks sharing one GPU
+// stay one-shot unless that variable is set). Inputs larger than a half go in rounds.
 //
-// Ordering: CUDA work of the calling stream before the call is seen (the copy-in runs on
-// it); the host waits for the stream before each barrier, so the call returns with the
-// result written (it blocks, as the staged path does). Host barriers are Braid's own
-// all-reduces over the node's transport, with their timeouts: a dead or stuck peer is an
-// error, never a hang.
+// The barriers run on the GPU, not on a host thread: the ranks share one page of host
+// memory (an shm region, page-locked and mapped for the devices) with a counter per rank.
+// Barrier e is a stream write of e to this rank's counter (after the round's copy-in has
+// finished) and a stream wait until every peer's counter is at least e. Two halves make
+// one barrier per round enough: a rank refills half h only after passing the barrier of
+// the round in between, which no peer reaches before its reads of half h have finished.
+// The calling thread only enqueues; consecutive calls of a communicator on different
+// streams are ordered by an event (each waits for the last).
+//
+// Never a silent hang: a watch thread looks at the counters while barriers are pending.
+// If this rank has passed a barrier that a peer has not reached for the communicator's
+// timeout, or the communicator failed (a peer died) or was aborted, it releases every
+// barrier of every rank for good (the counters jump far ahead) and raises the
+// communicator's asynchronous error (braidCommGetAsyncError); results after that are
+// undefined and later calls fail with that error.
 //
 // Set-up is collective and happens at the first device call that can use the windows; if
-// any rank cannot (no IPC, no peer access between the devices, no memory, more than 8
-// ranks, ranks on several nodes, BRAID_CUDA_IPC=0), every rank keeps the staged path and
-// INFO says why. Per call, the first barrier also agrees that every rank's receive buffer
-// is device memory (kernels write it); otherwise that call is staged on every rank.
+// any rank cannot (no IPC, no peer access between the devices, no memory, no stream memory
+// operations, more than 8 ranks, ranks on several nodes, BRAID_CUDA_IPC=0), every rank
+// keeps the staged path and INFO says why. A rank whose receive buffer is not device
+// memory reduces into a device scratch buffer and copies from it (the kernels write only
+// device memory); copies take any memory.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "api/ops.h"
 
 namespace braid {
+
+class SharedRegion;
+class Transport;
 
 class DeviceWindows {
  public:
@@ -37,34 +56,68 @@ class DeviceWindows {
   static bool supports(const OpRequest& op, int nranks);
   // Collective over comm; the caller holds comm->opMu. Null: use the staged path.
   static std::unique_ptr<DeviceWindows> create(braidComm* comm);
+  // Waits for this rank's enqueued work, then for every rank to let go of the windows
+  // (bounded by the timeout; skipped after a failure, when the window is left allocated
+  // rather than freed under a peer that may still map it).
   ~DeviceWindows();
   DeviceWindows(const DeviceWindows&) = delete;
   DeviceWindows& operator=(const DeviceWindows&) = delete;
 
-  // Runs op over the windows on `stream`. *staged is set when the ranks agreed to stage
-  // this call instead (nothing was written). The caller holds comm->opMu.
-  Status run(braidComm* comm, const OpRequest& op, void* stream, bool* staged);
+  // Enqueues op on `stream` and returns. The caller holds comm->opMu.
+  Status run(const OpRequest& op, void* stream);
+  // Blocks until the work enqueued so far has finished (braidCommFinalize).
+  Status flush();
 
  private:
+  struct Counter;
   DeviceWindows() = default;
-  Status barrier(braidComm* comm, void* stream, uint8_t* agree = nullptr);
-  Status meet(braidComm* comm, void* stream, bool firstRound, const void* recv, bool* staged);
-  Status copyBlocksIn(const OpRequest& op, size_t off, size_t n, size_t chunk, void* stream);
-  Status allReduce(braidComm* comm, const OpRequest& op, void* stream, bool* staged);
-  Status reduceScatter(braidComm* comm, const OpRequest& op, void* stream, bool* staged);
-  Status allGather(braidComm* comm, const OpRequest& op, void* stream, bool* staged);
-  Status broadcast(braidComm* comm, const OpRequest& op, void* stream, bool* staged);
-  Status allToAll(braidComm* comm, const OpRequest& op, void* stream, bool* staged);
-  char* win(int rank) const { return windows_[static_cast<size_t>(rank)]; }
+  Status order(void* stream);
+  Status barrier(void* stream);
+  Status finishCall(void* stream);
+  void* scratchFor(const void* recv, size_t bytes, Status* st);
+  Status copyBlocksIn(const OpRequest& op, char* half, size_t off, size_t n, size_t chunk,
+                      void* stream);
+  Status allReduce(const OpRequest& op, void* stream);
+  Status reduceScatter(const OpRequest& op, void* stream);
+  Status allGather(const OpRequest& op, void* stream);
+  Status broadcast(const OpRequest& op, void* stream);
+  Status allToAll(const OpRequest& op, void* stream);
+  // Rank q's half for the current round, as this process maps it.
+  char* half(int q) const {
+    return windows_[static_cast<size_t>(q)] + (round_ % 2) * halfBytes_;
+  }
+  void watch();
+  void release(const Status& why);
 
+  Comm* comm_ = nullptr;
   int rank_ = 0;
   int nranks_ = 1;
-  size_t bytes_ = 0;         // per window
+  size_t halfBytes_ = 0;     // per half of a window
   size_t twoShotBytes_ = 0;  // all-reduce from this size up is two-shot (3+ ranks)
-  bool oneDevice_ = true;      // every rank's window is on the same GPU
-  bool twoShotForced_ = false; // BRAID_CUDA_TWO_SHOT_BYTES set: two-shot on one GPU too
-  void* own_ = nullptr;      // this rank's window
+  bool oneDevice_ = true;       // every rank's window is on the same GPU
+  bool twoShotForced_ = false;  // BRAID_CUDA_TWO_SHOT_BYTES set: two-shot on one GPU too
+  void* own_ = nullptr;         // this rank's window
   std::vector<char*> windows_;  // every rank's window as this process maps it
+  uint64_t round_ = 0;          // rounds enqueued (their half: round_ % 2)
+
+  // The barrier counters (rank q's at counters_[q]), in a page every rank maps.
+  std::unique_ptr<Transport> shm_;
+  std::unique_ptr<SharedRegion> flags_;
+  Counter* counters_ = nullptr;    // as the host sees them
+  char* countersDevice_ = nullptr;  // as device work reaches them
+  std::atomic<uint64_t> epoch_{0};  // barriers enqueued by this rank
+  void* lastEvent_ = nullptr;       // recorded at the end of every call
+  void* lastStream_ = nullptr;
+  bool anyCall_ = false;
+  void* scratch_ = nullptr;  // device output for a receive buffer kernels cannot write
+  size_t scratchBytes_ = 0;
+
+  // The watch thread (see above).
+  std::thread watcher_;
+  std::mutex watchMu_;
+  std::condition_variable watchCv_;
+  bool stopping_ = false;
+  std::atomic<bool> released_{false};
 };
 
 }  // namespace braid

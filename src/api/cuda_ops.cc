@@ -92,26 +92,26 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
   return false;
 }
 
-// One collective the device windows run (set up at the first such call), else staged.
+// Collectives the device windows run (set up at the first such call) are enqueued on the
+// stream and return at once; a group runs there when all its calls can. Else staged.
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  if (isHostStream(stream) || ops.size() != 1 ||
-      !DeviceWindows::supports(ops[0], comm->comm->nranks())) {
-    return runStaged(comm, std::move(ops), stream);
+  bool direct = !isHostStream(stream) && !ops.empty();
+  for (const OpRequest& op : ops) {
+    direct = direct && DeviceWindows::supports(op, comm->comm->nranks());
   }
-  bool staged = false;
+  if (!direct) return runStaged(comm, std::move(ops), stream);
   {
     std::lock_guard<std::mutex> lock(comm->opMu);
     if (!comm->deviceWindowsTried) {
       comm->deviceWindowsTried = true;
       comm->deviceWindows = DeviceWindows::create(comm);
     }
-    if (comm->deviceWindows == nullptr) {
-      staged = true;
-    } else {
-      BRAID_TRY(comm->deviceWindows->run(comm, ops[0], stream, &staged));
+    if (comm->deviceWindows != nullptr) {
+      for (const OpRequest& op : ops) BRAID_TRY(comm->deviceWindows->run(op, stream));
+      return Status::ok();
     }
   }
-  return staged ? runStaged(comm, std::move(ops), stream) : Status::ok();
+  return runStaged(comm, std::move(ops), stream);
 }
 
 braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "api/cuda_ipc.h"
 #include "api/dump.h"
 #include "api/handle.h"
 #include "core/env.h"
@@ -237,6 +238,11 @@ braidResult_t braidCommFinalize(braidComm_t comm) {
   Status st = checkComm(comm);
   if (!st.isOk()) return finish(comm, st);
   drain(comm);
+  if (comm->deviceWindows != nullptr) {  // device calls enqueued on CUDA streams finish first
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    Status flushed = comm->deviceWindows->flush();
+    if (!flushed.isOk()) return finish(comm, flushed);
+  }
   comm->comm->finalize();
   return braidSuccess;
 }

@@ -71,6 +71,33 @@ PointerAttributesFn driverPointerAttributes() {
   return fn;
 }
 
+// The driver's stream memory operations, found like cuPointerGetAttributes (nullptr where
+// the driver lacks them).
+using StreamValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
+
+StreamValueFn driverEntry(const char* name) {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<StreamValueFn>(f);
+}
+
+Status streamValueOp(const char* name, StreamValueFn fn, void* stream, void* addr,
+                     uint64_t value, unsigned flags) {
+  if (fn == nullptr) {
+    return Status(braidUnhandledCudaError, std::string("the driver has no ") + name);
+  }
+  CUresult r = fn(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(addr), value, flags);
+  if (r == CUDA_SUCCESS) return Status::ok();
+  return Status(braidUnhandledCudaError,
+                std::string(name) + " failed: CUresult " + std::to_string(static_cast<int>(r)));
+}
+
 }  // namespace
 
 bool compiled() { return true; }
@@ -200,6 +227,69 @@ Status memsetAsync(void* dst, int value, size_t bytes, void* stream) {
   if (bytes == 0) return Status::ok();
   BRAID_CUDA_CALL(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)));
   return Status::ok();
+}
+
+Expected<bool> streamIdle(void* stream) {
+  cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+  if (err == cudaSuccess) return true;
+  if (err == cudaErrorNotReady) return false;
+  return cudaFailure("cudaStreamQuery", err);
+}
+
+Expected<void*> eventCreate() {
+  cudaEvent_t e = nullptr;
+  BRAID_CUDA_CALL(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return static_cast<void*>(e);
+}
+
+Status eventDestroy(void* event) {
+  BRAID_CUDA_CALL(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+  return Status::ok();
+}
+
+Status eventRecord(void* event, void* stream) {
+  BRAID_CUDA_CALL(
+      cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+  return Status::ok();
+}
+
+Status streamWaitEvent(void* stream, void* event) {
+  BRAID_CUDA_CALL(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
+  return Status::ok();
+}
+
+Status eventSynchronize(void* event) {
+  BRAID_CUDA_CALL(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
+  return Status::ok();
+}
+
+Expected<void*> hostRegister(void* p, size_t bytes) {
+  BRAID_CUDA_CALL(cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped));
+  void* device = nullptr;
+  cudaError_t err = cudaHostGetDevicePointer(&device, p, 0);
+  if (err != cudaSuccess) {
+    (void)cudaHostUnregister(p);
+    return cudaFailure("cudaHostGetDevicePointer", err);
+  }
+  return device;
+}
+
+Status hostUnregister(void* p) {
+  BRAID_CUDA_CALL(cudaHostUnregister(p));
+  return Status::ok();
+}
+
+Status streamWriteValue64(void* stream, void* deviceAddr, uint64_t value) {
+  static const StreamValueFn fn = driverEntry("cuStreamWriteValue64");
+  return streamValueOp("cuStreamWriteValue64", fn, stream, deviceAddr, value,
+                       CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+Status streamWaitValue64(void* stream, void* deviceAddr, uint64_t value) {
+  static const StreamValueFn fn = driverEntry("cuStreamWaitValue64");
+  return streamValueOp("cuStreamWaitValue64", fn, stream, deviceAddr, value,
+                       CU_STREAM_WAIT_VALUE_GEQ);
 }
 
 }  // namespace braid::cuda

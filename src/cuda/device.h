@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/status.h"
@@ -68,5 +69,31 @@ Expected<DeviceUuid> deviceUuid(int device);
 // Copies between any two kinds of memory (unified addressing), ordered on `stream`.
 Status copyAsync(void* dst, const void* src, size_t bytes, void* stream);
 Status memsetAsync(void* dst, int value, size_t bytes, void* stream);
+
+// Whether every piece of work on `stream` so far has finished (cudaStreamQuery).
+Expected<bool> streamIdle(void* stream);
+
+// Events for ordering streams (no timing): `record` marks the work `stream` has so far;
+// `streamWaitEvent` makes later work on `stream` wait for it; `eventSynchronize` blocks.
+Expected<void*> eventCreate();
+Status eventDestroy(void* event);
+Status eventRecord(void* event, void* stream);
+Status streamWaitEvent(void* stream, void* event);
+Status eventSynchronize(void* event);
+
+// Page-locks [p, p + bytes) (page-aligned host memory, a shared mapping too) and maps it
+// for every device; the returned address is where device work (kernels, the stream memory
+// operations below) reaches it. hostUnregister undoes it.
+Expected<void*> hostRegister(void* p, size_t bytes);
+Status hostUnregister(void* p);
+
+// Stream memory operations (the driver's cuStreamWriteValue64 / cuStreamWaitValue64):
+// once the work before it on `stream` has finished, write `value` to the 8 bytes at
+// `deviceAddr` (after that work's writes are visible); or hold back later work on `stream`
+// until the 8 bytes at `deviceAddr` are at least `value` (compared as a wrapping counter).
+// The GPU waits, no host thread: the caller returns at once. `deviceAddr` is an address
+// device work reaches (device memory, or host memory through hostRegister or pinnedAlloc).
+Status streamWriteValue64(void* stream, void* deviceAddr, uint64_t value);
+Status streamWaitValue64(void* stream, void* deviceAddr, uint64_t value);
 
 }  // namespace braid::cuda

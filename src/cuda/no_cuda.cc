@@ -36,6 +36,16 @@ Expected<int> currentDevice() { return notBuilt(); }
 Expected<DeviceUuid> deviceUuid(int) { return notBuilt(); }
 Status copyAsync(void*, const void*, size_t, void*) { return notBuilt(); }
 Status memsetAsync(void*, int, size_t, void*) { return notBuilt(); }
+Expected<bool> streamIdle(void*) { return notBuilt(); }
+Expected<void*> eventCreate() { return notBuilt(); }
+Status eventDestroy(void*) { return notBuilt(); }
+Status eventRecord(void*, void*) { return notBuilt(); }
+Status streamWaitEvent(void*, void*) { return notBuilt(); }
+Status eventSynchronize(void*) { return notBuilt(); }
+Expected<void*> hostRegister(void*, size_t) { return notBuilt(); }
+Status hostUnregister(void*) { return notBuilt(); }
+Status streamWriteValue64(void*, void*, uint64_t) { return notBuilt(); }
+Status streamWaitValue64(void*, void*, uint64_t) { return notBuilt(); }
 
 Status launchReduce(void*, const void* const*, int, size_t, braidDataType_t, braidRedOp_t, int,
                     void*) {

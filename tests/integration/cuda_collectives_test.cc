@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "braid/braid.h"
+#include "core/clock.h"
 #include "cuda/device.h"
 #include "spawn.h"
 #include "tests/common/reference.h"
@@ -328,7 +330,136 @@ int hostStreamBody() {
   return 0;
 }
 
+// A device all-reduce returns before its stream runs it (the stream is held by a gate,
+// a stream wait on a pinned word this thread opens afterwards), and a second call on
+// another stream, whose input is the first call's output, runs after it: the result is
+// n times the first sum only if the second waited for the first.
+int asyncBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  const size_t k = 300000;  // 1.2 MB: one round of the default windows
+  Expected<void*> s1 = cuda::streamCreate(), s2 = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(3 * k * 4);
+  Expected<void*> gate = cuda::pinnedAlloc(4096);
+  if (!s1.isOk() || !s2.isOk() || !mem.isOk() || !gate.isOk()) return 3;
+  auto* open = static_cast<std::atomic<uint64_t>*>(gate.value());
+  open->store(0);
+  float* d = static_cast<float*>(mem.value());
+  std::vector<float> host(k);
+  for (size_t i = 0; i < k; ++i) host[i] = static_cast<float>((r + 1) * (i % 97));
+  if (!cuda::copyAsync(d, host.data(), k * 4, s1.value()).isOk() ||
+      !cuda::streamSynchronize(s1.value()).isOk() ||
+      !cuda::streamWaitValue64(s1.value(), gate.value(), 1).isOk()) {
+    return 4;
+  }
+  const uint64_t t0 = nowNs();
+  braidResult_t a = braidAllReduce(d, d + k, k, braidFloat32, braidSum, comm,
+                                   static_cast<braidStream_t>(s1.value()));
+  braidResult_t b = braidAllReduce(d + k, d + 2 * k, k, braidFloat32, braidSum, comm,
+                                   static_cast<braidStream_t>(s2.value()));
+  const double ms = static_cast<double>(nowNs() - t0) / 1e6;
+  Expected<bool> idle1 = cuda::streamIdle(s1.value()), idle2 = cuda::streamIdle(s2.value());
+  open->store(1);
+  bool ok = a == braidSuccess && b == braidSuccess && idle1.isOk() && !idle1.value() &&
+            idle2.isOk() && !idle2.value() && ms < 10000;
+  if (!ok) {
+    fprintf(stderr, "rank %d: results %d %d, %.1f ms, streams idle %d %d: %s\n", r, a, b, ms,
+            idle1.isOk() && idle1.value(), idle2.isOk() && idle2.value(),
+            braidGetLastError(comm));
+  }
+  std::vector<float> out(2 * k);
+  ok = cuda::streamSynchronize(s2.value()).isOk() &&
+       cuda::copyAsync(out.data(), d + k, 2 * k * 4, s1.value()).isOk() &&
+       cuda::streamSynchronize(s1.value()).isOk() && ok;
+  size_t wrong = 0;
+  const float ranks = static_cast<float>(n * (n + 1) / 2);
+  for (size_t i = 0; i < k; ++i) {
+    const float want = ranks * static_cast<float>(i % 97);
+    if ((out[i] != want || out[k + i] != want * static_cast<float>(n)) && wrong++ < 3) {
+      fprintf(stderr, "rank %d: [%zu] = %g, %g; want %g, %g\n", r, i, out[i], out[k + i], want,
+              want * static_cast<float>(n));
+    }
+  }
+  (void)cuda::streamDestroy(s1.value());
+  (void)cuda::streamDestroy(s2.value());
+  (void)cuda::deviceFree(mem.value());
+  (void)cuda::pinnedFree(gate.value());
+  braidCommDestroy(comm);
+  return ok && wrong == 0 ? 0 : 1;
+}
+
+// The last rank never makes the call: the others' calls return, their streams finish
+// within the timeout (the barriers are released) and the communicator reports the error.
+int stuckPeerBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(4096);
+  if (!s.isOk() || !mem.isOk()) return 3;
+  auto* st = static_cast<braidStream_t>(s.value());
+  float* d = static_cast<float*>(mem.value());
+  // One call every rank makes, so the windows are set up everywhere.
+  if (braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st) != braidSuccess ||
+      !cuda::streamSynchronize(s.value()).isOk()) {
+    return 4;
+  }
+  int rc = 0;
+  if (r == n - 1) {
+    sleep(8);  // alive and answering, but not calling
+  } else {
+    const uint64_t t0 = nowNs();
+    braidResult_t a = braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st);
+    const bool synced = cuda::streamSynchronize(s.value()).isOk();
+    const double sec = static_cast<double>(nowNs() - t0) / 1e9;
+    braidResult_t async = braidSuccess;
+    braidCommGetAsyncError(comm, &async);
+    braidResult_t later = braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st);
+    const std::string msg = braidGetLastError(comm);
+    fprintf(stderr, "rank %d: call %d, synced %d after %.1f s, async error %d, later call %d: %s\n",
+            r, a, synced, sec, async, later, msg.c_str());
+    const bool says = msg.find("device windows") != std::string::npos;
+    rc = a == braidSuccess && synced && sec < 30 && async != braidSuccess &&
+                 later != braidSuccess && says
+             ? 0
+             : 1;
+  }
+  (void)cuda::streamDestroy(s.value());
+  (void)cuda::deviceFree(mem.value());
+  braidCommDestroy(comm);
+  return rc;
+}
+
 class CudaCollectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  auto outcomes = runRanks(
+      n, env, [](int) { return asyncBody(); }, 180);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "3000";
+  auto outcomes = runRanks(
+      n, env, [](int) { return stuckPeerBody(); }, 120);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
 
 // The paths a device call can take: the device windows (CUDA IPC) as configured by
 // default, the windows in 4 KiB rounds with every all-reduce two-shot (many rounds, and
@@ -346,7 +477,7 @@ TEST_P(CudaPaths, EveryCollectiveOnDeviceBuffersIsExact) {
   Env env = jobEnv(n);
   env["BRAID_TIMEOUT_MS"] = "60000";
   if (path == DevicePath::kWindowRounds) {
-    env["BRAID_CUDA_WINDOW_BYTES"] = "4096";
+    env["BRAID_CUDA_WINDOW_BYTES"] = "8192";  // halves of 4 KiB
     env["BRAID_CUDA_TWO_SHOT_BYTES"] = "0";
   }
   if (path == DevicePath::kStaged) env["BRAID_CUDA_IPC"] = "0";
