@@ -50,7 +50,7 @@ for step in "${steps[@]}"; do
         { grep -E "error|Error" "$out/logs/build.log" | head -40; exit 1; }
       echo "build ok";;
     test)
-      (cd build-gpu && ctest --output-on-failure -R 'Kernel|Cuda|Staged|Nccl|nccl|ApiErrors' \
+      (cd build-gpu && ctest --output-on-failure -R "${TEST_FILTER:-Kernel|Cuda|Staged|Nccl|nccl|ApiErrors}" \
         -j 4 --timeout 300 > "$out/logs/ctest.log" 2>&1); echo "ctest rc $?"
       grep -E "tests passed|Failed|SKIP|\*\*\*" "$out/logs/ctest.log" | head -40;;
     sanitize)
