@@ -297,10 +297,7 @@ void DeviceWindows::watch() {
     const uint64_t now = nowNs();
     if (changed) changedAt = now;
     if (peerReleased) {
-      released_ = true;
-      comm_->raiseAsyncError(Status(braidRemoteError,
-                                    "device windows: another rank released the GPU barriers "
-                                    "(a peer failed or timed out); results since are undefined"));
+      (void)released();
     } else if (comm_->failed() || comm_->aborted()) {
       release(comm_->failed()
                   ? comm_->asyncError().withContext("device windows: ")
@@ -372,8 +369,22 @@ void* DeviceWindows::scratchFor(const void* recv, size_t bytes, Status* st) {
   return scratch_;
 }
 
+bool DeviceWindows::released() {
+  if (released_.load()) return true;
+  for (int q = 0; q < nranks_; ++q) {
+    if (counters_[q].value.load(std::memory_order_acquire) < kReleased) continue;
+    if (!released_.exchange(true)) {
+      comm_->raiseAsyncError(Status(braidRemoteError,
+                                    "device windows: another rank released the GPU barriers "
+                                    "(a peer failed or timed out); results since are undefined"));
+    }
+    return true;
+  }
+  return false;
+}
+
 Status DeviceWindows::run(const OpRequest& op, void* stream) {
-  if (released_.load()) {
+  if (released()) {
     Status err = comm_->asyncError();
     return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
   }

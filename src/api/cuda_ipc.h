@@ -67,6 +67,11 @@ class DeviceWindows {
   Status run(const OpRequest& op, void* stream);
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
+  // Whether the barriers were released (by any rank's watch); the first to see it raises
+  // the communicator's error. A stream that passed a released barrier has finished only
+  // after the counters show it, so this is current once the caller synchronised. Any
+  // thread.
+  bool released();
 
  private:
   struct Counter;

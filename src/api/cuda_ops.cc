@@ -105,6 +105,7 @@ Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStrea
     if (!comm->deviceWindowsTried) {
       comm->deviceWindowsTried = true;
       comm->deviceWindows = DeviceWindows::create(comm);
+      comm->deviceWindowsLive = comm->deviceWindows.get();
     }
     if (comm->deviceWindows != nullptr) {
       for (const OpRequest& op : ops) BRAID_TRY(comm->deviceWindows->run(op, stream));

@@ -31,6 +31,8 @@ struct braidComm {
   // The direct GPU path (api/cuda_ipc.h), made at the first device call that can use it
   // (shared_ptr: the type is complete only there).
   std::shared_ptr<braid::DeviceWindows> deviceWindows;
+  // deviceWindows.get() once made, for braidCommGetAsyncError from any thread.
+  std::atomic<braid::DeviceWindows*> deviceWindowsLive{nullptr};
   bool deviceWindowsTried = false;
   std::mutex opMu;                 // one operation at a time (streams run on workers)
   std::atomic<int> activeCalls{0};  // calls inside issueOps (acquireComm); destroy waits

@@ -228,6 +228,8 @@ braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError
   Status st = checkComm(comm);
   if (st.isOk() && asyncError == nullptr) st = invalidArgument("asyncError is NULL");
   if (!st.isOk()) return finish(comm, st);
+  // Device calls' barriers another rank released show here once the stream is synced.
+  if (braid::DeviceWindows* w = comm->deviceWindowsLive.load()) (void)w->released();
   Status err = comm->comm->asyncError();
   if (!err.isOk()) finish(comm, err);
   *asyncError = err.code();
