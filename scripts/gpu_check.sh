@@ -54,7 +54,7 @@ for step in "${steps[@]}"; do
         -j 4 --timeout 300 > "$out/logs/ctest.log" 2>&1); echo "ctest rc $?"
       grep -E "tests passed|Failed|SKIP|\*\*\*" "$out/logs/ctest.log" | head -40;;
     sanitize)
-      for tool in memcheck racecheck synccheck; do
+      for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/kernels_test \
           > "$out/logs/sanitize_kernels_$tool.log" 2>&1; echo "kernels_test $tool rc $?"
         tail -3 "$out/logs/sanitize_kernels_$tool.log"
