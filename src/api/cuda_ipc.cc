@@ -55,10 +55,13 @@ bool DeviceWindows::supports(const OpRequest& op, int nranks) {
   switch (op.collective) {
     case Collective::kAllReduce:
     case Collective::kReduceScatter:
+    case Collective::kReduce:
       return static_cast<int>(op.op) >= 0 && op.op < braidNumOps;
     case Collective::kAllGather:
     case Collective::kBroadcast:
     case Collective::kAllToAll:
+    case Collective::kGather:
+    case Collective::kScatter:
       return true;
     default:
       return false;
@@ -78,7 +81,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
     return refuse(std::to_string(c.nranks()) + " ranks (at most " +
                   std::to_string(cuda::kMaxReduceInputs) + ")");
   }
-  const int64_t bytes = envInt("BRAID_CUDA_WINDOW_BYTES", 64 << 20);
+  const int64_t bytes = envInt("BRAID_CUDA_WINDOW_BYTES", 128 << 20);
   if (bytes < 8192) return refuse("BRAID_CUDA_WINDOW_BYTES is below 8192");
 
   std::unique_ptr<DeviceWindows> w(new DeviceWindows());
@@ -397,6 +400,9 @@ Status DeviceWindows::run(const OpRequest& op, void* stream) {
       case Collective::kAllGather: st = allGather(op, stream); break;
       case Collective::kBroadcast: st = broadcast(op, stream); break;
       case Collective::kAllToAll: st = allToAll(op, stream); break;
+      case Collective::kReduce: st = reduce(op, stream); break;
+      case Collective::kGather: st = gather(op, stream); break;
+      case Collective::kScatter: st = scatter(op, stream); break;
       default: st = Status(braidInternalError, "device windows: unsupported collective");
     }
   }
@@ -546,6 +552,74 @@ Status DeviceWindows::allToAll(const OpRequest& op, void* stream) {
                                 half(q) + static_cast<size_t>(rank_) * chunk * es, n * es,
                                 stream));
     }
+  }
+  return Status::ok();
+}
+
+// Every rank's input into its half; the root alone reduces them all.
+Status DeviceWindows::reduce(const OpRequest& op, void* stream) {
+  const size_t es = datatypeSize(op.datatype);
+  const size_t chunk = halfBytes_ / es;
+  const bool root = rank_ == op.root;
+  const char* send = static_cast<const char*>(op.send);
+  char* recv = static_cast<char*>(op.recv);
+  Status st;
+  void* scratch = root ? scratchFor(recv, std::min(chunk, op.count) * es, &st) : nullptr;
+  BRAID_TRY(st);
+  std::vector<const void*> srcs(static_cast<size_t>(nranks_));
+  for (size_t off = 0; off < op.count; off += chunk) {
+    const size_t n = std::min(chunk, op.count - off);
+    ++round_;
+    BRAID_TRY(cuda::copyAsync(half(rank_), send + off * es, n * es, stream));
+    BRAID_TRY(barrier(stream));
+    if (!root) continue;
+    for (int q = 0; q < nranks_; ++q) srcs[static_cast<size_t>(q)] = half(q);
+    void* dst = scratch != nullptr ? scratch : recv + off * es;
+    BRAID_TRY(cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_,
+                                 stream));
+    if (scratch != nullptr) BRAID_TRY(cuda::copyAsync(recv + off * es, scratch, n * es, stream));
+  }
+  return Status::ok();
+}
+
+// Every rank's block into its half; the root copies them all out.
+Status DeviceWindows::gather(const OpRequest& op, void* stream) {
+  const size_t es = datatypeSize(op.datatype);
+  const size_t chunk = halfBytes_ / es;
+  const size_t block = op.count * es;
+  const bool root = rank_ == op.root;
+  const char* send = static_cast<const char*>(op.send);
+  char* recv = static_cast<char*>(op.recv);
+  for (size_t off = 0; off < op.count; off += chunk) {
+    const size_t n = std::min(chunk, op.count - off);
+    ++round_;
+    if (!root) BRAID_TRY(cuda::copyAsync(half(rank_), send + off * es, n * es, stream));
+    BRAID_TRY(barrier(stream));
+    if (!root) continue;
+    for (int q = 0; q < nranks_; ++q) {
+      char* dst = recv + static_cast<size_t>(q) * block + off * es;
+      const char* src = q == rank_ ? send + off * es : half(q);
+      if (dst != src) BRAID_TRY(cuda::copyAsync(dst, src, n * es, stream));
+    }
+  }
+  return Status::ok();
+}
+
+// The root's blocks into its half, block q at q * chunk; every rank copies its own out.
+Status DeviceWindows::scatter(const OpRequest& op, void* stream) {
+  const size_t es = datatypeSize(op.datatype);
+  const size_t chunk = halfBytes_ / (es * static_cast<size_t>(nranks_));
+  const bool root = rank_ == op.root;
+  const char* send = static_cast<const char*>(op.send);
+  char* recv = static_cast<char*>(op.recv);
+  for (size_t off = 0; off < op.count; off += chunk) {
+    const size_t n = std::min(chunk, op.count - off);
+    ++round_;
+    if (root) BRAID_TRY(copyBlocksIn(op, half(rank_), off, n, chunk, stream));
+    BRAID_TRY(barrier(stream));
+    const char* src = root ? send + (static_cast<size_t>(rank_) * op.count + off) * es
+                           : half(op.root) + static_cast<size_t>(rank_) * chunk * es;
+    if (recv + off * es != src) BRAID_TRY(cuda::copyAsync(recv + off * es, src, n * es, stream));
   }
   return Status::ok();
 }

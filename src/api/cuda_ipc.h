@@ -1,7 +1,7 @@
 // DeviceWindows: the direct GPU path for ranks of one node (CUDA IPC), ordered on the
 // caller's CUDA stream and returning at once, as NCCL's calls do.
 //
-// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 64 MiB) in two
+// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 128 MiB) in two
 // halves, and every peer maps it with CUDA IPC, so device data never leaves the GPU(s). A
 // round of a call copies this rank's input into its own window's half (round % 2) on the
 // stream, passes a barrier, and then the reduction or copy kernels read the peers' halves
@@ -9,7 +9,10 @@
 // one-shot (every rank reduces everything) or two-shot (each rank reduces a slice in its
 // half, a second barrier, then every rank gathers the slices) from
 // BRAID_CUDA_TWO_SHOT_BYTES with 3 or more ranks on different GPUs (ranks sharing one GPU
-// stay one-shot unless that variable is set). Inputs larger than a half go in rounds.
+// stay one-shot unless that variable is set). Reduce, gather and scatter go the same way
+// (the root reduces or copies out; scatter's root copies in). Inputs larger than a half go
+// in rounds (on one shared GPU each round costs a turn of every rank's context, so the
+// halves are large). All-to-all-v and send/recv stay staged.
 //
 // The barriers run on the GPU, not on a host thread: the ranks share one page of host
 // memory (an shm region, page-locked and mapped for the devices) with a counter per rank.
@@ -87,6 +90,9 @@ class DeviceWindows {
   Status allGather(const OpRequest& op, void* stream);
   Status broadcast(const OpRequest& op, void* stream);
   Status allToAll(const OpRequest& op, void* stream);
+  Status reduce(const OpRequest& op, void* stream);
+  Status gather(const OpRequest& op, void* stream);
+  Status scatter(const OpRequest& op, void* stream);
   // Rank q's half for the current round, as this process maps it.
   char* half(int q) const {
     return windows_[static_cast<size_t>(q)] + (round_ % 2) * halfBytes_;
