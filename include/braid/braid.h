@@ -82,7 +82,10 @@ typedef enum BRAID_ENUM_BASE {
 typedef struct braidComm* braidComm_t;
 #define BRAID_COMM_NULL NULL
 
-/* A stream orders operations. NULL: the call has completed when it returns. */
+/* A stream orders operations. NULL: the call has completed when it returns (with device
+ * buffers: CUDA's legacy default stream, synchronized). A stream from braidStreamCreate:
+ * a host stream. Any other value is taken as a cudaStream_t, as NCCL takes it: the call
+ * is ordered on it and may return before it has run. */
 typedef struct braidStream* braidStream_t;
 
 #define BRAID_UNIQUE_ID_BYTES 128

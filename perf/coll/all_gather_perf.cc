@@ -31,7 +31,8 @@ size_t allGatherFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t allGatherRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                            braidComm_t comm) {
-  return braidAllGather(sendbuff, recvbuff, c.sizes.paramCount, c.type, comm, nullptr);
+  return braidAllGather(sendbuff, recvbuff, c.sizes.paramCount, c.type, comm,
+                        braid::perf::perfStream());
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ size_t allReduceFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t allReduceRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                            braidComm_t comm) {
-  return braidAllReduce(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.op, comm, nullptr);
+  return braidAllReduce(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.op, comm,
+                        braid::perf::perfStream());
 }
 
 }  // namespace

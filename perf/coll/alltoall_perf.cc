@@ -29,7 +29,8 @@ size_t allToAllFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t allToAllRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                           braidComm_t comm) {
-  return braidAlltoAll(sendbuff, recvbuff, c.sizes.paramCount, c.type, comm, nullptr);
+  return braidAlltoAll(sendbuff, recvbuff, c.sizes.paramCount, c.type, comm,
+                       braid::perf::perfStream());
 }
 
 }  // namespace

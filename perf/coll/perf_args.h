@@ -63,7 +63,8 @@ inline const char* perfUsage() {
          "                           braidCommRegister, which shares those pages so peers\n"
          "                           read them in place\n"
          "  -D, --device <0/1>       1: send and receive buffers in CUDA device memory (the\n"
-         "                           calls run on the NULL stream; a build with CUDA only)\n"
+         "                           calls run on a CUDA stream of the tool's; a build with\n"
+         "                           CUDA only)\n"
          "  -h, --help               this text\n";
 }
 

@@ -81,6 +81,8 @@ class HostBuffer {
   bool shared_ = false;
 };
 
+braidStream_t gStream = nullptr;  // -D 1: a CUDA stream (DeviceBuffer::createStream)
+
 // -D 1: a CUDA device buffer with a host mirror that inputs are filled in and results
 // checked in; copies between the two are outside the timed loop.
 class DeviceBuffer {
@@ -112,6 +114,13 @@ class DeviceBuffer {
     return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost) == cudaSuccess;
   }
   static bool synchronize() { return cudaDeviceSynchronize() == cudaSuccess; }
+  // The CUDA stream the calls run on (as nccl-tests gives each GPU one): they are enqueued
+  // and return at once; the timed loop ends with a device synchronisation. A blocking
+  // stream, so the checks' cudaMemcpy (legacy stream) stay ordered with it.
+  static braidStream_t createStream() {
+    cudaStream_t s = nullptr;
+    return cudaStreamCreate(&s) == cudaSuccess ? reinterpret_cast<braidStream_t>(s) : nullptr;
+  }
 #else
   bool allocate(size_t, std::string* error) {
     *error = "this build has no CUDA (configure with nvcc found)";
@@ -120,11 +129,14 @@ class DeviceBuffer {
   static bool toDevice(char*, const char*, size_t) { return false; }
   static bool toHost(char*, const char*, size_t) { return false; }
   static bool synchronize() { return true; }
+  static braidStream_t createStream() { return nullptr; }
 #endif
   char* data() const { return data_; }
   char* mirror() const { return mirror_.data(); }
   size_t bytes() const { return bytes_; }
-  bool contains(const char* p) const { return data_ != nullptr && p >= data_ && p < data_ + bytes_; }
+  bool contains(const char* p) const {
+    return data_ != nullptr && p >= data_ && p < data_ + bytes_;
+  }
 
  private:
   char* data_ = nullptr;
@@ -170,7 +182,7 @@ class Harness {
   std::vector<size_t> steps_;
   HostBuffer send_, recv_, expected_, scratch_;
   DeviceBuffer deviceSend_, deviceRecv_;  // -D 1: what the calls run on
-  size_t recvBytes_ = 0;  // bytes of recv_ a row may touch, at most
+  size_t recvBytes_ = 0;                  // bytes of recv_ a row may touch, at most
   std::vector<Row> rows_;
   std::string algorithm_;  // for the header: "default" or -A's name
   int64_t wrongTotal_ = 0;
@@ -226,6 +238,7 @@ void Harness::allocate() {
                    rank_, error.c_str());
       std::exit(1);
     }
+    gStream = DeviceBuffer::createStream();
   }
   const bool host = args_.device == 0;  // with -D 1 the calls run on the device buffers
   braidComm_t registerWith = args_.memAlloc == 2 ? comm_ : nullptr;
@@ -407,10 +420,14 @@ void Harness::runType(braidDataType_t type, braidRedOp_t op) {
 // The braidCollective_t of -A's collective names; -1 for send/recv.
 int collectiveEnum(const char* name) {
   static const std::pair<const char*, braidCollective_t> kNames[] = {
-      {"allreduce", braidCollAllReduce}, {"allgather", braidCollAllGather},
-      {"reducescatter", braidCollReduceScatter}, {"broadcast", braidCollBroadcast},
-      {"reduce", braidCollReduce}, {"gather", braidCollGather},
-      {"scatter", braidCollScatter}, {"alltoall", braidCollAlltoAll}};
+      {"allreduce", braidCollAllReduce},
+      {"allgather", braidCollAllGather},
+      {"reducescatter", braidCollReduceScatter},
+      {"broadcast", braidCollBroadcast},
+      {"reduce", braidCollReduce},
+      {"gather", braidCollGather},
+      {"scatter", braidCollScatter},
+      {"alltoall", braidCollAlltoAll}};
   for (const auto& [n, c] : kNames) {
     if (name != nullptr && std::strcmp(name, n) == 0) return c;
   }
@@ -465,6 +482,8 @@ int Harness::run() {
 }
 
 }  // namespace
+
+braidStream_t perfStream() { return gStream; }
 
 int perfMain(int argc, char** argv, const PerfCollective& coll) {
   PerfArgs args;

@@ -64,6 +64,9 @@ struct PerfCollective {
   bool checkInPlace = true;
 };
 
+// The stream the tools pass: NULL on host buffers, a CUDA stream with -D 1.
+braidStream_t perfStream();
+
 // Runs the tool; returns the process exit status (0: every value right).
 // Exits 1 itself, after printing the error, when a Braid call fails.
 int perfMain(int argc, char** argv, const PerfCollective& coll);

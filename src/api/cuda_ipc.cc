@@ -208,10 +208,10 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
     return refuse(!why.empty() ? why : !st.isOk() ? st.message() : "a peer could not map them");
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
-  BRAID_INFO("device windows (CUDA IPC): %zu bytes per rank on device %d, %d ranks%s; "
-             "barriers on the GPU",
-             2 * w->halfBytes_, mine.device, w->nranks_,
-             w->oneDevice_ ? ", all on this one GPU" : "");
+  BRAID_INFO(
+      "device windows (CUDA IPC): %zu bytes per rank on device %d, %d ranks%s; "
+      "barriers on the GPU",
+      2 * w->halfBytes_, mine.device, w->nranks_, w->oneDevice_ ? ", all on this one GPU" : "");
   return w;
 }
 
@@ -395,15 +395,32 @@ Status DeviceWindows::run(const OpRequest& op, void* stream) {
   Status st = order(stream);
   if (st.isOk()) {
     switch (op.collective) {
-      case Collective::kAllReduce: st = allReduce(op, stream); break;
-      case Collective::kReduceScatter: st = reduceScatter(op, stream); break;
-      case Collective::kAllGather: st = allGather(op, stream); break;
-      case Collective::kBroadcast: st = broadcast(op, stream); break;
-      case Collective::kAllToAll: st = allToAll(op, stream); break;
-      case Collective::kReduce: st = reduce(op, stream); break;
-      case Collective::kGather: st = gather(op, stream); break;
-      case Collective::kScatter: st = scatter(op, stream); break;
-      default: st = Status(braidInternalError, "device windows: unsupported collective");
+      case Collective::kAllReduce:
+        st = allReduce(op, stream);
+        break;
+      case Collective::kReduceScatter:
+        st = reduceScatter(op, stream);
+        break;
+      case Collective::kAllGather:
+        st = allGather(op, stream);
+        break;
+      case Collective::kBroadcast:
+        st = broadcast(op, stream);
+        break;
+      case Collective::kAllToAll:
+        st = allToAll(op, stream);
+        break;
+      case Collective::kReduce:
+        st = reduce(op, stream);
+        break;
+      case Collective::kGather:
+        st = gather(op, stream);
+        break;
+      case Collective::kScatter:
+        st = scatter(op, stream);
+        break;
+      default:
+        st = Status(braidInternalError, "device windows: unsupported collective");
     }
   }
   if (st.isOk()) st = finishCall(stream);
@@ -419,8 +436,8 @@ Status DeviceWindows::allReduce(const OpRequest& op, void* stream) {
   // Ranks sharing one GPU take turns on it (each process is its own context), so every
   // round trip costs a context switch there: one-shot, with its one barrier less, wins
   // (measured on an H100: docs/architecture.md). Across GPUs two-shot spreads the reads.
-  const bool twoShot = nranks_ >= 3 && op.count * es >= twoShotBytes_ &&
-                       (!oneDevice_ || twoShotForced_);
+  const bool twoShot =
+      nranks_ >= 3 && op.count * es >= twoShotBytes_ && (!oneDevice_ || twoShotForced_);
   const char* send = static_cast<const char*>(op.send);
   char* recv = static_cast<char*>(op.recv);
   Status st;
@@ -435,8 +452,8 @@ Status DeviceWindows::allReduce(const OpRequest& op, void* stream) {
     if (!twoShot) {
       for (int q = 0; q < nranks_; ++q) srcs[static_cast<size_t>(q)] = half(q);
       void* dst = scratch != nullptr ? scratch : recv + off * es;
-      BRAID_TRY(cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_,
-                                   stream));
+      BRAID_TRY(
+          cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_, stream));
       if (scratch != nullptr) BRAID_TRY(cuda::copyAsync(recv + off * es, scratch, n * es, stream));
       continue;
     }
@@ -449,8 +466,8 @@ Status DeviceWindows::allReduce(const OpRequest& op, void* stream) {
     BRAID_TRY(barrier(stream));
     for (int q = 0; q < nranks_; ++q) {
       const size_t qlo = sliceStart(n, q, nranks_), qhi = sliceStart(n, q + 1, nranks_);
-      BRAID_TRY(cuda::copyAsync(recv + (off + qlo) * es, half(q) + qlo * es, (qhi - qlo) * es,
-                                stream));
+      BRAID_TRY(
+          cuda::copyAsync(recv + (off + qlo) * es, half(q) + qlo * es, (qhi - qlo) * es, stream));
     }
   }
   return Status::ok();
@@ -487,8 +504,8 @@ Status DeviceWindows::reduceScatter(const OpRequest& op, void* stream) {
       srcs[static_cast<size_t>(q)] = half(q) + static_cast<size_t>(rank_) * chunk * es;
     }
     void* dst = scratch != nullptr ? scratch : recv + off * es;
-    BRAID_TRY(cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_,
-                                 stream));
+    BRAID_TRY(
+        cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_, stream));
     if (scratch != nullptr) BRAID_TRY(cuda::copyAsync(recv + off * es, scratch, n * es, stream));
   }
   return Status::ok();
@@ -549,8 +566,7 @@ Status DeviceWindows::allToAll(const OpRequest& op, void* stream) {
     BRAID_TRY(barrier(stream));
     for (int q = 0; q < nranks_; ++q) {
       BRAID_TRY(cuda::copyAsync(recv + (static_cast<size_t>(q) * op.count + off) * es,
-                                half(q) + static_cast<size_t>(rank_) * chunk * es, n * es,
-                                stream));
+                                half(q) + static_cast<size_t>(rank_) * chunk * es, n * es, stream));
     }
   }
   return Status::ok();
@@ -575,8 +591,8 @@ Status DeviceWindows::reduce(const OpRequest& op, void* stream) {
     if (!root) continue;
     for (int q = 0; q < nranks_; ++q) srcs[static_cast<size_t>(q)] = half(q);
     void* dst = scratch != nullptr ? scratch : recv + off * es;
-    BRAID_TRY(cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_,
-                                 stream));
+    BRAID_TRY(
+        cuda::launchReduce(dst, srcs.data(), nranks_, n, op.datatype, op.op, nranks_, stream));
     if (scratch != nullptr) BRAID_TRY(cuda::copyAsync(recv + off * es, scratch, n * es, stream));
   }
   return Status::ok();

@@ -94,17 +94,15 @@ class DeviceWindows {
   Status gather(const OpRequest& op, void* stream);
   Status scatter(const OpRequest& op, void* stream);
   // Rank q's half for the current round, as this process maps it.
-  char* half(int q) const {
-    return windows_[static_cast<size_t>(q)] + (round_ % 2) * halfBytes_;
-  }
+  char* half(int q) const { return windows_[static_cast<size_t>(q)] + (round_ % 2) * halfBytes_; }
   void watch();
   void release(const Status& why);
 
   Comm* comm_ = nullptr;
   int rank_ = 0;
   int nranks_ = 1;
-  size_t halfBytes_ = 0;     // per half of a window
-  size_t twoShotBytes_ = 0;  // all-reduce from this size up is two-shot (3+ ranks)
+  size_t halfBytes_ = 0;        // per half of a window
+  size_t twoShotBytes_ = 0;     // all-reduce from this size up is two-shot (3+ ranks)
   bool oneDevice_ = true;       // every rank's window is on the same GPU
   bool twoShotForced_ = false;  // BRAID_CUDA_TWO_SHOT_BYTES set: two-shot on one GPU too
   void* own_ = nullptr;         // this rank's window
@@ -114,7 +112,7 @@ class DeviceWindows {
   // The barrier counters (rank q's at counters_[q]), in a page every rank maps.
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<SharedRegion> flags_;
-  Counter* counters_ = nullptr;    // as the host sees them
+  Counter* counters_ = nullptr;     // as the host sees them
   char* countersDevice_ = nullptr;  // as device work reaches them
   std::atomic<uint64_t> epoch_{0};  // barriers enqueued by this rank
   void* lastEvent_ = nullptr;       // recorded at the end of every call

@@ -109,7 +109,8 @@ Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStrea
     }
     if (comm->deviceWindows != nullptr) {
       for (const OpRequest& op : ops) BRAID_TRY(comm->deviceWindows->run(op, stream));
-      return Status::ok();
+      // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
+      return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
     }
   }
   return runStaged(comm, std::move(ops), stream);

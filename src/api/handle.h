@@ -34,15 +34,15 @@ struct braidComm {
   // deviceWindows.get() once made, for braidCommGetAsyncError from any thread.
   std::atomic<braid::DeviceWindows*> deviceWindowsLive{nullptr};
   bool deviceWindowsTried = false;
-  std::mutex opMu;                 // one operation at a time (streams run on workers)
+  std::mutex opMu;                  // one operation at a time (streams run on workers)
   std::atomic<int> activeCalls{0};  // calls inside issueOps (acquireComm); destroy waits
-  std::atomic<int> inflight{0};    // operations enqueued on streams, not yet finished
+  std::atomic<int> inflight{0};     // operations enqueued on streams, not yet finished
   std::mutex errorMu;
   std::string lastError;
   braid::topo::MergedTopology topology;  // every rank's view, merged at init
   braid::Selector selector;              // BRAID_ALGO, then the cost model on `topology`
-  uint8_t barrierByte = 0;          // the barrier's all-reduce buffer
-  bool checkCalls = false;          // BRAID_CHECK=1: ranks compare each collective call first
+  uint8_t barrierByte = 0;               // the barrier's all-reduce buffer
+  bool checkCalls = false;               // BRAID_CHECK=1: ranks compare each collective call first
   // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
   std::array<uint8_t, 16> loggedAlgorithm{};
   // Recently used schedules, most recent first (building one is cheap, but not free).

@@ -58,7 +58,8 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
   // algorithms: the busiest machine's rank count, not this rank's machine's.
   std::map<std::string, int> perMachine;
   int sharing = 0;
-  for (int r = 0; r < c.nranks(); ++r) sharing = std::max(sharing, ++perMachine[c.peer(r).hostName]);
+  for (int r = 0; r < c.nranks(); ++r)
+    sharing = std::max(sharing, ++perMachine[c.peer(r).hostName]);
   CostInputs in = costInputsFor(h.topology.topology, h.topology.places, sharing);
   bool gpu = false;
   for (const topo::RankPlace& p : h.topology.places) gpu = gpu || p.gpu >= 0;
@@ -73,9 +74,11 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
   }
   BRAID_ASSIGN_OR_RETURN(AlgoPolicy policy, AlgoPolicy::parse(envString("BRAID_ALGO")));
   if (c.rank() == 0) {
-    BRAID_INFO("cost model (%s): %d node(s) x %d rank(s); intra %.2f us %.1f GB/s, inter %.2f us "
-               "%.1f GB/s", in.source.c_str(), in.nodes, in.ranksPerNode, in.intra.alphaUs,
-               in.intra.gbps, in.inter.alphaUs, in.inter.gbps);
+    BRAID_INFO(
+        "cost model (%s): %d node(s) x %d rank(s); intra %.2f us %.1f GB/s, inter %.2f us "
+        "%.1f GB/s",
+        in.source.c_str(), in.nodes, in.ranksPerNode, in.intra.alphaUs, in.intra.gbps,
+        in.inter.alphaUs, in.inter.gbps);
   }
   h.selector = Selector(std::move(policy), std::move(in));
   return Status::ok();
@@ -88,7 +91,8 @@ namespace braid {
 Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int rank,
                 const braidConfig_t* config) {
   if (out == nullptr) return invalidArgument("comm (the output pointer) is NULL");
-  if (nranks < 1) return invalidArgument("nranks is " + std::to_string(nranks) + "; it must be >= 1");
+  if (nranks < 1)
+    return invalidArgument("nranks is " + std::to_string(nranks) + "; it must be >= 1");
   if (rank < 0 || rank >= nranks) {
     return invalidArgument("rank " + std::to_string(rank) + " is outside 0.." +
                            std::to_string(nranks - 1));
@@ -144,16 +148,26 @@ braidResult_t braidGetVersion(int* version) {
 
 const char* braidGetErrorString(braidResult_t result) {
   switch (result) {
-    case braidSuccess: return "no error";
-    case braidUnhandledCudaError: return "unhandled cuda error";
-    case braidSystemError: return "system error";
-    case braidInternalError: return "internal error";
-    case braidInvalidArgument: return "invalid argument";
-    case braidInvalidUsage: return "invalid usage";
-    case braidRemoteError: return "remote process exited or there was a network error";
-    case braidInProgress: return "operation in progress";
-    case braidTimeout: return "timed out";
-    default: return "unknown result code";
+    case braidSuccess:
+      return "no error";
+    case braidUnhandledCudaError:
+      return "unhandled cuda error";
+    case braidSystemError:
+      return "system error";
+    case braidInternalError:
+      return "internal error";
+    case braidInvalidArgument:
+      return "invalid argument";
+    case braidInvalidUsage:
+      return "invalid usage";
+    case braidRemoteError:
+      return "remote process exited or there was a network error";
+    case braidInProgress:
+      return "operation in progress";
+    case braidTimeout:
+      return "timed out";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -182,8 +196,8 @@ braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId com
   return finish(nullptr, initComm(comm, nranks, commId, rank, nullptr));
 }
 
-braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId,
-                                      int rank, braidConfig_t* config) {
+braidResult_t braidCommInitRankConfig(braidComm_t* comm, int nranks, braidUniqueId commId, int rank,
+                                      braidConfig_t* config) {
   return finish(nullptr, initComm(comm, nranks, commId, rank, config));
 }
 
@@ -201,8 +215,8 @@ braidResult_t braidCommInitFromEnv(braidComm_t* comm, braidConfig_t* config) {
   // The service ends once it has answered everyone; leaving earlier would cut
   // off ranks still waiting for their answer. When this rank failed on its own
   // (bad settings), the others cannot complete anyway: do not wait for them.
-  if (root && (result.isOk() || result.code() == braidRemoteError ||
-               result.code() == braidTimeout)) {
+  if (root &&
+      (result.isOk() || result.code() == braidRemoteError || result.code() == braidTimeout)) {
     root->wait();
   }
   return finish(nullptr, result);

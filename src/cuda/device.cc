@@ -78,8 +78,7 @@ using StreamValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
 StreamValueFn driverEntry(const char* name) {
   void* f = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &found) != cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
     cudaGetLastError();
     return nullptr;
@@ -87,8 +86,8 @@ StreamValueFn driverEntry(const char* name) {
   return reinterpret_cast<StreamValueFn>(f);
 }
 
-Status streamValueOp(const char* name, StreamValueFn fn, void* stream, void* addr,
-                     uint64_t value, unsigned flags) {
+Status streamValueOp(const char* name, StreamValueFn fn, void* stream, void* addr, uint64_t value,
+                     unsigned flags) {
   if (fn == nullptr) {
     return Status(braidUnhandledCudaError, std::string("the driver has no ") + name);
   }
@@ -116,8 +115,7 @@ MemoryKind memoryKind(const void* p) {
                                    CU_POINTER_ATTRIBUTE_IS_MANAGED};
     void* data[] = {&type, &managed};
     if (query(2, attrs, data, reinterpret_cast<CUdeviceptr>(p)) == CUDA_SUCCESS) {
-      return type == CU_MEMORYTYPE_DEVICE || managed != 0 ? MemoryKind::kDevice
-                                                          : MemoryKind::kHost;
+      return type == CU_MEMORYTYPE_DEVICE || managed != 0 ? MemoryKind::kDevice : MemoryKind::kHost;
     }
   }
   cudaPointerAttributes attr{};

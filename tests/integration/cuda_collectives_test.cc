@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -377,8 +377,7 @@ int asyncBody() {
             idle2.isOk() && !idle2.value() && ms < 10000;
   if (!ok) {
     fprintf(stderr, "rank %d: results %d %d, %.1f ms, streams idle %d %d: %s\n", r, a, b, ms,
-            idle1.isOk() && idle1.value(), idle2.isOk() && idle2.value(),
-            braidGetLastError(comm));
+            idle1.isOk() && idle1.value(), idle2.isOk() && idle2.value(), braidGetLastError(comm));
   }
   std::vector<float> out(2 * k);
   ok = cuda::streamSynchronize(s2.value()).isOk() &&
@@ -476,8 +475,9 @@ TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
 // the slices of the two-shot uneven), and staged through host memory.
 enum class DevicePath { kWindows, kWindowRounds, kStaged };
 const char* pathName(DevicePath p) {
-  return p == DevicePath::kWindows ? "windows" : p == DevicePath::kWindowRounds ? "window_rounds"
-                                                                                : "staged";
+  return p == DevicePath::kWindows        ? "windows"
+         : p == DevicePath::kWindowRounds ? "window_rounds"
+                                          : "staged";
 }
 class CudaPaths : public ::testing::TestWithParam<std::tuple<int, DevicePath>> {};
 
@@ -523,9 +523,9 @@ TEST(CudaStreams, WithoutADeviceAnUnknownStreamIsRefusedWithTheReason) {
     std::string msg = braidGetLastError(comm);
     braidCommDestroy(comm);
     fprintf(stderr, "%d: %s\n", res, msg.c_str());
-    const bool says = msg.find("stream") != std::string::npos &&
-                      msg.find(cuda::compiled() ? "no CUDA device" : "braidStreamCreate") !=
-                          std::string::npos;
+    const bool says =
+        msg.find("stream") != std::string::npos &&
+        msg.find(cuda::compiled() ? "no CUDA device" : "braidStreamCreate") != std::string::npos;
     return res == braidInvalidArgument && says && buf[3] == 4 ? 0 : 1;
   });
   EXPECT_EQ(outcomes[0].exitCode, 0) << outcomes[0].output;
@@ -533,15 +533,15 @@ TEST(CudaStreams, WithoutADeviceAnUnknownStreamIsRefusedWithTheReason) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaCollectives, ::testing::Values(2, 3, 4),
                          [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
-INSTANTIATE_TEST_SUITE_P(
-    Ranks, CudaPaths,
-    ::testing::Combine(::testing::Values(2, 3, 4),
-                       ::testing::Values(DevicePath::kWindows, DevicePath::kWindowRounds,
-                                         DevicePath::kStaged)),
-    [](const auto& info) {
-      return std::to_string(std::get<0>(info.param)) + "_ranks_" +
-             pathName(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Ranks, CudaPaths,
+                         ::testing::Combine(::testing::Values(2, 3, 4),
+                                            ::testing::Values(DevicePath::kWindows,
+                                                              DevicePath::kWindowRounds,
+                                                              DevicePath::kStaged)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "_ranks_" +
+                                  pathName(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace braid::test
