@@ -21,7 +21,11 @@ namespace {
 
 using algo::Collective;
 
-constexpr size_t kFlagsBytes = 4096;  // the counters' page
+// The counters' page: the barrier counters (128 bytes apart), then the send/receive
+// counters posted[s][r] and consumed[s][r] (8 bytes each).
+constexpr size_t kFlagsBytes = 4096;
+constexpr size_t kPostedAt = 1024;
+constexpr size_t kConsumedAt = kPostedAt + 8 * 8 * 8;
 constexpr size_t kNameBytes = 64;
 // A counter at or past this was released by a watch thread (every wait passes).
 constexpr uint64_t kReleased = uint64_t{1} << 62;
@@ -68,6 +72,34 @@ bool DeviceWindows::supports(const OpRequest& op, int nranks) {
   }
 }
 
+bool DeviceWindows::supportsGroup(const std::vector<OpRequest>& ops, int rank, int nranks) {
+  if (ops.empty() || nranks < 2 || nranks > cuda::kMaxReduceInputs) return false;
+  for (const OpRequest& op : ops) {
+    if (op.kind == OpRequest::Kind::kCollective ? !supports(op, nranks)
+                                                : op.peer == rank || op.peer < 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::atomic<uint64_t>& DeviceWindows::posted(int s, int r) const {
+  auto* base =
+      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kPostedAt);
+  return base[s * 8 + r];
+}
+
+std::atomic<uint64_t>& DeviceWindows::consumed(int s, int r) const {
+  auto* base =
+      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kConsumedAt);
+  return base[s * 8 + r];
+}
+
+char* DeviceWindows::device(const std::atomic<uint64_t>& counter) const {
+  return countersDevice_ +
+         (reinterpret_cast<const char*>(&counter) - reinterpret_cast<const char*>(counters_));
+}
+
 std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
   Comm& c = *comm->comm;
   auto refuse = [](const std::string& why) {
@@ -91,6 +123,11 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
   w->halfBytes_ = static_cast<size_t>(bytes) / 2 / 256 * 256;
   w->twoShotBytes_ = static_cast<size_t>(envInt("BRAID_CUDA_TWO_SHOT_BYTES", 1 << 20));
   w->twoShotForced_ = std::getenv("BRAID_CUDA_TWO_SHOT_BYTES") != nullptr;
+  const int64_t slot = envInt("BRAID_CUDA_P2P_SLOT_BYTES", 4 << 20);
+  if (slot < 4096) return refuse("BRAID_CUDA_P2P_SLOT_BYTES is below 4096");
+  w->slotBytes_ = static_cast<size_t>(slot) / 256 * 256;
+  w->sent_.reset(new std::atomic<uint64_t>[static_cast<size_t>(w->nranks_)]());
+  w->received_.reset(new std::atomic<uint64_t>[static_cast<size_t>(w->nranks_)]());
   w->windows_.assign(static_cast<size_t>(w->nranks_), nullptr);
   w->shm_ = transport::shm::makeShmTransport();
 
@@ -101,7 +138,10 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
   Expected<int> device = cuda::currentDevice();
   Expected<cuda::DeviceUuid> uuid = device.isOk() ? cuda::deviceUuid(device.value())
                                                   : Expected<cuda::DeviceUuid>(device.status());
-  Expected<void*> mem = uuid.isOk() ? cuda::deviceAlloc(2 * w->halfBytes_) : uuid.status();
+  Expected<void*> mem = uuid.isOk()
+                            ? cuda::deviceAlloc(2 * w->halfBytes_ +
+                                                static_cast<size_t>(w->nranks_) * 2 * w->slotBytes_)
+                            : uuid.status();
   if (mem.isOk()) {
     w->own_ = mem.value();
     Expected<cuda::IpcHandle> h = cuda::ipcHandle(w->own_);
@@ -268,6 +308,10 @@ void DeviceWindows::release(const Status& why) {
   if (released_.exchange(true)) return;
   for (int q = 0; q < nranks_; ++q) {
     counters_[q].value.store(kReleased, std::memory_order_release);
+    for (int r = 0; r < nranks_; ++r) {
+      posted(q, r).store(kReleased, std::memory_order_release);
+      consumed(q, r).store(kReleased, std::memory_order_release);
+    }
   }
   comm_->raiseAsyncError(why);
   BRAID_WARN("%s", why.message().c_str());
@@ -275,7 +319,8 @@ void DeviceWindows::release(const Status& why) {
 
 void DeviceWindows::watch() {
   std::vector<uint64_t> seen(static_cast<size_t>(nranks_), 0);
-  uint64_t changedAt = nowNs();
+  std::vector<uint64_t> seenPairs(static_cast<size_t>(nranks_) * 4, 0);
+  uint64_t changedAt = nowNs(), pairsChangedAt = changedAt;
   const uint64_t timeoutNs = static_cast<uint64_t>(comm_->config().timeoutMs) * 1000000ull;
   std::unique_lock<std::mutex> lock(watchMu_);
   while (!stopping_) {
@@ -297,8 +342,32 @@ void DeviceWindows::watch() {
         lagging += (lagging.empty() ? "" : ", ") + std::to_string(q);
       }
     }
+    // Sends and receives: a receive waits for a post that has not come, or a send for its
+    // slot, which the receiver has not emptied.
+    bool pairsChanged = false;
+    std::string silent;
+    for (int q = 0; q < nranks_; ++q) {
+      if (q == rank_) continue;
+      const uint64_t in = posted(q, rank_).load(std::memory_order_acquire);
+      const uint64_t done = consumed(q, rank_).load(std::memory_order_acquire);
+      const uint64_t out = posted(rank_, q).load(std::memory_order_acquire);
+      const uint64_t taken = consumed(rank_, q).load(std::memory_order_acquire);
+      const uint64_t values[4] = {in, done, out, taken};
+      for (int i = 0; i < 4; ++i) {
+        uint64_t& was = seenPairs[static_cast<size_t>(q) * 4 + static_cast<size_t>(i)];
+        pairsChanged = pairsChanged || was != values[i];
+        was = values[i];
+      }
+      const bool recvPending = received_[q].load(std::memory_order_relaxed) > done;
+      const bool sendPending = sent_[q].load(std::memory_order_relaxed) > out;
+      pending = pending || recvPending || sendPending;
+      if ((recvPending && in <= done) || (sendPending && taken + 1 < out)) {
+        silent += (silent.empty() ? "" : ", ") + std::to_string(q);
+      }
+    }
     const uint64_t now = nowNs();
     if (changed) changedAt = now;
+    if (pairsChanged) pairsChangedAt = now;
     if (peerReleased) {
       (void)released();
     } else if (comm_->failed() || comm_->aborted()) {
@@ -312,6 +381,13 @@ void DeviceWindows::watch() {
                          std::to_string(comm_->config().timeoutMs) +
                          " ms of this rank; every rank's barriers are released and results "
                          "since are undefined"));
+    } else if (!silent.empty() && now - pairsChangedAt > timeoutNs) {
+      release(Status(braidTimeout, "device windows: rank(s) " + silent +
+                                       " did not send or receive what this rank waits for "
+                                       "within " +
+                                       std::to_string(comm_->config().timeoutMs) +
+                                       " ms; every rank's waits are released and results "
+                                       "since are undefined"));
     }
     if (pending) {
       watchCv_.wait_for(lock, std::chrono::milliseconds(2));
@@ -386,14 +462,32 @@ bool DeviceWindows::released() {
   return false;
 }
 
-Status DeviceWindows::run(const OpRequest& op, void* stream) {
+Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream) {
   if (released()) {
     Status err = comm_->asyncError();
     return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
   }
-  if (op.count == 0) return Status::ok();
   Status st = order(stream);
-  if (st.isOk()) {
+  std::vector<const OpRequest*> pairs;
+  for (const OpRequest& op : ops) {
+    if (!st.isOk()) break;
+    if (op.kind != OpRequest::Kind::kCollective) {
+      pairs.push_back(&op);
+    } else if (op.count != 0) {
+      st = runOne(op, stream);
+    }
+  }
+  if (st.isOk() && !pairs.empty()) st = pointToPoint(pairs, stream);
+  if (st.isOk()) st = finishCall(stream);
+  // A call enqueued in part leaves the ranks' counts apart: release them now rather than
+  // let the peers wait for the timeout.
+  if (!st.isOk()) release(st.withContext("device windows: enqueueing a call failed: "));
+  return st;
+}
+
+Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
+  Status st;
+  {
     switch (op.collective) {
       case Collective::kAllReduce:
         st = allReduce(op, stream);
@@ -423,11 +517,57 @@ Status DeviceWindows::run(const OpRequest& op, void* stream) {
         st = Status(braidInternalError, "device windows: unsupported collective");
     }
   }
-  if (st.isOk()) st = finishCall(stream);
-  // A call enqueued in part leaves the ranks' barrier counts apart: release them now
-  // rather than let the peers wait for the timeout.
-  if (!st.isOk()) release(st.withContext("device windows: enqueueing a call failed: "));
   return st;
+}
+
+// Round i of every send, then of every receive, for i = 0, 1, ...: a send's round waits
+// only for its slot, which the receiver empties in its own round i - 2, so no pattern
+// deadlocks; rounds to one peer are numbered in the order both sides list them.
+Status DeviceWindows::pointToPoint(const std::vector<const OpRequest*>& ops, void* stream) {
+  size_t most = 0;
+  for (const OpRequest* op : ops) {
+    const size_t bytes = op->count * datatypeSize(op->datatype);
+    most = std::max(most, (bytes + slotBytes_ - 1) / slotBytes_);
+  }
+  for (size_t i = 0; i < most; ++i) {
+    for (const OpRequest* op : ops) {
+      if (op->kind == OpRequest::Kind::kSend) BRAID_TRY(sendRound(*op, i, stream));
+    }
+    for (const OpRequest* op : ops) {
+      if (op->kind == OpRequest::Kind::kRecv) BRAID_TRY(recvRound(*op, i, stream));
+    }
+  }
+  return Status::ok();
+}
+
+Status DeviceWindows::sendRound(const OpRequest& op, size_t round, void* stream) {
+  const size_t bytes = op.count * datatypeSize(op.datatype);
+  if (round * slotBytes_ >= bytes) return Status::ok();
+  const size_t n = std::min(slotBytes_, bytes - round * slotBytes_);
+  const int r = op.peer;
+  const uint64_t k = sent_[r].load(std::memory_order_relaxed) + 1;
+  if (k > 2) BRAID_TRY(cuda::streamWaitValue64(stream, device(consumed(rank_, r)), k - 2));
+  BRAID_TRY(cuda::copyAsync(slot(rank_, r, k % 2),
+                            static_cast<const char*>(op.send) + round * slotBytes_, n, stream));
+  BRAID_TRY(cuda::streamWriteValue64(stream, device(posted(rank_, r)), k));
+  sent_[r].store(k, std::memory_order_relaxed);
+  if (k % 64 == 1) watchCv_.notify_one();
+  return Status::ok();
+}
+
+Status DeviceWindows::recvRound(const OpRequest& op, size_t round, void* stream) {
+  const size_t bytes = op.count * datatypeSize(op.datatype);
+  if (round * slotBytes_ >= bytes) return Status::ok();
+  const size_t n = std::min(slotBytes_, bytes - round * slotBytes_);
+  const int s = op.peer;
+  const uint64_t k = received_[s].load(std::memory_order_relaxed) + 1;
+  BRAID_TRY(cuda::streamWaitValue64(stream, device(posted(s, rank_)), k));
+  BRAID_TRY(cuda::copyAsync(static_cast<char*>(op.recv) + round * slotBytes_, slot(s, rank_, k % 2),
+                            n, stream));
+  BRAID_TRY(cuda::streamWriteValue64(stream, device(consumed(s, rank_)), k));
+  received_[s].store(k, std::memory_order_relaxed);
+  if (k % 64 == 1) watchCv_.notify_one();
+  return Status::ok();
 }
 
 Status DeviceWindows::allReduce(const OpRequest& op, void* stream) {

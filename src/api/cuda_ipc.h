@@ -12,7 +12,7 @@
 // stay one-shot unless that variable is set). Reduce, gather and scatter go the same way
 // (the root reduces or copies out; scatter's root copies in). Inputs larger than a half go
 // in rounds (on one shared GPU each round costs a turn of every rank's context, so the
-// halves are large). All-to-all-v and send/recv stay staged.
+// halves are large). All-to-all-v stays staged.
 //
 // The barriers run on the GPU, not on a host thread: the ranks share one page of host
 // memory (an shm region, page-locked and mapped for the devices) with a counter per rank.
@@ -33,7 +33,15 @@
 // Set-up is collective and happens at the first device call that can use the windows; if
 // any rank cannot (no IPC, no peer access between the devices, no memory, no stream memory
 // operations, more than 8 ranks, ranks on several nodes, BRAID_CUDA_IPC=0), every rank
-// keeps the staged path and INFO says why. A rank whose receive buffer is not device
+// keeps the staged path and INFO says why.
+//
+// Send and receive: each rank's window also holds two slots (BRAID_CUDA_P2P_SLOT_BYTES,
+// 4 MiB) per peer. A send round k to rank r waits (on the stream) until r has consumed
+// round k - 2, copies into slot k % 2, and posts k; the receive round waits until k is
+// posted, copies out and marks it consumed. The counters are per ordered pair, in the same
+// shared page; no other rank takes part.
+//
+// A rank whose receive buffer is not device
 // memory reduces into a device scratch buffer and copies from it (the kernels write only
 // device memory); copies take any memory.
 #pragma once
@@ -66,8 +74,14 @@ class DeviceWindows {
   DeviceWindows(const DeviceWindows&) = delete;
   DeviceWindows& operator=(const DeviceWindows&) = delete;
 
-  // Enqueues op on `stream` and returns. The caller holds comm->opMu.
-  Status run(const OpRequest& op, void* stream);
+  // Whether a group of `ops` can run here: collectives supports() takes, and sends and
+  // receives to other ranks. Sends and receives alone need windows made earlier (making
+  // them is collective, and only the pair calls).
+  static bool supportsGroup(const std::vector<OpRequest>& ops, int rank, int nranks);
+  // Enqueues ops on `stream` and returns: collectives in order, then the sends and receives
+  // round by round (round i of every send, then of every receive), so any pattern
+  // completes. The caller holds comm->opMu.
+  Status run(const std::vector<OpRequest>& ops, void* stream);
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
   // Whether the barriers were released (by any rank's watch); the first to see it raises
@@ -79,6 +93,20 @@ class DeviceWindows {
  private:
   struct Counter;
   DeviceWindows() = default;
+  Status runOne(const OpRequest& op, void* stream);
+  Status pointToPoint(const std::vector<const OpRequest*>& ops, void* stream);
+  Status sendRound(const OpRequest& op, size_t round, void* stream);
+  Status recvRound(const OpRequest& op, size_t round, void* stream);
+  // Slot j (0, 1) that rank `from` sends to rank `to` through, as this process maps it.
+  char* slot(int from, int to, uint64_t j) const {
+    return windows_[static_cast<size_t>(from)] + 2 * halfBytes_ +
+           (static_cast<size_t>(to) * 2 + j) * slotBytes_;
+  }
+  // The send/receive counters in the shared page: rounds rank s posted to rank r, and
+  // rounds rank r consumed from rank s.
+  std::atomic<uint64_t>& posted(int s, int r) const;
+  std::atomic<uint64_t>& consumed(int s, int r) const;
+  char* device(const std::atomic<uint64_t>& counter) const;
   Status order(void* stream);
   Status barrier(void* stream);
   Status finishCall(void* stream);
@@ -108,6 +136,9 @@ class DeviceWindows {
   void* own_ = nullptr;         // this rank's window
   std::vector<char*> windows_;  // every rank's window as this process maps it
   uint64_t round_ = 0;          // rounds enqueued (their half: round_ % 2)
+  size_t slotBytes_ = 0;        // per send slot (two per ordered pair of ranks)
+  // Send/receive rounds this rank enqueued, per peer (read by the watch thread).
+  std::unique_ptr<std::atomic<uint64_t>[]> sent_, received_;
 
   // The barrier counters (rank q's at counters_[q]), in a page every rank maps.
   std::unique_ptr<Transport> shm_;

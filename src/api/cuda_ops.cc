@@ -92,23 +92,24 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
   return false;
 }
 
-// Collectives the device windows run (set up at the first such call) are enqueued on the
-// stream and return at once; a group runs there when all its calls can. Else staged.
+// Calls the device windows run (set up at the first device collective) are enqueued on
+// the stream and return at once; a group runs there when all its calls can. Else staged.
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  bool direct = !isHostStream(stream) && !ops.empty();
+  const int rank = comm->comm->rank(), nranks = comm->comm->nranks();
+  bool collective = false;
   for (const OpRequest& op : ops) {
-    direct = direct && DeviceWindows::supports(op, comm->comm->nranks());
+    collective = collective || op.kind == OpRequest::Kind::kCollective;
   }
-  if (!direct) return runStaged(comm, std::move(ops), stream);
-  {
+  if (!isHostStream(stream) && DeviceWindows::supportsGroup(ops, rank, nranks)) {
     std::lock_guard<std::mutex> lock(comm->opMu);
-    if (!comm->deviceWindowsTried) {
+    // Making the windows is collective: only a call every rank makes may do it.
+    if (!comm->deviceWindowsTried && collective) {
       comm->deviceWindowsTried = true;
       comm->deviceWindows = DeviceWindows::create(comm);
       comm->deviceWindowsLive = comm->deviceWindows.get();
     }
     if (comm->deviceWindows != nullptr) {
-      for (const OpRequest& op : ops) BRAID_TRY(comm->deviceWindows->run(op, stream));
+      BRAID_TRY(comm->deviceWindows->run(ops, stream));
       // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
       return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
     }

@@ -275,6 +275,48 @@ size_t ringExchange(braidComm_t comm, void* stream, size_t k) {
   return wrong;
 }
 
+// Every rank sends a different block to every other rank and receives one from each, in
+// one group; under the 4 KiB send slots of the window_rounds path each block takes 5
+// rounds both ways, so a schedule that let a send wait behind its own receives deadlocks.
+size_t allPairsExchange(braidComm_t comm, void* stream, size_t k) {
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  const size_t total = static_cast<size_t>(n) * k;
+  std::vector<int32_t> out(total), in(total, -1);
+  for (size_t i = 0; i < total; ++i) out[i] = static_cast<int32_t>(r * 1000000 + i);
+  Expected<void*> mem = cuda::deviceAlloc(2 * total * 4);
+  if (!mem.isOk()) return 1u << 30;
+  auto* d = static_cast<int32_t*>(mem.value());
+  auto* s = static_cast<braidStream_t>(stream);
+  bool ok = cuda::copyAsync(d, out.data(), total * 4, stream).isOk();
+  braidGroupStart();
+  for (int p = 0; p < n; ++p) {
+    if (p == r) continue;
+    braidSend(d + static_cast<size_t>(p) * k, k, braidInt32, p, comm, s);
+    braidRecv(d + total + static_cast<size_t>(p) * k, k, braidInt32, p, comm, s);
+  }
+  ok = braidGroupEnd() == braidSuccess && ok;
+  ok = ok && cuda::copyAsync(in.data(), d + total, total * 4, stream).isOk() &&
+       cuda::streamSynchronize(stream).isOk() && cuda::deviceFree(d).isOk();
+  if (!ok) {
+    fprintf(stderr, "rank %d: all-pairs send/recv failed: %s\n", r, braidGetLastError(comm));
+    return 1u << 30;
+  }
+  size_t wrong = 0;
+  for (int p = 0; p < n; ++p) {
+    if (p == r) continue;
+    for (size_t i = 0; i < k; ++i) {
+      const int32_t want = static_cast<int32_t>(p * 1000000 + static_cast<size_t>(r) * k + i);
+      if (in[static_cast<size_t>(p) * k + i] != want && wrong++ < 3) {
+        fprintf(stderr, "rank %d: from %d [%zu] = %d, want %d\n", r, p, i,
+                in[static_cast<size_t>(p) * k + i], want);
+      }
+    }
+  }
+  return wrong;
+}
+
 int everyCollectiveBody() {
   braidComm_t comm = nullptr;
   if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
@@ -302,6 +344,7 @@ int everyCollectiveBody() {
     }
   }
   wrong += ringExchange(comm, stream.value(), 5000);
+  wrong += allPairsExchange(comm, stream.value(), 5000);
   // The barrier, and a NULL stream (the legacy default stream, complete on return).
   if (braidBarrier(comm, static_cast<braidStream_t>(stream.value())) != braidSuccess) ++wrong;
   wrong += runOnDevice(comm, nullptr, {kAllReduce, braidFloat32, braidSum, 777, false, 0});
@@ -488,6 +531,7 @@ TEST_P(CudaPaths, EveryCollectiveOnDeviceBuffersIsExact) {
   env["BRAID_TIMEOUT_MS"] = "60000";
   if (path == DevicePath::kWindowRounds) {
     env["BRAID_CUDA_WINDOW_BYTES"] = "8192";  // halves of 4 KiB
+    env["BRAID_CUDA_P2P_SLOT_BYTES"] = "4096";
     env["BRAID_CUDA_TWO_SHOT_BYTES"] = "0";
   }
   if (path == DevicePath::kStaged) env["BRAID_CUDA_IPC"] = "0";
