@@ -239,6 +239,10 @@ void Harness::allocate() {
       std::exit(1);
     }
     gStream = DeviceBuffer::createStream();
+    // A device collective first (a barrier on the stream) sets up the device windows,
+    // which send/recv use only once a collective has made them.
+    check(braidBarrier(comm_, gStream));
+    if (!DeviceBuffer::synchronize()) std::exit(1);
   }
   const bool host = args_.device == 0;  // with -D 1 the calls run on the device buffers
   braidComm_t registerWith = args_.memAlloc == 2 ? comm_ : nullptr;
