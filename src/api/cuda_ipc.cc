@@ -72,17 +72,6 @@ bool DeviceWindows::supports(const OpRequest& op, int nranks) {
   }
 }
 
-bool DeviceWindows::supportsGroup(const std::vector<OpRequest>& ops, int rank, int nranks) {
-  if (ops.empty() || nranks < 2 || nranks > cuda::kMaxReduceInputs) return false;
-  for (const OpRequest& op : ops) {
-    if (op.kind == OpRequest::Kind::kCollective ? !supports(op, nranks)
-                                                : op.peer == rank || op.peer < 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::atomic<uint64_t>& DeviceWindows::posted(int s, int r) const {
   auto* base =
       reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kPostedAt);
@@ -467,12 +456,34 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream) {
     Status err = comm_->asyncError();
     return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
   }
+  // Sends to this rank pair with receives from it, in order (checked before anything is
+  // enqueued: bad usage must not release the windows).
+  std::vector<const OpRequest*> selfSends, selfRecvs;
+  for (const OpRequest& op : ops) {
+    if (op.kind == OpRequest::Kind::kCollective || op.peer != rank_) continue;
+    (op.kind == OpRequest::Kind::kSend ? selfSends : selfRecvs).push_back(&op);
+  }
+  bool paired = selfSends.size() == selfRecvs.size();
+  for (size_t i = 0; paired && i < selfSends.size(); ++i) {
+    paired = selfSends[i]->count * datatypeSize(selfSends[i]->datatype) ==
+             selfRecvs[i]->count * datatypeSize(selfRecvs[i]->datatype);
+  }
+  if (!paired) {
+    return invalidUsage(
+        "a send to this rank needs a receive from it of the same size in the same group (and "
+        "a receive from it a send)");
+  }
   Status st = order(stream);
+  for (size_t i = 0; st.isOk() && i < selfSends.size(); ++i) {
+    if (selfRecvs[i]->recv == selfSends[i]->send) continue;
+    st = cuda::copyAsync(selfRecvs[i]->recv, selfSends[i]->send,
+                         selfSends[i]->count * datatypeSize(selfSends[i]->datatype), stream);
+  }
   std::vector<const OpRequest*> pairs;
   for (const OpRequest& op : ops) {
     if (!st.isOk()) break;
     if (op.kind != OpRequest::Kind::kCollective) {
-      pairs.push_back(&op);
+      if (op.peer != rank_) pairs.push_back(&op);
     } else if (op.count != 0) {
       st = runOne(op, stream);
     }

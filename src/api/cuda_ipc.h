@@ -74,13 +74,11 @@ class DeviceWindows {
   DeviceWindows(const DeviceWindows&) = delete;
   DeviceWindows& operator=(const DeviceWindows&) = delete;
 
-  // Whether a group of `ops` can run here: collectives supports() takes, and sends and
-  // receives to other ranks. Sends and receives alone need windows made earlier (making
-  // them is collective, and only the pair calls).
-  static bool supportsGroup(const std::vector<OpRequest>& ops, int rank, int nranks);
-  // Enqueues ops on `stream` and returns: collectives in order, then the sends and receives
-  // round by round (round i of every send, then of every receive), so any pattern
-  // completes. The caller holds comm->opMu.
+  // Enqueues ops (collectives supports() takes, sends and receives) on `stream` and
+  // returns: collectives in order, then the sends and receives round by round (round i of
+  // every send, then of every receive), so any pattern completes; a send to this rank is
+  // a copy to the receive from it that it pairs with, in order. The caller holds
+  // comm->opMu.
   Status run(const std::vector<OpRequest>& ops, void* stream);
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();

@@ -93,14 +93,22 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 }
 
 // Calls the device windows run (set up at the first device collective) are enqueued on
-// the stream and return at once; a group runs there when all its calls can. Else staged.
+// the stream and return at once: every collective they support, and every send and
+// receive once they exist. Whatever else a group holds (all-to-all-v) is staged after
+// them. Without windows, everything is staged.
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  const int rank = comm->comm->rank(), nranks = comm->comm->nranks();
+  if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
+  const int nranks = comm->comm->nranks();
+  std::vector<OpRequest> direct, rest;
   bool collective = false;
   for (const OpRequest& op : ops) {
-    collective = collective || op.kind == OpRequest::Kind::kCollective;
+    const bool isCollective = op.kind == OpRequest::Kind::kCollective;
+    const bool here = !isCollective || DeviceWindows::supports(op, nranks);
+    (here ? direct : rest).push_back(op);
+    collective = collective || (isCollective && here);
   }
-  if (!isHostStream(stream) && DeviceWindows::supportsGroup(ops, rank, nranks)) {
+  bool ran = false;
+  if (!direct.empty()) {
     std::lock_guard<std::mutex> lock(comm->opMu);
     // Making the windows is collective: only a call every rank makes may do it.
     if (!comm->deviceWindowsTried && collective) {
@@ -109,12 +117,14 @@ Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStrea
       comm->deviceWindowsLive = comm->deviceWindows.get();
     }
     if (comm->deviceWindows != nullptr) {
-      BRAID_TRY(comm->deviceWindows->run(ops, stream));
-      // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
-      return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
+      BRAID_TRY(comm->deviceWindows->run(direct, stream));
+      ran = true;
     }
   }
-  return runStaged(comm, std::move(ops), stream);
+  if (!ran) return runStaged(comm, std::move(ops), stream);
+  if (!rest.empty()) BRAID_TRY(runStaged(comm, std::move(rest), stream));
+  // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
+  return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
 }
 
 braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {

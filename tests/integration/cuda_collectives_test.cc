@@ -275,29 +275,36 @@ size_t ringExchange(braidComm_t comm, void* stream, size_t k) {
   return wrong;
 }
 
-// Every rank sends a different block to every other rank and receives one from each, in
-// one group; under the 4 KiB send slots of the window_rounds path each block takes 5
-// rounds both ways, so a schedule that let a send wait behind its own receives deadlocks.
+// Every rank sends a different block to every rank (itself too: a copy) and receives one
+// from each, in one group that also holds an all-to-all-v (which the windows do not run:
+// it is staged after them); under the 4 KiB send slots of the window_rounds path each
+// block takes 5 rounds both ways, so a schedule that let a send wait behind its own
+// receives deadlocks.
 size_t allPairsExchange(braidComm_t comm, void* stream, size_t k) {
   int n = 0, r = 0;
   braidCommCount(comm, &n);
   braidCommUserRank(comm, &r);
-  const size_t total = static_cast<size_t>(n) * k;
-  std::vector<int32_t> out(total), in(total, -1);
-  for (size_t i = 0; i < total; ++i) out[i] = static_cast<int32_t>(r * 1000000 + i);
-  Expected<void*> mem = cuda::deviceAlloc(2 * total * 4);
+  const size_t total = static_cast<size_t>(n) * k, v = 7;  // v: all-to-all-v block
+  const size_t all = 2 * total + 2 * n * v;
+  std::vector<int32_t> host(all, -1);
+  for (size_t i = 0; i < total; ++i) host[i] = static_cast<int32_t>(r * 1000000 + i);
+  for (size_t i = 0; i < n * v; ++i) host[2 * total + i] = static_cast<int32_t>(r * 1000 + i);
+  Expected<void*> mem = cuda::deviceAlloc(all * 4);
   if (!mem.isOk()) return 1u << 30;
   auto* d = static_cast<int32_t*>(mem.value());
   auto* s = static_cast<braidStream_t>(stream);
-  bool ok = cuda::copyAsync(d, out.data(), total * 4, stream).isOk();
+  std::vector<size_t> counts(n, v), displs(n);
+  for (int p = 0; p < n; ++p) displs[p] = static_cast<size_t>(p) * v;
+  bool ok = cuda::copyAsync(d, host.data(), all * 4, stream).isOk();
   braidGroupStart();
   for (int p = 0; p < n; ++p) {
-    if (p == r) continue;
     braidSend(d + static_cast<size_t>(p) * k, k, braidInt32, p, comm, s);
     braidRecv(d + total + static_cast<size_t>(p) * k, k, braidInt32, p, comm, s);
   }
+  braidAlltoAllv(d + 2 * total, counts.data(), displs.data(), d + 2 * total + n * v, counts.data(),
+                 displs.data(), braidInt32, comm, s);
   ok = braidGroupEnd() == braidSuccess && ok;
-  ok = ok && cuda::copyAsync(in.data(), d + total, total * 4, stream).isOk() &&
+  ok = ok && cuda::copyAsync(host.data(), d, all * 4, stream).isOk() &&
        cuda::streamSynchronize(stream).isOk() && cuda::deviceFree(d).isOk();
   if (!ok) {
     fprintf(stderr, "rank %d: all-pairs send/recv failed: %s\n", r, braidGetLastError(comm));
@@ -305,12 +312,18 @@ size_t allPairsExchange(braidComm_t comm, void* stream, size_t k) {
   }
   size_t wrong = 0;
   for (int p = 0; p < n; ++p) {
-    if (p == r) continue;
     for (size_t i = 0; i < k; ++i) {
       const int32_t want = static_cast<int32_t>(p * 1000000 + static_cast<size_t>(r) * k + i);
-      if (in[static_cast<size_t>(p) * k + i] != want && wrong++ < 3) {
-        fprintf(stderr, "rank %d: from %d [%zu] = %d, want %d\n", r, p, i,
-                in[static_cast<size_t>(p) * k + i], want);
+      const int32_t got = host[total + static_cast<size_t>(p) * k + i];
+      if (got != want && wrong++ < 3) {
+        fprintf(stderr, "rank %d: from %d [%zu] = %d, want %d\n", r, p, i, got, want);
+      }
+    }
+    for (size_t i = 0; i < v; ++i) {
+      const int32_t want = static_cast<int32_t>(p * 1000 + static_cast<size_t>(r) * v + i);
+      const int32_t got = host[2 * total + n * v + static_cast<size_t>(p) * v + i];
+      if (got != want && wrong++ < 3) {
+        fprintf(stderr, "rank %d: all-to-all-v from %d [%zu] = %d, want %d\n", r, p, i, got, want);
       }
     }
   }
