@@ -419,20 +419,23 @@ Status DeviceWindows::flush() {
 }
 
 // Null where kernels may write `recv`; else a device buffer of at least `bytes` (one
-// round's output) that the caller copies from.
+// round's output) that the caller copies from. Growing it frees the old one, which waits
+// for the device (rare: a round is at most a half).
 void* DeviceWindows::scratchFor(const void* recv, size_t bytes, Status* st) {
   if (isDevice(recv)) return nullptr;
   if (scratchBytes_ < bytes) {
     if (scratch_ != nullptr) (void)cuda::deviceFree(scratch_);
     scratch_ = nullptr;
     scratchBytes_ = 0;
-    Expected<void*> m = cuda::deviceAlloc(halfBytes_);
+    // At least 1 MiB (a barrier's one byte should not cost a half's worth), at most a half.
+    const size_t want = std::min(halfBytes_, std::max(bytes, size_t{1} << 20));
+    Expected<void*> m = cuda::deviceAlloc(want);
     if (!m.isOk()) {
       *st = m.status();
       return nullptr;
     }
     scratch_ = m.value();
-    scratchBytes_ = halfBytes_;
+    scratchBytes_ = want;
   }
   return scratch_;
 }
