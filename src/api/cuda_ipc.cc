@@ -233,7 +233,20 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
   st = runOpsLocked(comm, &agree, 1);
   if (w->flags_ != nullptr) w->flags_->unlinkName();  // every rank has it mapped, or gave up
   if (!st.isOk() || ok == 0) {
-    w->released_ = true;  // nothing ran: the destructor only frees
+    // Nothing ran: let go of the peers' windows, and (while the communicator works) wait
+    // until every rank has, before the destructor frees this rank's.
+    for (int q = 0; q < w->nranks_; ++q) {
+      char*& p = w->windows_[static_cast<size_t>(q)];
+      if (p != nullptr && q != w->rank_) (void)cuda::ipcClose(p);
+      p = nullptr;
+    }
+    if (st.isOk()) {
+      uint8_t done = 1;
+      agree.send = &done;
+      agree.recv = &done;
+      (void)runOpsLocked(comm, &agree, 1);
+    }
+    w->released_ = true;
     return refuse(!why.empty() ? why : !st.isOk() ? st.message() : "a peer could not map them");
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
@@ -264,7 +277,7 @@ DeviceWindows::~DeviceWindows() {
   }
   // Every rank has let go of every window before any is freed (freeing memory a peer
   // still maps is undefined in CUDA IPC): one more barrier, on the host.
-  bool clean = started && st.isOk() && !released_.load();
+  bool clean = started && st.isOk() && !released();
   if (clean) {
     const uint64_t e = epoch_.load() + 1;
     counters_[rank_].value.store(e, std::memory_order_release);
@@ -386,15 +399,16 @@ void DeviceWindows::watch() {
   }
 }
 
-// Orders this call after the communicator's last one when that ran on another stream.
+// Orders this call after the communicator's last one (whatever stream that ran on).
 Status DeviceWindows::order(void* stream) {
-  if (!anyCall_ || stream == lastStream_) return Status::ok();
+  // Also on the same stream handle: a destroyed stream's address may come back as a new
+  // stream while the old one's work still runs.
+  if (!anyCall_) return Status::ok();
   return cuda::streamWaitEvent(stream, lastEvent_);
 }
 
 Status DeviceWindows::finishCall(void* stream) {
   BRAID_TRY(cuda::eventRecord(lastEvent_, stream));
-  lastStream_ = stream;
   anyCall_ = true;
   return Status::ok();
 }

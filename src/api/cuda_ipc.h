@@ -145,7 +145,6 @@ class DeviceWindows {
   char* countersDevice_ = nullptr;  // as device work reaches them
   std::atomic<uint64_t> epoch_{0};  // barriers enqueued by this rank
   void* lastEvent_ = nullptr;       // recorded at the end of every call
-  void* lastStream_ = nullptr;
   bool anyCall_ = false;
   void* scratch_ = nullptr;  // device output for a receive buffer kernels cannot write
   size_t scratchBytes_ = 0;
