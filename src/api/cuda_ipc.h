@@ -44,6 +44,7 @@
 // A rank whose receive buffer is not device
 // memory reduces into a device scratch buffer and copies from it (the kernels write only
 // device memory); copies take any memory.
+// (Calls: cuda_ipc.cc; set-up, teardown and the watch thread: cuda_ipc_setup.cc.)
 #pragma once
 
 #include <atomic>
@@ -89,12 +90,22 @@ class DeviceWindows {
   bool released();
 
  private:
-  struct Counter;
+  // The counters' page: the barrier counters (128 bytes apart), then the send/receive
+  // counters posted[s][r] and consumed[s][r] (8 bytes each).
+  struct alignas(128) Counter {
+    std::atomic<uint64_t> value{0};
+  };
+  static_assert(sizeof(std::atomic<uint64_t>) == 8, "the GPU writes counters as 8 bytes");
+  static constexpr size_t kFlagsBytes = 4096;
+  static constexpr size_t kPostedAt = 1024;
+  static constexpr size_t kConsumedAt = kPostedAt + 8 * 8 * 8;
+  // A counter at or past this was released by a watch thread (every wait passes).
+  static constexpr uint64_t kReleased = uint64_t{1} << 62;
+
   DeviceWindows() = default;
   Status runOne(const OpRequest& op, void* stream);
   Status pointToPoint(const std::vector<const OpRequest*>& ops, void* stream);
-  Status sendRound(const OpRequest& op, size_t round, void* stream);
-  Status recvRound(const OpRequest& op, size_t round, void* stream);
+  Status pairRound(const OpRequest& op, size_t round, void* stream);
   // Slot j (0, 1) that rank `from` sends to rank `to` through, as this process maps it.
   char* slot(int from, int to, uint64_t j) const {
     return windows_[static_cast<size_t>(from)] + 2 * halfBytes_ +
@@ -108,7 +119,9 @@ class DeviceWindows {
   Status order(void* stream);
   Status barrier(void* stream);
   Status finishCall(void* stream);
-  void* scratchFor(const void* recv, size_t bytes, Status* st);
+  Expected<void*> scratchFor(const void* recv, size_t bytes);
+  Status reduceTo(char* out, void* scratch, const std::vector<const void*>& srcs, size_t n,
+                  const OpRequest& op, void* stream);
   Status copyBlocksIn(const OpRequest& op, char* half, size_t off, size_t n, size_t chunk,
                       void* stream);
   Status allReduce(const OpRequest& op, void* stream);

@@ -500,6 +500,15 @@ int stuckPeerBody() {
   return rc;
 }
 
+// Runs `body` as n ranks with `env` and expects every rank to exit 0.
+void expectEveryRankPasses(int n, const Env& env, int (*body)(), int timeoutSec) {
+  auto outcomes = runRanks(
+      n, env, [body](int) { return body(); }, timeoutSec);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
 class CudaCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
@@ -507,11 +516,7 @@ TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
   const int n = GetParam();
   Env env = jobEnv(n);
   env["BRAID_TIMEOUT_MS"] = "60000";
-  auto outcomes = runRanks(
-      n, env, [](int) { return asyncBody(); }, 180);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
-  }
+  expectEveryRankPasses(n, env, asyncBody, 180);
 }
 
 TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
@@ -519,11 +524,7 @@ TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
   const int n = GetParam();
   Env env = jobEnv(n);
   env["BRAID_TIMEOUT_MS"] = "3000";
-  auto outcomes = runRanks(
-      n, env, [](int) { return stuckPeerBody(); }, 120);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
-  }
+  expectEveryRankPasses(n, env, stuckPeerBody, 120);
 }
 
 // The paths a device call can take: the device windows (CUDA IPC) as configured by
@@ -548,21 +549,13 @@ TEST_P(CudaPaths, EveryCollectiveOnDeviceBuffersIsExact) {
     env["BRAID_CUDA_TWO_SHOT_BYTES"] = "0";
   }
   if (path == DevicePath::kStaged) env["BRAID_CUDA_IPC"] = "0";
-  auto outcomes = runRanks(
-      n, env, [](int) { return everyCollectiveBody(); }, 300);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
-  }
+  expectEveryRankPasses(n, env, everyCollectiveBody, 300);
 }
 
 TEST_P(CudaCollectives, DeviceBuffersOnAHostStreamAreInvalidUsage) {
   SKIP_WITHOUT_DEVICE();
   const int n = GetParam();
-  auto outcomes = runRanks(
-      n, jobEnv(n), [](int) { return hostStreamBody(); }, 120);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
-  }
+  expectEveryRankPasses(n, jobEnv(n), hostStreamBody, 120);
 }
 
 // Without a device, a stream that is not one of braidStreamCreate's is refused before
