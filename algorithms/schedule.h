@@ -45,8 +45,8 @@ struct Step {
   OpKind op;
   BufRef src = BufRef::kNone;
   BufRef dst = BufRef::kNone;
-  int32_t sendPeer = -1;  // rank, or -1
-  int32_t recvPeer = -1;  // rank, or -1
+  int32_t sendPeer = -1;   // rank, or -1
+  int32_t recvPeer = -1;   // rank, or -1
   uint64_t srcOffset = 0;  // elements
   uint64_t dstOffset = 0;  // elements
   uint64_t count = 0;      // elements
@@ -55,6 +55,16 @@ struct Step {
   // This step and the next one belong to the same batch (see above).
   bool batchWithNext = false;
 };
+
+// What each OpKind touches: a peer to receive from or send to, a src or dst buffer.
+inline bool isLocal(OpKind op) { return op == OpKind::kCopy || op == OpKind::kReduceLocal; }
+inline bool needsRecv(OpKind op) { return op != OpKind::kSend && !isLocal(op); }
+inline bool needsSend(OpKind op) {
+  return op == OpKind::kSend || op == OpKind::kRecvReduceSend ||
+         op == OpKind::kRecvReduceCopySend || op == OpKind::kRecvCopySend;
+}
+inline bool needsSrc(OpKind op) { return op != OpKind::kRecv && op != OpKind::kRecvCopySend; }
+inline bool needsDst(OpKind op) { return op != OpKind::kSend && op != OpKind::kRecvReduceSend; }
 
 struct Schedule {
   int rank = 0;
@@ -99,7 +109,7 @@ struct CollArgs {
   uint64_t count = 0;     // elements (per rank / per block, as above)
   uint32_t elemSize = 1;  // bytes per element
   bool inPlace = false;
-  int root = 0;           // broadcast, reduce, gather, scatter
+  int root = 0;  // broadcast, reduce, gather, scatter
   // Largest step in elements; the executor derives it from the FIFO capacity.
   uint64_t maxStepElems = 1 << 16;
   // all-to-all-v only: this rank's counts and displacements per peer (elements).

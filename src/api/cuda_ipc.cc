@@ -33,10 +33,10 @@ bool DeviceWindows::supports(const OpRequest& op, int nranks) {
     case Collective::kAllToAll:
     case Collective::kGather:
     case Collective::kScatter:
+    case Collective::kAllToAllv:  // a lowered schedule
       return true;
-    default:
-      return false;
   }
+  return false;
 }
 
 // Orders this call after the communicator's last one (whatever stream that ran on).
@@ -127,7 +127,7 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream) {
     if (!st.isOk()) break;
     if (op.kind != OpRequest::Kind::kCollective) {
       if (op.peer != rank_) pairs.push_back(&op);
-    } else if (op.count != 0) {
+    } else if (op.count != 0 || op.collective == Collective::kAllToAllv) {  // its count is 0
       st = runOne(op, stream);
     }
   }
@@ -140,6 +140,9 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream) {
 }
 
 Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
+  algo::Algorithm alg = algo::Algorithm::kRing;
+  BRAID_ASSIGN_OR_RETURN(bool lowered, lowers(op, &alg));
+  if (lowered) return runSchedule(op, alg, stream);
   switch (op.collective) {
     case Collective::kAllReduce:
       return allReduce(op, stream);

@@ -12,7 +12,7 @@
 // stay one-shot unless that variable is set). Reduce, gather and scatter go the same way
 // (the root reduces or copies out; scatter's root copies in). Inputs larger than a half go
 // in rounds (on one shared GPU each round costs a turn of every rank's context, so the
-// halves are large). All-to-all-v stays staged.
+// halves are large). All-to-all-v runs as a lowered schedule (below).
 //
 // The barriers run on the GPU, not on a host thread: the ranks share one page of host
 // memory (an shm region, page-locked and mapped for the devices) with a counter per rank.
@@ -29,6 +29,10 @@
 // barrier of every rank for good (the counters jump far ahead) and raises the
 // communicator's asynchronous error (braidCommGetAsyncError); results after that are
 // undefined and later calls fail with that error.
+//
+// Schedules (api/cuda_schedule.cc): all-to-all-v, and any collective whose algorithm
+// BRAID_ALGO names, run the same schedule the host executor would, lowered to device work
+// (exec/device_program.h) over the send slots below: the CUDA executor.
 //
 // Set-up is collective and happens at the first device call that can use the windows; if
 // any rank cannot (no IPC, no peer access between the devices, no memory, no stream memory
@@ -104,6 +108,12 @@ class DeviceWindows {
 
   DeviceWindows() = default;
   Status runOne(const OpRequest& op, void* stream);
+  // Whether op runs as a lowered schedule (true: which algorithm in *alg).
+  Expected<bool> lowers(const OpRequest& op, algo::Algorithm* alg);
+  Status runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream);
+  // Points *in / *out where device work reaches op's buffers (device copies of host
+  // buffers; staged_ then lists what to copy back).
+  Status placeBuffers(const OpRequest& op, char** in, char** out, void* stream);
   Status pointToPoint(const std::vector<const OpRequest*>& ops, void* stream);
   Status pairRound(const OpRequest& op, size_t round, void* stream);
   // Slot j (0, 1) that rank `from` sends to rank `to` through, as this process maps it.
@@ -161,6 +171,17 @@ class DeviceWindows {
   bool anyCall_ = false;
   void* scratch_ = nullptr;  // device output for a receive buffer kernels cannot write
   size_t scratchBytes_ = 0;
+  braidComm* owner_ = nullptr;       // its selector says which schedules run lowered
+  void* scheduleScratch_ = nullptr;  // a lowered schedule's scratch
+  size_t scheduleScratchBytes_ = 0;
+  void* stage_ = nullptr;  // device copies of a lowered call's host buffers
+  size_t stageBytes_ = 0;
+  struct Staged {
+    char* device;
+    void* user;
+    size_t bytes;
+  };
+  std::vector<Staged> staged_;  // of the current lowered call: copied back at its end
 
   // The watch thread (see above).
   std::thread watcher_;

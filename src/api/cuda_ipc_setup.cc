@@ -69,6 +69,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
 
   std::unique_ptr<DeviceWindows> w(new DeviceWindows());
   w->comm_ = &c;
+  w->owner_ = comm;
   w->rank_ = c.rank();
   w->nranks_ = c.nranks();
   w->halfBytes_ = static_cast<size_t>(bytes) / 2 / 256 * 256;
@@ -261,7 +262,9 @@ DeviceWindows::~DeviceWindows() {
       BRAID_INFO("device windows: leaving this rank's window allocated (a peer may still map it)");
     }
   }
-  if (scratch_ != nullptr) (void)cuda::deviceFree(scratch_);
+  for (void* p : {scratch_, scheduleScratch_, stage_}) {
+    if (p != nullptr) (void)cuda::deviceFree(p);
+  }
   if (lastEvent_ != nullptr) (void)cuda::eventDestroy(lastEvent_);
   if (countersDevice_ != nullptr) (void)cuda::hostUnregister(flags_->base());
 }

@@ -93,9 +93,10 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 }
 
 // Calls the device windows run (set up at the first device collective) are enqueued on
-// the stream and return at once: every collective they support, and every send and
-// receive once they exist. Whatever else a group holds (all-to-all-v) is staged after
-// them. Without windows, everything is staged.
+// the stream and return at once: every collective of 2 to 8 ranks with a built-in
+// operation (all-to-all-v and BRAID_ALGO's choices as lowered schedules), and every send
+// and receive once they exist. Whatever else a group holds (a reduction with a PreMulSum
+// operation) is staged after them. Without windows, everything is staged.
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
   const int nranks = comm->comm->nranks();

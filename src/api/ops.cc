@@ -4,8 +4,8 @@
 
 #include "api/cuda_ops.h"
 #include "core/logging.h"
-#include "cuda/device.h"
 #include "core/stream.h"
+#include "cuda/device.h"
 #include "exec/reduce.h"
 
 namespace braid {
@@ -22,19 +22,6 @@ struct Queued {
 };
 thread_local int tGroupDepth = 0;
 thread_local std::vector<Queued> tGroup;
-
-bool isInPlace(const OpRequest& op, int rank, size_t es) {
-  auto at = [](const void* p, size_t bytes) { return static_cast<const char*>(p) + bytes; };
-  const size_t block = op.count * es;
-  switch (op.collective) {
-    case Collective::kAllGather: return op.send == at(op.recv, rank * block);
-    case Collective::kReduceScatter: return op.recv == at(op.send, rank * block);
-    case Collective::kGather: return rank == op.root && op.send == at(op.recv, rank * block);
-    case Collective::kScatter: return rank == op.root && op.recv == at(op.send, rank * block);
-    case Collective::kAllToAllv: return false;
-    default: return op.send == op.recv;
-  }
-}
 
 const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
                                      algo::Algorithm alg) {
@@ -86,8 +73,8 @@ CallSignature signatureOf(const OpRequest& op, uint64_t seq) {
                        op.collective == Collective::kReduceScatter ||
                        op.collective == Collective::kReduce;
   const bool rooted = op.collective == Collective::kBroadcast ||
-                      op.collective == Collective::kReduce || op.collective == Collective::kGather ||
-                      op.collective == Collective::kScatter;
+                      op.collective == Collective::kReduce ||
+                      op.collective == Collective::kGather || op.collective == Collective::kScatter;
   CallSignature sig{};
   sig.magic = kSignatureMagic;
   sig.collective = static_cast<uint32_t>(op.collective);
@@ -173,10 +160,9 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
     algo::Schedule s = algo::buildSchedule(alg, args);
     BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
   } else if (comm->windows->handles(op.collective, alg)) {
-    BRAID_TRY(comm->windows->run(args, alg, ExecBuffers{op.send, op.recv}, desc,
-                                 [&]() -> const algo::Schedule& {
-                                   return cachedSchedule(comm, args, alg);
-                                 }));
+    BRAID_TRY(comm->windows->run(
+        args, alg, ExecBuffers{op.send, op.recv}, desc,
+        [&]() -> const algo::Schedule& { return cachedSchedule(comm, args, alg); }));
   } else {
     const algo::Schedule& s = cachedSchedule(comm, args, alg);
     BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
@@ -277,6 +263,25 @@ braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStr
 
 }  // namespace
 
+bool isInPlace(const OpRequest& op, int rank, size_t es) {
+  auto at = [](const void* p, size_t bytes) { return static_cast<const char*>(p) + bytes; };
+  const size_t block = op.count * es;
+  switch (op.collective) {
+    case Collective::kAllGather:
+      return op.send == at(op.recv, rank * block);
+    case Collective::kReduceScatter:
+      return op.recv == at(op.send, rank * block);
+    case Collective::kGather:
+      return rank == op.root && op.send == at(op.recv, rank * block);
+    case Collective::kScatter:
+      return rank == op.root && op.recv == at(op.send, rank * block);
+    case Collective::kAllToAllv:
+      return false;
+    default:
+      return op.send == op.recv;
+  }
+}
+
 Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
   std::lock_guard<std::mutex> lock(comm->opMu);
   return runOpsLocked(comm, ops, n);
@@ -311,14 +316,13 @@ braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream) {
 braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   // Counted, so that an abort from another thread cannot free comm under this call.
   if (!acquireComm(comm)) {
-    return finish(nullptr, invalidArgument(
-                               "comm was destroyed or aborted while the call was being issued"));
+    return finish(nullptr,
+                  invalidArgument("comm was destroyed or aborted while the call was being issued"));
   }
   braidResult_t r = issueCounted(comm, std::move(ops), stream);
   releaseComm(comm);
   return r;
 }
-
 
 bool queueInGroup(braidComm* comm, OpRequest&& op, braidStream_t stream) {
   if (tGroupDepth == 0) return false;

@@ -18,10 +18,14 @@ struct OpRequest {
   size_t count = 0;
   braidDataType_t datatype = braidFloat32;
   braidRedOp_t op = braidSum;
-  int root = 0;  // collectives with a root
-  int peer = -1; // send / recv
+  int root = 0;                                                          // collectives with a root
+  int peer = -1;                                                         // send / recv
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;  // all-to-all-v
 };
+
+// Whether a collective's buffers lie in place as NCCL defines it, on `rank` (es: bytes per
+// element); all-to-all-v never is.
+bool isInPlace(const OpRequest& op, int rank, size_t es);
 
 // Runs `ops` on comm: collectives one after another in order, then every
 // send and receive together as one batch (so any pattern completes). Holds

@@ -16,7 +16,6 @@ using algo::BufRef;
 using algo::OpKind;
 using algo::Step;
 
-
 struct Message {
   uint64_t count;
   size_t step;  // the sender's step index, for messages
@@ -57,21 +56,22 @@ inline size_t batchEnd(const std::vector<Step>& steps, size_t begin) {
   return std::min(e + 1, steps.size());
 }
 
-inline bool isLocal(OpKind op) { return op == OpKind::kCopy || op == OpKind::kReduceLocal; }
-inline bool needsRecv(OpKind op) { return op != OpKind::kSend && !isLocal(op); }
-inline bool needsSend(OpKind op) {
-  return op == OpKind::kSend || op == OpKind::kRecvReduceSend ||
-         op == OpKind::kRecvReduceCopySend || op == OpKind::kRecvCopySend;
-}
-inline bool needsSrc(OpKind op) { return op != OpKind::kRecv && op != OpKind::kRecvCopySend; }
-inline bool needsDst(OpKind op) { return op != OpKind::kSend && op != OpKind::kRecvReduceSend; }
+using algo::isLocal;
+using algo::needsDst;
+using algo::needsRecv;
+using algo::needsSend;
+using algo::needsSrc;
 
 inline const char* bufName(BufRef b) {
   switch (b) {
-    case BufRef::kInput: return "input";
-    case BufRef::kOutput: return "output";
-    case BufRef::kScratch: return "scratch";
-    case BufRef::kNone: break;
+    case BufRef::kInput:
+      return "input";
+    case BufRef::kOutput:
+      return "output";
+    case BufRef::kScratch:
+      return "scratch";
+    case BufRef::kNone:
+      break;
   }
   return "none";
 }

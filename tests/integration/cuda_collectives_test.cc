@@ -19,9 +19,8 @@
 #include "braid/braid.h"
 #include "core/clock.h"
 #include "cuda/device.h"
+#include "cuda_cases.h"
 #include "spawn.h"
-#include "tests/common/reference.h"
-#include "tests/unit/cuda/float8_reference.h"
 
 namespace braid::test {
 namespace {
@@ -54,198 +53,6 @@ std::string probeDevice() {
     static const std::string reason = probeDevice(); \
     if (!reason.empty()) GTEST_SKIP() << reason;     \
   } while (0)
-
-// ---- Data: reference.h's, except float8 sums (partial sums stay exact in float8 whatever
-// order an algorithm adds in).
-bool isFloat8(braidDataType_t t) { return t == braidFloat8e4m3 || t == braidFloat8e5m2; }
-const Float8Format& formatOf(braidDataType_t t) { return t == braidFloat8e4m3 ? kE4m3 : kE5m2; }
-size_t sizeOf(braidDataType_t t) { return isFloat8(t) ? 1 : elemSize(t); }
-
-void put(braidDataType_t t, void* base, size_t i, double v) {
-  if (isFloat8(t)) {
-    static_cast<uint8_t*>(base)[i] = float8Encode(v, formatOf(t));
-  } else {
-    store(t, base, i, v);
-  }
-}
-
-double get(braidDataType_t t, const void* base, size_t i) {
-  return isFloat8(t) ? float8Decode(static_cast<const uint8_t*>(base)[i], formatOf(t))
-                     : load(t, base, i);
-}
-
-double input(braidDataType_t t, braidRedOp_t op, int rank, int n, size_t i) {
-  if (isFloat8(t) && (op == braidSum || op == braidAvg)) return double((rank + i) % 3) - 1;
-  return inputValue(t, op, rank, n, i);
-}
-
-double reduced(braidDataType_t t, braidRedOp_t op, int n, size_t i) {
-  if (!isFloat8(t)) return expectedValue(t, op, n, i);
-  double acc = input(t, op, 0, n, i);
-  for (int r = 1; r < n; ++r) {
-    double v = input(t, op, r, n, i);
-    acc = op == braidProd  ? acc * v
-          : op == braidMax ? std::max(acc, v)
-          : op == braidMin ? std::min(acc, v)
-                           : acc + v;
-  }
-  if (op == braidAvg) acc = static_cast<float>(acc) / static_cast<float>(n);  // rounds once
-  return float8Decode(float8Encode(acc, formatOf(t)), formatOf(t));
-}
-
-enum Coll {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kReduce,
-  kGather,
-  kScatter,
-  kAllToAll,
-  kAllToAllv,
-  kNumColls
-};
-const char* const kNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
-                              "gather",    "scatter",   "alltoall",      "alltoallv"};
-
-struct Case {
-  int coll;
-  braidDataType_t t;
-  braidRedOp_t op;
-  size_t k;
-  bool inPlace;
-  int root;
-};
-
-// all-to-all-v counts: rank s sends m(s, d) elements to rank d, packed.
-size_t vcount(int s, int d, size_t k) { return (s + 2 * d) % 3 + k; }
-
-// Runs one collective on device memory on `stream`; returns the number of wrong elements
-// (or a large number when the call failed).
-size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
-  int n = 0, r = 0;
-  braidCommCount(comm, &n);
-  braidCommUserRank(comm, &r);
-  const size_t es = sizeOf(c.t), k = c.k;
-  const bool reduces = c.coll == kAllReduce || c.coll == kReduceScatter || c.coll == kReduce;
-  const braidRedOp_t vop = reduces ? c.op : braidSum;
-  std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
-  size_t vin = 0, vout = 0;
-  for (int p = 0; p < n; ++p) {
-    sc[p] = vcount(r, p, k), sd[p] = vin, vin += sc[p];
-    rc[p] = vcount(p, r, k), rd[p] = vout, vout += rc[p];
-  }
-  const bool bigOut = c.coll == kAllGather || c.coll == kGather || c.coll == kAllToAll;
-  const bool bigIn = c.coll == kReduceScatter || c.coll == kScatter || c.coll == kAllToAll;
-  const size_t inElems = c.coll == kAllToAllv ? vin : bigIn ? n * k : k;
-  const size_t outElems = c.coll == kAllToAllv ? vout : bigOut ? n * k : k;
-  // One device allocation: output region, then input region (out of place).
-  const size_t outBytes = outElems * es, bytes = outBytes + inElems * es + 64;
-  std::vector<char> image(bytes, 0x5a);
-  char* hostIn = image.data() + outBytes;
-  for (size_t i = 0; i < inElems; ++i) put(c.t, hostIn, i, input(c.t, vop, r, n, i));
-  Expected<void*> mem = cuda::deviceAlloc(bytes);
-  if (!mem.isOk()) {
-    fprintf(stderr, "rank %d: %s\n", r, mem.status().message().c_str());
-    return 1u << 30;
-  }
-  char* base = static_cast<char*>(mem.value());
-  const void* send = base + outBytes;
-  void* recv = base;
-  size_t recvAt = 0;  // where recv starts in the image
-  if (c.inPlace && c.coll != kAllToAllv) {
-    size_t at = (c.coll == kAllGather || c.coll == kGather) ? r * k : 0;
-    std::memcpy(image.data() + at * es, hostIn, inElems * es);
-    send = base + at * es;
-    if (c.coll == kReduceScatter || c.coll == kScatter) recvAt = r * k * es;
-    recv = base + recvAt;
-  }
-  auto* s = static_cast<braidStream_t>(stream);
-  bool copied = cuda::copyAsync(base, image.data(), bytes, stream).isOk();
-  braidResult_t res = braidSuccess;
-  switch (c.coll) {
-    case kAllReduce:
-      res = braidAllReduce(send, recv, k, c.t, c.op, comm, s);
-      break;
-    case kAllGather:
-      res = braidAllGather(send, recv, k, c.t, comm, s);
-      break;
-    case kReduceScatter:
-      res = braidReduceScatter(send, recv, k, c.t, c.op, comm, s);
-      break;
-    case kBroadcast:
-      res = braidBroadcast(send, recv, k, c.t, c.root, comm, s);
-      break;
-    case kReduce:
-      res = braidReduce(send, recv, k, c.t, c.op, c.root, comm, s);
-      break;
-    case kGather:
-      res = braidGather(send, recv, k, c.t, c.root, comm, s);
-      break;
-    case kScatter:
-      res = braidScatter(send, recv, k, c.t, c.root, comm, s);
-      break;
-    case kAllToAll:
-      res = braidAlltoAll(send, recv, k, c.t, comm, s);
-      break;
-    case kAllToAllv:
-      res = braidAlltoAllv(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), c.t, comm, s);
-      break;
-  }
-  copied = copied && cuda::copyAsync(image.data(), base, bytes, stream).isOk() &&
-           cuda::streamSynchronize(stream).isOk() && cuda::deviceFree(base).isOk();
-  if (res != braidSuccess || !copied) {
-    fprintf(stderr, "rank %d: %s failed: %s\n", r, kNames[c.coll], braidGetLastError(comm));
-    return 1u << 30;
-  }
-  auto in = [&](int p, size_t i) { return input(c.t, vop, p, n, i); };
-  size_t wrong = 0;
-  for (size_t j = 0; j < outElems; ++j) {
-    double want = 0;
-    bool defined = true;
-    switch (c.coll) {
-      case kAllReduce:
-        want = reduced(c.t, c.op, n, j);
-        break;
-      case kReduce:
-        want = reduced(c.t, c.op, n, j), defined = r == c.root;
-        break;
-      case kReduceScatter:
-        want = reduced(c.t, c.op, n, r * k + j);
-        break;
-      case kAllGather:
-        want = in(j / k, j % k);
-        break;
-      case kGather:
-        want = in(j / k, j % k), defined = r == c.root;
-        break;
-      case kBroadcast:
-        want = in(c.root, j);
-        break;
-      case kScatter:
-        want = in(c.root, r * k + j);
-        break;
-      case kAllToAll:
-        want = in(j / k, r * k + j % k);
-        break;
-      case kAllToAllv: {
-        int p = 0;
-        while (j >= rd[p] + rc[p]) ++p;
-        size_t from = 0;  // where p's block for r starts in p's input
-        for (int q = 0; q < r; ++q) from += vcount(p, q, k);
-        want = in(p, from + (j - rd[p]));
-        break;
-      }
-    }
-    if (!defined) continue;
-    double got = get(c.t, image.data() + recvAt, j);
-    if (got != want && !(std::isnan(got) && std::isnan(want)) && wrong++ < 3) {
-      fprintf(stderr, "rank %d %s n=%d k=%zu t=%d op=%d root=%d inPlace=%d: [%zu]=%g want %g\n", r,
-              kNames[c.coll], n, k, c.t, c.op, c.root, c.inPlace, j, got, want);
-    }
-  }
-  return wrong;
-}
 
 // Send/receive around the ring in one group, on device buffers on `stream`.
 size_t ringExchange(braidComm_t comm, void* stream, size_t k) {
@@ -529,12 +336,33 @@ TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
 
 // The paths a device call can take: the device windows (CUDA IPC) as configured by
 // default, the windows in 4 KiB rounds with every all-reduce two-shot (many rounds, and
-// the slices of the two-shot uneven), and staged through host memory.
-enum class DevicePath { kWindows, kWindowRounds, kStaged };
+// the slices of the two-shot uneven), staged through host memory, and the schedules
+// BRAID_ALGO names lowered to device work over 4 KiB slots (every family: ring, tree,
+// halving-doubling, Bruck, pairwise, linear, direct).
+enum class DevicePath {
+  kWindows,
+  kWindowRounds,
+  kStaged,
+  kRingSchedules,
+  kTreeSchedules,
+  kHalvingSchedules
+};
 const char* pathName(DevicePath p) {
-  return p == DevicePath::kWindows        ? "windows"
-         : p == DevicePath::kWindowRounds ? "window_rounds"
-                                          : "staged";
+  switch (p) {
+    case DevicePath::kWindows:
+      return "windows";
+    case DevicePath::kWindowRounds:
+      return "window_rounds";
+    case DevicePath::kStaged:
+      return "staged";
+    case DevicePath::kRingSchedules:
+      return "ring_schedules";
+    case DevicePath::kTreeSchedules:
+      return "tree_schedules";
+    case DevicePath::kHalvingSchedules:
+      return "halving_schedules";
+  }
+  return "?";
 }
 class CudaPaths : public ::testing::TestWithParam<std::tuple<int, DevicePath>> {};
 
@@ -549,6 +377,15 @@ TEST_P(CudaPaths, EveryCollectiveOnDeviceBuffersIsExact) {
     env["BRAID_CUDA_TWO_SHOT_BYTES"] = "0";
   }
   if (path == DevicePath::kStaged) env["BRAID_CUDA_IPC"] = "0";
+  const char* algos = path == DevicePath::kRingSchedules   ? "ring,linear,pairwise"
+                      : path == DevicePath::kTreeSchedules ? "tree,direct,linear,bruck,pairwise"
+                      : path == DevicePath::kHalvingSchedules
+                          ? "halving_doubling,tree,linear,bruck,pairwise"
+                          : nullptr;
+  if (algos != nullptr) {
+    env["BRAID_ALGO"] = algos;
+    env["BRAID_CUDA_P2P_SLOT_BYTES"] = "4096";
+  }
   expectEveryRankPasses(n, env, everyCollectiveBody, 300);
 }
 
@@ -583,15 +420,17 @@ TEST(CudaStreams, WithoutADeviceAnUnknownStreamIsRefusedWithTheReason) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaCollectives, ::testing::Values(2, 3, 4),
                          [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
-INSTANTIATE_TEST_SUITE_P(Ranks, CudaPaths,
-                         ::testing::Combine(::testing::Values(2, 3, 4),
-                                            ::testing::Values(DevicePath::kWindows,
-                                                              DevicePath::kWindowRounds,
-                                                              DevicePath::kStaged)),
-                         [](const auto& info) {
-                           return std::to_string(std::get<0>(info.param)) + "_ranks_" +
-                                  pathName(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Ranks, CudaPaths,
+    ::testing::Combine(::testing::Values(2, 3, 4),
+                       ::testing::Values(DevicePath::kWindows, DevicePath::kWindowRounds,
+                                         DevicePath::kStaged, DevicePath::kRingSchedules,
+                                         DevicePath::kTreeSchedules,
+                                         DevicePath::kHalvingSchedules)),
+    [](const auto& info) {
+      return std::to_string(std::get<0>(info.param)) + "_ranks_" +
+             pathName(std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace braid::test

@@ -4,8 +4,6 @@
 // spread over the ranks, a reducing op per datatype family.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "algorithms/registry.h"
 #include "coll_check.h"
 
@@ -15,49 +13,27 @@ namespace {
 using algo::Algorithm;
 using algo::Collective;
 
-constexpr Collective kColls[] = {Collective::kAllReduce, Collective::kAllGather,
-                                 Collective::kReduceScatter, Collective::kBroadcast,
-                                 Collective::kReduce, Collective::kGather, Collective::kScatter,
-                                 Collective::kAllToAll, Collective::kAllToAllv};
-
-std::vector<std::vector<uint64_t>> randomCounts(int n, uint64_t max, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<uint64_t>> m(n, std::vector<uint64_t>(n));
-  for (auto& row : m) {
-    for (auto& x : row) x = rng() % (max + 1);
-  }
-  return m;
-}
-
 class AllFamilies : public ::testing::TestWithParam<int> {};
 
 TEST_P(AllFamilies, EveryCollectiveTheRegistryOffers) {
   const Algorithm alg = static_cast<Algorithm>(GetParam());
-  const std::pair<braidDataType_t, braidRedOp_t> kTypeOps[] = {
-      {braidFloat32, braidSum}, {braidInt32, braidMax}, {braidBfloat16, braidAvg},
-      {braidUint8, braidProd}};
+  const std::pair<braidDataType_t, braidRedOp_t> kTypeOps[] = {{braidFloat32, braidSum},
+                                                               {braidInt32, braidMax},
+                                                               {braidBfloat16, braidAvg},
+                                                               {braidUint8, braidProd}};
   std::vector<int> ranks;
   for (int n = 1; n <= 17; ++n) ranks.push_back(n);
   for (int n : {32, 64, 128}) ranks.push_back(n);
   int cases = 0;
-  for (Collective coll : kColls) {
+  for (Collective coll : kAllCollectives) {
     if (!algo::supports(alg, coll)) continue;
     for (int n : ranks) {
       std::vector<uint64_t> counts = {0, 1, uint64_t(n - 1), uint64_t(n + 1), 97};
       if (n <= 17) counts.push_back(1500);
       for (uint64_t count : counts) {
         for (bool inPlace : {false, true}) {
-          const auto& [type, op] = kTypeOps[(count + n) % 4];
-          CheckCase c;
-          c.collective = coll;
-          c.nranks = n;
-          c.count = count;
-          c.datatype = type;
-          c.op = op;
-          c.root = static_cast<int>((count * 7 + 3) % n);
-          c.inPlace = inPlace && coll != Collective::kAllToAllv;
-          c.maxStepElems = n <= 17 ? 64 : 1 << 16;
-          if (coll == Collective::kAllToAllv) c.vcounts = randomCounts(n, count, n * 31 + count);
+          const CheckCase c =
+              sweepCase(coll, n, count, inPlace, kTypeOps[(count + n) % 4], n <= 17 ? 64 : 1 << 16);
           auto build = [alg](const algo::CollArgs& a) { return algo::buildSchedule(alg, a); };
           EXPECT_EQ(checkCollective(build, c), "") << algo::algorithmName(alg);
           ++cases;
@@ -70,8 +46,8 @@ TEST_P(AllFamilies, EveryCollectiveTheRegistryOffers) {
 
 INSTANTIATE_TEST_SUITE_P(Registry, AllFamilies, ::testing::Range(0, algo::kNumAlgorithms),
                          [](const auto& info) {
-                           return std::string(algo::algorithmName(
-                               static_cast<Algorithm>(info.param)));
+                           return std::string(
+                               algo::algorithmName(static_cast<Algorithm>(info.param)));
                          });
 
 }  // namespace

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@
 namespace braid::test {
 
 using ScheduleFn = std::function<algo::Schedule(const algo::CollArgs&)>;
+// What runs every rank's schedule on the buffers: the simulator, or another executor's
+// model (the device lowering's interpreter, tests/unit/exec/device_program_test.cc).
+using RunFn = std::function<Status(const std::vector<algo::Schedule>&, braidDataType_t,
+                                   braidRedOp_t, std::vector<SimRank>&, const SimOptions&)>;
 
 struct CheckCase {
   algo::Collective collective = algo::Collective::kAllReduce;
@@ -33,9 +38,37 @@ struct CheckCase {
   std::string describe() const;
 };
 
-// Runs the case; "" on success, else what went wrong (simulator error or the
-// first mismatches).
-std::string checkCollective(const ScheduleFn& build, const CheckCase& c);
+constexpr algo::Collective kAllCollectives[] = {
+    algo::Collective::kAllReduce, algo::Collective::kAllGather, algo::Collective::kReduceScatter,
+    algo::Collective::kBroadcast, algo::Collective::kReduce,    algo::Collective::kGather,
+    algo::Collective::kScatter,   algo::Collective::kAllToAll,  algo::Collective::kAllToAllv};
+
+// The sweeps' case: root spread by count, in place where the collective has it, and for
+// all-to-all-v random counts up to `count` seeded by (n, count).
+inline CheckCase sweepCase(algo::Collective coll, int n, uint64_t count, bool inPlace,
+                           std::pair<braidDataType_t, braidRedOp_t> typeOp, uint64_t maxStep) {
+  CheckCase c;
+  c.collective = coll;
+  c.nranks = n;
+  c.count = count;
+  c.datatype = typeOp.first;
+  c.op = typeOp.second;
+  c.root = static_cast<int>((count * 7 + 3) % static_cast<uint64_t>(n));
+  c.inPlace = inPlace && coll != algo::Collective::kAllToAllv;
+  c.maxStepElems = maxStep;
+  if (coll == algo::Collective::kAllToAllv) {
+    std::mt19937 rng(static_cast<uint32_t>(n * 31 + count));
+    c.vcounts.assign(n, std::vector<uint64_t>(n));
+    for (auto& row : c.vcounts) {
+      for (auto& x : row) x = rng() % (count + 1);
+    }
+  }
+  return c;
+}
+
+// Runs the case through `run` (default: the simulator); "" on success, else what went
+// wrong (its error or the first mismatches).
+std::string checkCollective(const ScheduleFn& build, const CheckCase& c, const RunFn& run = {});
 
 // ---- implementation (header-only so every test binary can use it) ----
 
@@ -52,8 +85,7 @@ namespace detail {
 using algo::Collective;
 
 inline bool reduces(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
-         c == Collective::kReduce;
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
 }
 
 // Packed displacements with a one-element gap after each block.
@@ -80,15 +112,40 @@ inline Layout layoutOf(const CheckCase& c, int r) {
   const bool root = r == c.root;
   Layout l;
   switch (c.collective) {
-    case Collective::kAllReduce: l.inputElems = k; l.outputElems = k; break;
-    case Collective::kAllGather: l.inputElems = k; l.outputElems = n * k; break;
-    case Collective::kReduceScatter: l.inputElems = n * k; l.outputElems = k; break;
-    case Collective::kBroadcast: l.inputElems = root ? k : 0; l.outputElems = k; break;
-    case Collective::kReduce: l.inputElems = k; l.outputElems = root ? k : 0; break;
-    case Collective::kGather: l.inputElems = k; l.outputElems = root ? n * k : 0; break;
-    case Collective::kScatter: l.inputElems = root ? n * k : 0; l.outputElems = k; break;
-    case Collective::kAllToAll: l.inputElems = n * k; l.outputElems = n * k; break;
-    case Collective::kAllToAllv: break;  // set by the caller
+    case Collective::kAllReduce:
+      l.inputElems = k;
+      l.outputElems = k;
+      break;
+    case Collective::kAllGather:
+      l.inputElems = k;
+      l.outputElems = n * k;
+      break;
+    case Collective::kReduceScatter:
+      l.inputElems = n * k;
+      l.outputElems = k;
+      break;
+    case Collective::kBroadcast:
+      l.inputElems = root ? k : 0;
+      l.outputElems = k;
+      break;
+    case Collective::kReduce:
+      l.inputElems = k;
+      l.outputElems = root ? k : 0;
+      break;
+    case Collective::kGather:
+      l.inputElems = k;
+      l.outputElems = root ? n * k : 0;
+      break;
+    case Collective::kScatter:
+      l.inputElems = root ? n * k : 0;
+      l.outputElems = k;
+      break;
+    case Collective::kAllToAll:
+      l.inputElems = n * k;
+      l.outputElems = n * k;
+      break;
+    case Collective::kAllToAllv:
+      break;  // set by the caller
   }
   if (!c.inPlace) return l;
   switch (c.collective) {
@@ -104,7 +161,8 @@ inline Layout layoutOf(const CheckCase& c, int r) {
     case Collective::kScatter:
       if (root) l = Layout{n * k, k, true, 0, r * k, k, n * k};
       break;
-    case Collective::kAllToAllv: break;
+    case Collective::kAllToAllv:
+      break;
     default:
       l.inPlace = true;
       l.storageElems = std::max(l.inputElems, l.outputElems);
@@ -115,7 +173,7 @@ inline Layout layoutOf(const CheckCase& c, int r) {
 
 }  // namespace detail
 
-inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c) {
+inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c, const RunFn& run) {
   using algo::Collective;
   const int n = c.nranks;
   const size_t es = elemSize(c.datatype);
@@ -173,23 +231,36 @@ inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c) 
   }
   SimOptions opts;
   opts.fifoMessages = c.fifoMessages;
-  Status st = simulate(scheds, c.datatype, c.op, ranks, opts);
-  if (!st.isOk()) return "simulator: " + st.message();
+  Status st = run ? run(scheds, c.datatype, c.op, ranks, opts)
+                  : simulate(scheds, c.datatype, c.op, ranks, opts);
+  if (!st.isOk()) return c.describe() + ": " + (run ? "" : "simulator: ") + st.message();
   // Expected value of rank r's output element j, or false when not defined.
   auto expected = [&](int r, uint64_t j, double* v) -> bool {
     const uint64_t k = c.count;
     auto in = [&](int p, uint64_t i) { return value(p, i); };
     switch (c.collective) {
-      case Collective::kAllReduce: *v = expectedValue(c.datatype, c.op, n, j); return true;
-      case Collective::kReduce: *v = expectedValue(c.datatype, c.op, n, j); return r == c.root;
+      case Collective::kAllReduce:
+        *v = expectedValue(c.datatype, c.op, n, j);
+        return true;
+      case Collective::kReduce:
+        *v = expectedValue(c.datatype, c.op, n, j);
+        return r == c.root;
       case Collective::kReduceScatter:
         *v = expectedValue(c.datatype, c.op, n, r * k + j);
         return true;
       case Collective::kAllGather:
-      case Collective::kGather: *v = in(static_cast<int>(j / k), j % k); return true;
-      case Collective::kBroadcast: *v = in(c.root, j); return true;
-      case Collective::kScatter: *v = in(c.root, r * k + j); return true;
-      case Collective::kAllToAll: *v = in(static_cast<int>(j / k), r * k + j % k); return true;
+      case Collective::kGather:
+        *v = in(static_cast<int>(j / k), j % k);
+        return true;
+      case Collective::kBroadcast:
+        *v = in(c.root, j);
+        return true;
+      case Collective::kScatter:
+        *v = in(c.root, r * k + j);
+        return true;
+      case Collective::kAllToAll:
+        *v = in(static_cast<int>(j / k), r * k + j % k);
+        return true;
       case Collective::kAllToAllv:
         for (int p = 0; p < n; ++p) {
           if (j >= rd[r][p] && j < rd[r][p] + rc[r][p]) {
@@ -212,8 +283,8 @@ inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c) 
       double got = load(c.datatype, out, j);
       if (got == want) continue;
       if (shown++ < 4) {
-        problems += "rank " + std::to_string(r) + " output[" + std::to_string(j) + "] = " +
-                    std::to_string(got) + ", want " + std::to_string(want) + "; ";
+        problems += "rank " + std::to_string(r) + " output[" + std::to_string(j) +
+                    "] = " + std::to_string(got) + ", want " + std::to_string(want) + "; ";
       }
     }
   }

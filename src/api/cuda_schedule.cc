@@ -1,0 +1,156 @@
+// The CUDA executor: a collective's Schedule (the same algorithms the host executor runs)
+// lowered to device work (exec/device_program.h) and enqueued on the caller's stream over
+// the device FIFOs, the send slots every window holds per peer. It runs what the windows'
+// own collectives do not: all-to-all-v, and every collective whose algorithm BRAID_ALGO
+// names (ring, tree, halving-doubling, Bruck, pairwise, ...).
+#include <algorithm>
+
+#include "algorithms/registry.h"
+#include "api/cuda_ipc.h"
+#include "api/cuda_ops.h"
+#include "cuda/device.h"
+#include "cuda/kernels.h"
+#include "exec/device_program.h"
+#include "exec/reduce.h"
+
+namespace braid {
+namespace {
+
+bool isDevice(const void* p) { return cuda::memoryKind(p) == cuda::MemoryKind::kDevice; }
+
+// A device buffer of at least `bytes` in *p (growing it frees the old one, which waits for
+// the device; rare, since it only grows).
+Status growDevice(void** p, size_t* have, size_t bytes) {
+  if (*have >= bytes) return Status::ok();
+  if (*p != nullptr) (void)cuda::deviceFree(*p);
+  *p = nullptr;
+  *have = 0;
+  BRAID_ASSIGN_OR_RETURN(*p, cuda::deviceAlloc(bytes));
+  *have = bytes;
+  return Status::ok();
+}
+
+}  // namespace
+
+// BRAID_ALGO's choice for this collective, or (all-to-all-v, which the windows cannot
+// agree rounds for) the selector's; nullopt-like false: the windows' own code.
+Expected<bool> DeviceWindows::lowers(const OpRequest& op, algo::Algorithm* alg) {
+  if (op.kind != OpRequest::Kind::kCollective) return false;
+  BRAID_ASSIGN_OR_RETURN(
+      Selector::Choice choice,
+      owner_->selector.chooseForCall(op.collective, op.count * datatypeSize(op.datatype)));
+  if (!choice.forced && op.collective != algo::Collective::kAllToAllv) return false;
+  if (!algo::supports(choice.algorithm, op.collective)) {
+    return invalidUsage(std::string("BRAID_ALGO names ") + algo::algorithmName(choice.algorithm) +
+                        ", which has no " + algo::collectiveName(op.collective));
+  }
+  *alg = choice.algorithm;
+  return true;
+}
+
+// Where device work reaches op's buffers: the buffers themselves when they are device
+// memory, else device copies of them (spans of overlapping regions staged together).
+Status DeviceWindows::placeBuffers(const OpRequest& op, char** in, char** out, void* stream) {
+  std::vector<StagedRegion> regions = regionsOf(op, rank_, nranks_);
+  *in = const_cast<char*>(static_cast<const char*>(op.send));
+  *out = static_cast<char*>(op.recv);
+  bool reach = true;
+  for (const StagedRegion& r : regions) reach = reach && (r.bytes == 0 || isDevice(r.ptr));
+  staged_.clear();
+  if (reach) return Status::ok();
+  const std::vector<StagedSpan> spans = mergeOverlapping(regions);
+  size_t total = 0;
+  for (const StagedSpan& s : spans) total += (s.bytes + 255) / 256 * 256;
+  BRAID_TRY(growDevice(&stage_, &stageBytes_, total));
+  size_t at = 0;
+  for (const StagedSpan& s : spans) {
+    char* dev = static_cast<char*>(stage_) + at;
+    BRAID_TRY(cuda::copyAsync(dev, reinterpret_cast<const void*>(s.start), s.bytes, stream));
+    auto move = [&](char** p) {
+      const auto a = reinterpret_cast<uintptr_t>(*p);
+      if (a >= s.start && a < s.start + s.bytes) *p = dev + (a - s.start);
+    };
+    move(in);
+    move(out);
+    at += (s.bytes + 255) / 256 * 256;
+  }
+  if (regions[1].bytes != 0) staged_.push_back({*out, op.recv, regions[1].bytes});
+  return Status::ok();
+}
+
+Status DeviceWindows::runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream) {
+  const size_t es = datatypeSize(op.datatype);
+  algo::CollArgs args;
+  args.collective = op.collective;
+  args.rank = rank_;
+  args.nranks = nranks_;
+  args.count = op.count;
+  args.elemSize = static_cast<uint32_t>(es);
+  args.inPlace = isInPlace(op, rank_, es);
+  args.root = op.root;
+  args.maxStepElems = slotBytes_ / es;  // one slot per step: half the FIFO, as the host's
+  args.sendCounts = op.sendCounts;
+  args.sendDispls = op.sendDispls;
+  args.recvCounts = op.recvCounts;
+  args.recvDispls = op.recvDispls;
+  const algo::Schedule s = algo::buildSchedule(alg, args);
+  PairCounts counts(nranks_);
+  for (int q = 0; q < nranks_; ++q) {
+    counts.sent[static_cast<size_t>(q)] = sent_[q].load(std::memory_order_relaxed);
+    counts.received[static_cast<size_t>(q)] = received_[q].load(std::memory_order_relaxed);
+  }
+  BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program, lowerSchedule(s, es, slotBytes_, &counts));
+  char *in = nullptr, *out = nullptr;
+  BRAID_TRY(placeBuffers(op, &in, &out, stream));
+  BRAID_TRY(growDevice(&scheduleScratch_, &scheduleScratchBytes_, s.scratchElems * es));
+  auto addr = [&](const DeviceAddr& a) -> char* {
+    switch (a.space) {
+      case DeviceAddr::Space::kInput:
+        return in + a.offset;
+      case DeviceAddr::Space::kOutput:
+        return out + a.offset;
+      case DeviceAddr::Space::kScratch:
+        return static_cast<char*>(scheduleScratch_) + a.offset;
+      case DeviceAddr::Space::kSlot:
+        return slot(a.from, a.to, a.slot) + a.offset;
+    }
+    return nullptr;
+  };
+  // avg reduces as sum until the final value, which divides by nranks.
+  const braidRedOp_t partial = op.op == braidAvg ? braidSum : op.op;
+  for (const DeviceOp& d : program) {
+    switch (d.kind) {
+      case DeviceOp::Kind::kWaitPosted:
+        BRAID_TRY(cuda::streamWaitValue64(stream, device(posted(d.from, d.to)), d.value));
+        break;
+      case DeviceOp::Kind::kWaitConsumed:
+        BRAID_TRY(cuda::streamWaitValue64(stream, device(consumed(d.from, d.to)), d.value));
+        break;
+      case DeviceOp::Kind::kPost:
+        BRAID_TRY(cuda::streamWriteValue64(stream, device(posted(d.from, d.to)), d.value));
+        break;
+      case DeviceOp::Kind::kConsume:
+        BRAID_TRY(cuda::streamWriteValue64(stream, device(consumed(d.from, d.to)), d.value));
+        break;
+      case DeviceOp::Kind::kCopy: {
+        char *dst = addr(d.dst), *src = addr(d.a);
+        if (dst != src) BRAID_TRY(cuda::copyAsync(dst, src, d.bytes, stream));
+        break;
+      }
+      case DeviceOp::Kind::kReduce: {
+        const void* srcs[2] = {addr(d.a), addr(d.b)};
+        BRAID_TRY(cuda::launchReduce(addr(d.dst), srcs, d.nsrcs, d.bytes / es, op.datatype,
+                                     d.final ? op.op : partial, nranks_, stream));
+        break;
+      }
+    }
+  }
+  for (const Staged& st : staged_) BRAID_TRY(cuda::copyAsync(st.user, st.device, st.bytes, stream));
+  for (int q = 0; q < nranks_; ++q) {
+    sent_[q].store(counts.sent[static_cast<size_t>(q)], std::memory_order_relaxed);
+    received_[q].store(counts.received[static_cast<size_t>(q)], std::memory_order_relaxed);
+  }
+  return Status::ok();
+}
+
+}  // namespace braid

@@ -1,0 +1,82 @@
+// Lowering a Schedule to device work: the list of copies, reductions and counter
+// operations that the CUDA executor (api/cuda_schedule.cc) enqueues on a stream, so the
+// GPU runs the same schedules as the host executor, over device FIFOs.
+//
+// Device FIFOs. Every ordered pair of ranks (s, r) has two slots of `slotBytes` in s's
+// device window, which r maps, and two counters that every rank's stream reaches:
+// posted[s][r] (slices s has written to r) and consumed[s][r] (slices r has taken). The
+// pair's slices are numbered k = 1, 2, ... over the communicator's life, alike on both
+// sides (PairCounts). Slice k goes through slot k % 2: the sender waits until
+// consumed[s][r] >= k - 2, writes the slot (a copy, or the reduction fused into it) and
+// posts k; the receiver waits until posted[s][r] >= k, reads the slot (a copy, or a
+// reduction with its own data) and marks k consumed. The stream runs each rank's work in
+// order, so a counter is written only after the work before it has finished.
+//
+// Steps are cut into slices of at most slotBytes, alike on both sides (both know the
+// step's count); count-0 steps are skipped by both. Steps outside batches run one after
+// another. A batch runs in rounds: round i is slice i of each step of the batch that only
+// sends, in step order, then slice i of each other step, in step order (copies within
+// the batch run whole in round 0). A pure send waits only for a slot its receiver emptied
+// in round i - 2, so a batch of sends and receives completes whatever its pattern. Both
+// sides see a pair's slices in the same order as long as the steps of a batch that send
+// to one peer are all pure sends or all receive-and-send steps; lowering refuses a batch
+// that mixes them.
+//
+// Plain data and pure functions: the unit tests interpret the program on the host (every
+// algorithm against the simulator, deadlocks included); the CUDA executor enqueues it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "core/status.h"
+
+namespace braid {
+
+// Where a copy or reduction reads or writes: the call's input, output or scratch (a
+// Schedule's BufRefs), or slot `slot` of the pair (from, to) in `from`'s window.
+struct DeviceAddr {
+  enum class Space : uint8_t { kInput, kOutput, kScratch, kSlot };
+  Space space = Space::kInput;
+  int from = -1, to = -1;  // kSlot
+  uint8_t slot = 0;        // kSlot: 0 or 1
+  uint64_t offset = 0;     // bytes into the buffer or slot
+};
+
+struct DeviceOp {
+  enum class Kind : uint8_t {
+    kWaitPosted,    // hold the stream until posted[from][to] >= value
+    kWaitConsumed,  // hold the stream until consumed[from][to] >= value
+    kPost,          // posted[from][to] = value, after the work before it
+    kConsume,       // consumed[from][to] = value, after the work before it
+    kCopy,          // dst = a, `bytes` bytes (nothing when dst and a are the same bytes)
+    kReduce,        // dst = a op b (b unused when nsrcs is 1), `bytes` bytes of elements
+  };
+  Kind kind = Kind::kCopy;
+  int from = -1, to = -1;  // counters: the ordered pair
+  uint64_t value = 0;      // counters: the slice number
+  DeviceAddr dst, a, b;
+  int nsrcs = 2;       // kReduce: 1 (a alone: avg's division, or a copy) or 2
+  uint64_t bytes = 0;  // kCopy, kReduce
+  // kReduce: the value written is final (avg divides by nranks); otherwise avg reduces as
+  // sum, as the host kernels do.
+  bool final = false;
+};
+
+// Slices this rank has sent to / received from each peer so far (the pair counters' next
+// values are these plus one). Both sides of a pair count alike.
+struct PairCounts {
+  std::vector<uint64_t> sent, received;  // by peer rank
+  explicit PairCounts(int nranks = 0) : sent(nranks, 0), received(nranks, 0) {}
+};
+
+// The device work for `schedule` (this rank's), slices of at most `slotBytes` (a multiple
+// of elemSize). On success `counts` has advanced past the slices it uses; on error
+// (a batch mixing pure sends and receive-and-send steps to one peer, a peer out of range,
+// a slot smaller than an element) nothing changes.
+Expected<std::vector<DeviceOp>> lowerSchedule(const algo::Schedule& schedule, size_t elemSize,
+                                              size_t slotBytes, PairCounts* counts);
+
+}  // namespace braid
