@@ -8,8 +8,8 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench symbols torch floor diag bigwindow mps pack]
-#        (default: build test sanitize bench symbols torch pack)
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench schedules symbols torch floor diag bigwindow mps pack]
+#        (default: build test sanitize bench schedules symbols torch pack)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -17,7 +17,7 @@ out=${OUT:-$root/build-gpu/logs}
 mkdir -p "$out/logs/logs"
 exec > >(tee "$out/summary.txt") 2>&1
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench symbols torch pack)
+[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench schedules symbols torch pack)
 export PATH=/usr/local/cuda/bin:$PATH
 
 prefix=/tmp/gpudeps
@@ -32,8 +32,8 @@ export PKG_CONFIG_PATH=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig
 export BRAID_TIMEOUT_MS=${BRAID_TIMEOUT_MS:-60000}
 
 run() { echo "== $*"; "$@"; }
-perfrun() {  # nranks tool label
-  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -D 1 -b 8 -e 256M -f 8 -n 20 -w 3 \
+perfrun() {  # nranks tool label [more perf tool arguments]
+  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -D 1 -b 8 -e 256M -f 8 -n 20 -w 3 "${@:4}" \
     > "$out/logs/perf_$2_$1_$3.log" 2>&1; echo "$2 $1 ranks $3: rc $?"
   grep -E "^\[0\] +[0-9]" "$out/logs/perf_$2_$1_$3.log" | sed 's/^\[0\] *//' |
     awk '{printf "  %11s B %10s us %8s GB/s busbw | in-place %10s us %8s GB/s wrong %s/%s\n", $1, $6, $8, $10, $12, $9, $13}'
@@ -59,7 +59,7 @@ for step in "${steps[@]}"; do
           > "$out/logs/sanitize_kernels_$tool.log" 2>&1; echo "kernels_test $tool rc $?"
         tail -3 "$out/logs/sanitize_kernels_$tool.log"
         compute-sanitizer --tool $tool --target-processes all --error-exitcode 9 \
-          build-gpu/tests/integration/cuda_collectives_test --gtest_filter='Ranks/CudaPaths.EveryCollective*_ranks_windows:Ranks/CudaPaths.EveryCollective*4_ranks_window_rounds' \
+          build-gpu/tests/integration/cuda_collectives_test --gtest_filter='Ranks/CudaPaths.EveryCollective*_ranks_windows:Ranks/CudaPaths.EveryCollective*4_ranks_window_rounds:Ranks/CudaPaths.EveryCollective*3_ranks_ring_schedules' \
           > "$out/logs/sanitize_coll_$tool.log" 2>&1; echo "cuda_collectives_test $tool rc $?"
         grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/logs/sanitize_coll_$tool.log" | sort | uniq -c | head
       done;;
@@ -74,6 +74,12 @@ for step in "${steps[@]}"; do
         done
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_TWO_SHOT_BYTES=0 perfrun $n all_reduce_perf twoshot
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_IPC=0 perfrun $n all_reduce_perf staged
+      done;;
+    schedules)  # the CUDA executor: BRAID_ALGO's schedules lowered to stream operations
+      for n in 2 4; do
+        for algo in ring tree halving_doubling; do perfrun $n all_reduce_perf $algo -A $algo; done
+        perfrun $n all_gather_perf ring -A ring
+        perfrun $n alltoall_perf pairwise -A pairwise
       done;;
     symbols)
       lib=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib","libtorch_cuda.so"))')

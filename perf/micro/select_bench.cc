@@ -7,6 +7,10 @@
 //   chooseForCall/repeat/<nranks>          the same size every call (a training loop)
 //   chooseForCall/alternate/<nranks>       two sizes in turn: every call ranks again
 //   choose/<nranks>                        the ranking itself
+//   lower/<algorithm>/<nranks>/<bytes>     the CUDA executor's part: the schedule built
+//                                          with 4 MiB device slots, then lowered to
+//                                          device operations (counter "ops": the stream
+//                                          operations a call enqueues)
 // The selector prices on one node of host ranks with this VM's measured
 // figures (REFERENCE.md: 0.17 us a step, ~25 GB/s a core).
 #include <benchmark/benchmark.h>
@@ -14,6 +18,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
+#include "exec/device_program.h"
 #include "select/select.h"
 
 namespace braid {
@@ -40,6 +45,26 @@ void scheduleBench(benchmark::State& state, Algorithm a) {
     benchmark::DoNotOptimize(s.steps.data());
   }
   state.counters["steps"] = static_cast<double>(algo::buildSchedule(a, args).steps.size());
+}
+
+void lowerBench(benchmark::State& state, Algorithm a) {
+  const int nranks = static_cast<int>(state.range(0));
+  algo::CollArgs args = allReduceArgs(nranks, state.range(1));
+  constexpr size_t kSlot = size_t{4} << 20;  // BRAID_CUDA_P2P_SLOT_BYTES's default
+  args.maxStepElems = kSlot / 4;
+  size_t ops = 0;
+  for (auto _ : state) {
+    algo::Schedule s = algo::buildSchedule(a, args);
+    PairCounts counts(nranks);
+    Expected<std::vector<DeviceOp>> program = lowerSchedule(s, 4, kSlot, &counts);
+    if (!program.isOk()) {
+      state.SkipWithError(program.status().message().c_str());
+      return;
+    }
+    ops = program.value().size();
+    benchmark::DoNotOptimize(program.value().data());
+  }
+  state.counters["ops"] = static_cast<double>(ops);
 }
 
 Selector hostSelector(int nranks) {
@@ -78,12 +103,13 @@ const bool kRegistered = [] {
     benchmark::RegisterBenchmark(name.c_str(), scheduleBench, a)
         ->ArgsProduct({{2, 4, 8}, {8, int64_t{64} << 20}});
   }
-  benchmark::RegisterBenchmark("chooseForCall/repeat", chooseForCallBench, false)
-      ->Arg(2)
-      ->Arg(8);
-  benchmark::RegisterBenchmark("chooseForCall/alternate", chooseForCallBench, true)
-      ->Arg(2)
-      ->Arg(8);
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling}) {
+    std::string name = std::string("lower/") + algo::algorithmName(a);
+    benchmark::RegisterBenchmark(name.c_str(), lowerBench, a)
+        ->ArgsProduct({{2, 4, 8}, {8, int64_t{128} << 20}});
+  }
+  benchmark::RegisterBenchmark("chooseForCall/repeat", chooseForCallBench, false)->Arg(2)->Arg(8);
+  benchmark::RegisterBenchmark("chooseForCall/alternate", chooseForCallBench, true)->Arg(2)->Arg(8);
   benchmark::RegisterBenchmark("choose", chooseBench)->Arg(2)->Arg(8);
   return true;
 }();

@@ -46,8 +46,9 @@ def _host_only(*bufs):
     for b in bufs:
         if b.device not in (_buffers.DEVICE_CPU, _buffers.DEVICE_CUDA_HOST):
             raise errors.InvalidUsageError(
-                f"braid: buffer on DLPack device type {b.device}: this libbraid serves host "
-                "memory only (the CUDA executor is a separate issue)", 5)
+                f"braid: buffer on DLPack device type {b.device}: the Python package passes "
+                "host memory only (no CUDA stream argument yet); device buffers work "
+                "through the C API or torch's 'nccl' backend over libnccl.so.2", 5)
 
 
 class Communicator:

@@ -12,7 +12,7 @@ communicator; its unique id travels through the group's store, so
 
 Tensors must be contiguous. CPU tensors are served today. Device tensors take
 the same calls (their data_ptr is the buffer): _check_device is the one place
-that admits them, once libbraid has its CUDA executor and stream argument.
+that admits them, once each call hands libbraid torch's current CUDA stream.
 """
 
 import collections
@@ -118,8 +118,9 @@ class BraidWork(_TorchWorkBase):
 def _check_device(t):
     if t.device.type != "cpu":
         raise errors.InvalidUsageError(
-            f"braid: {t.device} tensors need a libbraid with its CUDA executor; this one "
-            "serves CPU tensors", 5)
+            f"braid: {t.device} tensors are not served by this backend yet (it passes no "
+            "CUDA stream); use CPU tensors, or torch's 'nccl' backend over Braid's "
+            "libnccl.so.2", 5)
 
 
 def _ptr(t, what):
