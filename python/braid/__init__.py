@@ -18,6 +18,7 @@ from . import _lib
 from .communicator import Communicator, group, OPS, _live
 from .errors import (BraidError, InternalError, InvalidArgumentError, InvalidUsageError,
                      RemoteError, BraidTimeoutError, BraidSystemError)
+from . import work
 from .work import Work
 
 __all__ = ["init", "init_rank", "get_unique_id", "Communicator", "Work", "group", "OPS",
@@ -84,3 +85,9 @@ def _close_all():
             comm.close()
         except BraidError:
             pass
+    # Then every worker thread ends while the interpreter still runs (a daemon
+    # thread releasing a tensor during finalization would abort the process); one
+    # stuck in a call is left after a few seconds.
+    for executor in list(work._executors):
+        executor.close()
+        executor.join(5)

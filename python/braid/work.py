@@ -20,6 +20,12 @@ Thread-safety: Work and Executor may be used from any thread.
 
 import collections
 import threading
+import weakref
+
+# Every executor, so the exit hook can stop their worker threads while the
+# interpreter still runs: a daemon thread that drops a tensor once finalization
+# has begun is ended inside torch's deallocator, which aborts the process.
+_executors = weakref.WeakSet()
 
 
 class Work:
@@ -98,6 +104,7 @@ class Executor:
         self._name = name
         self._thread = None
         self._awake = False  # the worker may run fusable work
+        _executors.add(self)
 
     def submit(self, work):
         """Queues work for the worker thread and returns it (fusable work waits)."""
@@ -159,6 +166,12 @@ class Executor:
             self._closed = True
             self.cond.notify_all()
 
+    def join(self, timeout=None):
+        """After close(): waits up to timeout seconds for the worker thread to end."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
     def _take(self):
         """The queue's head, with the fusable works right behind a fusable head."""
         self._busy = True
@@ -187,6 +200,7 @@ class Executor:
             self.cond.notify_all()
         for fn, work in callbacks:
             fn(work)
+        del callbacks
 
     def _worker(self):
         while True:
@@ -197,6 +211,7 @@ class Executor:
                     self.cond.wait()
                 batch = self._take()
             self._finish(batch)
+            del batch  # its tensors go now, not when the thread ends
 
     def _runnable(self):
         # Fusable work alone in the queue waits for a wait(), an is_completed()

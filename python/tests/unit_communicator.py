@@ -5,6 +5,10 @@ across processes are tests/collectives_ranks.py. Data are small integers, so
 every expected value is exact and computed here independently of Braid.
 """
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 import unittest
 
@@ -228,6 +232,38 @@ class CollectivesTest(unittest.TestCase):
             self.assertEqual((srank, ssize, total),
                              (sorted(half, reverse=True).index(r), len(half), sum(half)))
             self.assertEqual(none, r == 0)
+
+
+class ExitTest(unittest.TestCase):
+    def test_worker_threads_end_before_the_interpreter_finalizes(self):
+        # A worker thread still alive once finalization begins may drop a tensor
+        # there, which aborts the process inside torch's deallocator. A handler
+        # registered before braid's runs after it (atexit is last in, first out)
+        # and finds every braid worker thread ended, closed communicator or open,
+        # even one still running a done-callback when the exit hook starts.
+        script = textwrap.dedent("""
+            import atexit, os, sys, threading, time
+            def check():
+                alive = [t.name for t in threading.enumerate() if t.name.startswith("braid-")]
+                if alive:
+                    print("alive at exit:", alive, flush=True)
+                    os._exit(3)
+            atexit.register(check)
+            sys.path.insert(0, os.environ["BRAID_PYTHONPATH"])
+            import numpy as np
+            import braid
+            closed = braid.init_rank(1, braid.get_unique_id(), 0)
+            closed.all_reduce(np.ones(4), async_op=True).wait()
+            closed.close()
+            kept = braid.init_rank(1, braid.get_unique_id(), 0)
+            work = kept.all_reduce(np.ones(1 << 22), async_op=True)
+            work.add_done_callback(lambda _: time.sleep(0.5))  # the worker is still busy at exit
+        """)
+        env = dict(os.environ)
+        env.setdefault("BRAID_PYTHONPATH", os.path.join(os.path.dirname(__file__), ".."))
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
 
 if __name__ == "__main__":
