@@ -8,6 +8,7 @@
 #include "algorithms/registry.h"
 #include "api/cuda_ipc.h"
 #include "api/cuda_ops.h"
+#include "api/schedule_dump.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/device_program.h"
@@ -93,7 +94,15 @@ Status DeviceWindows::runSchedule(const OpRequest& op, algo::Algorithm alg, void
   args.sendDispls = op.sendDispls;
   args.recvCounts = op.recvCounts;
   args.recvDispls = op.recvDispls;
-  const algo::Schedule s = algo::buildSchedule(alg, args);
+  // All-to-all-v's counts change by call: built each time; the rest are kept.
+  algo::Schedule built;
+  if (op.collective == algo::Collective::kAllToAllv) {
+    built = algo::buildSchedule(alg, args);
+    dumpSchedule(built, args, alg, "cuda");
+  }
+  const algo::Schedule& s = op.collective == algo::Collective::kAllToAllv
+                                ? built
+                                : cachedSchedule(owner_, args, alg, "cuda");
   PairCounts counts(nranks_);
   for (int q = 0; q < nranks_; ++q) {
     counts.sent[static_cast<size_t>(q)] = sent_[q].load(std::memory_order_relaxed);

@@ -53,6 +53,7 @@ struct braidComm {
     uint32_t elemSize;
     bool inPlace;
     int root;
+    uint64_t maxStepElems;  // host FIFO steps or the CUDA executor's slots
     braid::algo::Schedule schedule;
   };
   std::list<CachedSchedule> schedules;

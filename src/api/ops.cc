@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "api/cuda_ops.h"
+#include "api/schedule_dump.h"
 #include "core/logging.h"
 #include "core/stream.h"
 #include "cuda/device.h"
@@ -22,22 +23,6 @@ struct Queued {
 };
 thread_local int tGroupDepth = 0;
 thread_local std::vector<Queued> tGroup;
-
-const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
-                                     algo::Algorithm alg) {
-  auto& cache = comm->schedules;
-  for (auto it = cache.begin(); it != cache.end(); ++it) {
-    if (it->collective == args.collective && it->algorithm == alg && it->count == args.count &&
-        it->elemSize == args.elemSize && it->inPlace == args.inPlace && it->root == args.root) {
-      cache.splice(cache.begin(), cache, it);
-      return cache.front().schedule;
-    }
-  }
-  cache.push_front({args.collective, alg, args.count, args.elemSize, args.inPlace, args.root,
-                    algo::buildSchedule(alg, args)});
-  if (cache.size() > kMaxCachedSchedules) cache.pop_back();
-  return cache.front().schedule;
-}
 
 // What every schedule on this communicator is given, besides the call's own
 // placement and root.
@@ -158,6 +143,7 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
     args.recvCounts = op.recvCounts;
     args.recvDispls = op.recvDispls;
     algo::Schedule s = algo::buildSchedule(alg, args);
+    dumpSchedule(s, args, alg, "host");
     BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
   } else if (comm->windows->handles(op.collective, alg)) {
     BRAID_TRY(comm->windows->run(
@@ -262,6 +248,24 @@ braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStr
 }
 
 }  // namespace
+
+const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
+                                     algo::Algorithm alg, const char* executor) {
+  auto& cache = comm->schedules;
+  for (auto it = cache.begin(); it != cache.end(); ++it) {
+    if (it->collective == args.collective && it->algorithm == alg && it->count == args.count &&
+        it->elemSize == args.elemSize && it->inPlace == args.inPlace && it->root == args.root &&
+        it->maxStepElems == args.maxStepElems) {
+      cache.splice(cache.begin(), cache, it);
+      return cache.front().schedule;
+    }
+  }
+  cache.push_front({args.collective, alg, args.count, args.elemSize, args.inPlace, args.root,
+                    args.maxStepElems, algo::buildSchedule(alg, args)});
+  if (cache.size() > kMaxCachedSchedules) cache.pop_back();
+  dumpSchedule(cache.front().schedule, args, alg, executor);
+  return cache.front().schedule;
+}
 
 bool isInPlace(const OpRequest& op, int rank, size_t es) {
   auto at = [](const void* p, size_t bytes) { return static_cast<const char*>(p) + bytes; };

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "algorithms/registry.h"
 #include "algorithms/schedule.h"
 #include "api/handle.h"
 
@@ -22,6 +23,12 @@ struct OpRequest {
   int peer = -1;                                                         // send / recv
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;  // all-to-all-v
 };
+
+// comm's schedule for (args, alg), built at its first use (and then written by
+// BRAID_SCHEDULE_DUMP, api/schedule_dump.h, naming `executor`) and kept among the
+// communicator's recent ones. The caller holds comm->opMu.
+const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
+                                     algo::Algorithm alg, const char* executor = "host");
 
 // Whether a collective's buffers lie in place as NCCL defines it, on `rank` (es: bytes per
 // element); all-to-all-v never is.

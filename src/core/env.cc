@@ -20,7 +20,8 @@ const std::vector<EnvVar>& envTable() {
       {"BRAID_NET", nullptr, nullptr,
        "network transport that fills the 'socket' entry of BRAID_TRANSPORTS: socket, ucx, ib"},
       {"BRAID_IB_HCA", "NCCL_IB_HCA", nullptr,
-       "RDMA devices for ibverbs: 'mlx5_0:1,mlx5_1' prefixes with optional port, ^ excludes, = exact"},
+       "RDMA devices for ibverbs: 'mlx5_0:1,mlx5_1' prefixes with optional port, ^ excludes, = "
+       "exact"},
       {"BRAID_IB_GID_INDEX", "NCCL_IB_GID_INDEX", nullptr,
        "GID index on RoCE ports (default: RoCE v2 with an IPv4 address, then global IPv6)"},
       {"BRAID_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", nullptr,
@@ -65,8 +66,10 @@ const std::vector<EnvVar>& envTable() {
       // No NCCL_TOPO_* fallbacks: NCCL's topology XML is a different format.
       {"BRAID_TOPO_FILE", nullptr, nullptr,
        "load the topology from this XML file instead of discovering it (braid-topo)"},
-      {"BRAID_TOPO_DUMP_FILE", nullptr, nullptr,
-       "write the topology Braid uses to this XML file"},
+      {"BRAID_TOPO_DUMP_FILE", nullptr, nullptr, "write the topology Braid uses to this XML file"},
+      {"BRAID_SCHEDULE_DUMP", nullptr, nullptr,
+       "append every schedule a call builds, as JSON, to <value>.<pid>.json (one step per "
+       "line, for reading and diffing)"},
       {"BRAID_DUMP_SIGNAL", nullptr, nullptr,
        "signal that prints every communicator's in-flight operation to stderr (default "
        "SIGUSR1 when the program does not handle it; 0 turns it off); braid-info --dump PID "
@@ -113,10 +116,17 @@ int64_t parseSize(const std::string& text) {
   int64_t mult = 1;
   if (*end != '\0') {
     switch (std::toupper(static_cast<unsigned char>(*end))) {
-      case 'K': mult = int64_t{1} << 10; break;
-      case 'M': mult = int64_t{1} << 20; break;
-      case 'G': mult = int64_t{1} << 30; break;
-      default: return -1;
+      case 'K':
+        mult = int64_t{1} << 10;
+        break;
+      case 'M':
+        mult = int64_t{1} << 20;
+        break;
+      case 'G':
+        mult = int64_t{1} << 30;
+        break;
+      default:
+        return -1;
     }
     ++end;
     if (*end == 'B' || *end == 'b') ++end;

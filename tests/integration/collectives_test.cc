@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.h"
+#include "algorithms/schedule_json.h"
 #include "braid/braid.h"
 #include "spawn.h"
 #include "tests/common/reference.h"
@@ -16,8 +20,18 @@
 namespace braid::test {
 namespace {
 
-enum Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kGather, kScatter,
-            kAllToAll, kAllToAllv, kNumColls };
+enum Coll {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kGather,
+  kScatter,
+  kAllToAll,
+  kAllToAllv,
+  kNumColls
+};
 const char* kCollNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
                             "gather",    "scatter",   "alltoall",      "alltoallv"};
 
@@ -25,8 +39,8 @@ bool reduces(int c) { return c == kAllReduce || c == kReduceScatter || c == kRed
 
 // Runs one collective with checked data; returns the number of wrong elements
 // (or a large number when the call failed).
-size_t runAndCheck(braidComm_t comm, int c, size_t k, braidDataType_t t, braidRedOp_t op,
-                   int root, bool inPlace, std::mt19937& rng) {
+size_t runAndCheck(braidComm_t comm, int c, size_t k, braidDataType_t t, braidRedOp_t op, int root,
+                   bool inPlace, std::mt19937& rng) {
   int n = 0, r = 0;
   braidCommCount(comm, &n);
   braidCommUserRank(comm, &r);
@@ -66,17 +80,33 @@ size_t runAndCheck(braidComm_t comm, int c, size_t k, braidDataType_t t, braidRe
   }
   braidResult_t res = braidSuccess;
   switch (c) {
-    case kAllReduce: res = braidAllReduce(send, recv, k, t, op, comm, nullptr); break;
-    case kAllGather: res = braidAllGather(send, recv, k, t, comm, nullptr); break;
-    case kReduceScatter: res = braidReduceScatter(send, recv, k, t, op, comm, nullptr); break;
-    case kBroadcast: res = braidBroadcast(send, recv, k, t, root, comm, nullptr); break;
-    case kReduce: res = braidReduce(send, recv, k, t, op, root, comm, nullptr); break;
-    case kGather: res = braidGather(send, recv, k, t, root, comm, nullptr); break;
-    case kScatter: res = braidScatter(send, recv, k, t, root, comm, nullptr); break;
-    case kAllToAll: res = braidAlltoAll(send, recv, k, t, comm, nullptr); break;
+    case kAllReduce:
+      res = braidAllReduce(send, recv, k, t, op, comm, nullptr);
+      break;
+    case kAllGather:
+      res = braidAllGather(send, recv, k, t, comm, nullptr);
+      break;
+    case kReduceScatter:
+      res = braidReduceScatter(send, recv, k, t, op, comm, nullptr);
+      break;
+    case kBroadcast:
+      res = braidBroadcast(send, recv, k, t, root, comm, nullptr);
+      break;
+    case kReduce:
+      res = braidReduce(send, recv, k, t, op, root, comm, nullptr);
+      break;
+    case kGather:
+      res = braidGather(send, recv, k, t, root, comm, nullptr);
+      break;
+    case kScatter:
+      res = braidScatter(send, recv, k, t, root, comm, nullptr);
+      break;
+    case kAllToAll:
+      res = braidAlltoAll(send, recv, k, t, comm, nullptr);
+      break;
     case kAllToAllv:
-      res = braidAlltoAllv(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), t, comm,
-                           nullptr);
+      res =
+          braidAlltoAllv(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), t, comm, nullptr);
       break;
   }
   if (res != braidSuccess) {
@@ -89,14 +119,32 @@ size_t runAndCheck(braidComm_t comm, int c, size_t k, braidDataType_t t, braidRe
     double want = 0;
     bool defined = true;
     switch (c) {
-      case kAllReduce: want = expectedValue(t, op, n, j); break;
-      case kReduce: want = expectedValue(t, op, n, j); defined = r == root; break;
-      case kReduceScatter: want = expectedValue(t, op, n, r * k + j); break;
-      case kAllGather: want = in_(j / k, j % k); break;
-      case kGather: want = in_(j / k, j % k); defined = r == root; break;
-      case kBroadcast: want = in_(root, j); break;
-      case kScatter: want = in_(root, r * k + j); break;
-      case kAllToAll: want = in_(j / k, r * k + j % k); break;
+      case kAllReduce:
+        want = expectedValue(t, op, n, j);
+        break;
+      case kReduce:
+        want = expectedValue(t, op, n, j);
+        defined = r == root;
+        break;
+      case kReduceScatter:
+        want = expectedValue(t, op, n, r * k + j);
+        break;
+      case kAllGather:
+        want = in_(j / k, j % k);
+        break;
+      case kGather:
+        want = in_(j / k, j % k);
+        defined = r == root;
+        break;
+      case kBroadcast:
+        want = in_(root, j);
+        break;
+      case kScatter:
+        want = in_(root, r * k + j);
+        break;
+      case kAllToAll:
+        want = in_(j / k, r * k + j % k);
+        break;
       case kAllToAllv:
         defined = false;
         for (int p = 0; p < n; ++p) {
@@ -154,9 +202,9 @@ int everyAlgorithmBody() {
   braidCommCount(world, &n);
   std::mt19937 rng(1234);  // identical on every rank
   const std::pair<braidDataType_t, braidRedOp_t> kTypeOps[] = {
-      {braidFloat32, braidSum}, {braidInt32, braidMax},  {braidFloat16, braidAvg},
+      {braidFloat32, braidSum},  {braidInt32, braidMax}, {braidFloat16, braidAvg},
       {braidBfloat16, braidSum}, {braidInt8, braidProd}, {braidUint64, braidMin},
-      {braidFloat64, braidAvg}, {braidUint8, braidSum},  {braidInt64, braidMin},
+      {braidFloat64, braidAvg},  {braidUint8, braidSum}, {braidInt64, braidMin},
       {braidUint32, braidProd}};
   size_t wrong = 0;
   for (const AlgoCase& a : kAlgos) {
@@ -206,7 +254,8 @@ class Collectives : public ::testing::TestWithParam<Job> {};
 TEST_P(Collectives, EveryAlgorithmOfEveryCollectiveIsExact) {
   Job j = GetParam();
   Env env = envFor(j);
-  auto outcomes = runRanks(j.nranks, env, [](int) { return everyAlgorithmBody(); }, 300);
+  auto outcomes = runRanks(
+      j.nranks, env, [](int) { return everyAlgorithmBody(); }, 300);
   for (int r = 0; r < j.nranks; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
   }
@@ -227,8 +276,8 @@ int randomSequenceBody(int ops) {
   }
   if ((r == n - 1) != (allButLast == nullptr)) return 4;
   std::mt19937 rng(99);  // identical on every rank
-  const braidDataType_t kTypes[] = {braidInt8,  braidUint8,   braidInt32,   braidUint32,
-                                    braidInt64, braidUint64,  braidFloat16, braidFloat32,
+  const braidDataType_t kTypes[] = {braidInt8,    braidUint8,   braidInt32,   braidUint32,
+                                    braidInt64,   braidUint64,  braidFloat16, braidFloat32,
                                     braidFloat64, braidBfloat16};
   size_t wrong = 0;
   for (int i = 0; i < ops; ++i) {
@@ -255,9 +304,91 @@ int randomSequenceBody(int ops) {
 TEST_P(Collectives, RandomMixedCallsOnWorldAndSplitCommunicators) {
   Job j = GetParam();
   Env env = envFor(j);
-  auto outcomes = runRanks(j.nranks, env, [](int) { return randomSequenceBody(150); }, 300);
+  auto outcomes = runRanks(
+      j.nranks, env, [](int) { return randomSequenceBody(150); }, 300);
   for (int r = 0; r < j.nranks; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+// BRAID_SCHEDULE_DUMP: each rank appends the schedules it builds to <prefix>.<pid>.json,
+// every object valid JSON (python3 parses the stream); a schedule used twice is written
+// once (cached), all-to-all-v once per call; the text is the schedule the registry builds.
+int scheduleDumpBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int r = 0;
+  braidCommUserRank(comm, &r);
+  std::vector<float> a(1000, 1.0f), b(1000);
+  int bad = 0;
+  for (int i = 0; i < 2; ++i) {
+    bad += braidAllReduce(a.data(), b.data(), 1000, braidFloat32, braidSum, comm, nullptr) != 0;
+    // Rank s sends 3 + s + 2d + i elements to rank d.
+    const size_t sc[2] = {size_t(3 + r + i), size_t(5 + r + i)};
+    const size_t rc[2] = {size_t(3 + 2 * r + i), size_t(4 + 2 * r + i)}, displs[2] = {0, 100};
+    bad += braidAlltoAllv(a.data(), sc, displs, b.data(), rc, displs, braidFloat32, comm,
+                          nullptr) != 0;
+  }
+  if (bad != 0) fprintf(stderr, "rank %d: %s\n", r, braidGetLastError(comm));
+  braidCommDestroy(comm);
+  return bad;
+}
+
+// The objects of a dump file, each its text.
+std::vector<std::string> dumpedObjects(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string text = all.str(), end = "\n]}\n";
+  std::vector<std::string> objects;
+  for (size_t at = 0, next; (next = text.find(end, at)) != std::string::npos;
+       at = next + end.size()) {
+    objects.push_back(text.substr(at, next + end.size() - at));
+  }
+  return objects;
+}
+
+TEST(ScheduleDump, EveryRankWritesTheSchedulesItBuildsAsJson) {
+  char dir[] = "/tmp/braid-dump-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  struct RemoveDir {
+    const char* path;
+    ~RemoveDir() { (void)std::system((std::string("rm -rf ") + path).c_str()); }
+  } cleanup{dir};
+  Env env = jobEnv(2);
+  env["BRAID_SCHEDULE_DUMP"] = std::string(dir) + "/sched";
+  env["BRAID_ALGO"] = "allreduce:ring;alltoallv:pairwise";
+  auto outcomes = runRanks(
+      2, env, [](int) { return scheduleDumpBody(); }, 120);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+    const std::string path =
+        std::string(dir) + "/sched." + std::to_string(outcomes[r].pid) + ".json";
+    const std::string check =
+        "python3 -c \"import json,sys; t=open(sys.argv[1]).read(); d=json.JSONDecoder(); i=0\n"
+        "while t[i:].strip(): o,i=d.raw_decode(t,i); i+=len(t[i:])-len(t[i:].lstrip())\" " +
+        path;
+    EXPECT_EQ(std::system(check.c_str()), 0) << path << " is not a stream of JSON values";
+    int allReduce = 0, allToAllv = 0;
+    for (const std::string& o : dumpedObjects(path)) {
+      if (o.find("\"collective\": \"alltoallv\"") != std::string::npos) ++allToAllv;
+      if (o.find("\"collective\": \"allreduce\", \"algorithm\": \"ring\"") == std::string::npos ||
+          o.find("\"count\": 1000,") == std::string::npos) {
+        continue;
+      }
+      ++allReduce;
+      algo::CollArgs args;
+      args.rank = r;
+      args.nranks = 2;
+      args.count = 1000;
+      args.elemSize = 4;
+      const size_t at = o.find("\"maxStepElems\": ") + 16;
+      args.maxStepElems = std::stoull(o.substr(at));
+      EXPECT_EQ(o, algo::scheduleJson(algo::buildSchedule(algo::Algorithm::kRing, args), args,
+                                      "ring", "host"));
+    }
+    EXPECT_EQ(allReduce, 1) << "rank " << r << ": the 1000-float ring all-reduce, once";
+    EXPECT_EQ(allToAllv, 2) << "rank " << r << ": each all-to-all-v call";
   }
 }
 
