@@ -120,6 +120,7 @@ struct CollArgs {
 };
 
 const char* opKindName(OpKind op);
+const char* bufRefName(BufRef b);  // "input", "output", "scratch", "none"
 const char* collectiveName(Collective c);
 
 }  // namespace braid::algo

@@ -5,20 +5,6 @@
 namespace braid::algo {
 namespace {
 
-const char* bufferName(BufRef b) {
-  switch (b) {
-    case BufRef::kInput:
-      return "input";
-    case BufRef::kOutput:
-      return "output";
-    case BufRef::kScratch:
-      return "scratch";
-    case BufRef::kNone:
-      break;
-  }
-  return "none";
-}
-
 // Names written here are Braid's own (collectives, algorithms, ops): no escaping needed
 // beyond refusing a quote or backslash, which none has.
 void field(std::string& out, const char* key, const std::string& value, bool quoted) {
@@ -77,9 +63,9 @@ std::string scheduleJson(const Schedule& s, const CollArgs& a, const char* algor
     const Step& st = s.steps[i];
     std::string line = "{";
     field(line, "op", opKindName(st.op), true);
-    field(line, "src", bufferName(st.src), true);
+    field(line, "src", bufRefName(st.src), true);
     number(line, "srcOffset", static_cast<long long>(st.srcOffset));
-    field(line, "dst", bufferName(st.dst), true);
+    field(line, "dst", bufRefName(st.dst), true);
     number(line, "dstOffset", static_cast<long long>(st.dstOffset));
     number(line, "count", static_cast<long long>(st.count));
     number(line, "sendPeer", st.sendPeer);

@@ -62,19 +62,7 @@ using algo::needsRecv;
 using algo::needsSend;
 using algo::needsSrc;
 
-inline const char* bufName(BufRef b) {
-  switch (b) {
-    case BufRef::kInput:
-      return "input";
-    case BufRef::kOutput:
-      return "output";
-    case BufRef::kScratch:
-      return "scratch";
-    case BufRef::kNone:
-      break;
-  }
-  return "none";
-}
+inline const char* bufName(BufRef b) { return algo::bufRefName(b); }
 
 class Simulator {
  public:
