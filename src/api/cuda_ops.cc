@@ -95,24 +95,29 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // Calls the device windows run (set up at the first device collective) are enqueued on
 // the stream and return at once: every collective of 2 to 8 ranks with a built-in
 // operation (all-to-all-v and BRAID_ALGO's choices as lowered schedules), and every send
-// and receive once they exist. Whatever else a group holds (a reduction with a PreMulSum
-// operation) is staged after them. Without windows, everything is staged.
+// and receive once they exist (on 2 ranks a send or receive to the peer makes them too). Whatever
+// else a group holds (a reduction with a PreMulSum operation) is staged after them. Without
+// windows, everything is staged.
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
   const int nranks = comm->comm->nranks();
   std::vector<OpRequest> direct, rest;
-  bool collective = false;
+  bool collective = false, paired = false;
   for (const OpRequest& op : ops) {
     const bool isCollective = op.kind == OpRequest::Kind::kCollective;
     const bool here = !isCollective || DeviceWindows::supports(op, nranks);
     (here ? direct : rest).push_back(op);
     collective = collective || (isCollective && here);
+    paired = paired || (!isCollective && op.peer != comm->comm->rank());
   }
   bool ran = false;
   if (!direct.empty()) {
     std::lock_guard<std::mutex> lock(comm->opMu);
-    // Making the windows is collective: only a call every rank makes may do it.
-    if (!comm->deviceWindowsTried && collective) {
+    // Making the windows is collective: only a call every rank makes may do it. A
+    // collective is; so is a send or receive to the other rank of a 2-rank communicator,
+    // which makes the matching call (torch's send/recv communicators over the NCCL
+    // drop-in are such pairs, and may never run a collective).
+    if (!comm->deviceWindowsTried && (collective || (nranks == 2 && paired))) {
       comm->deviceWindowsTried = true;
       comm->deviceWindows = DeviceWindows::create(comm);
       comm->deviceWindowsLive = comm->deviceWindows.get();

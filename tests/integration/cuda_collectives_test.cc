@@ -263,6 +263,67 @@ int asyncBody() {
   return ok && wrong == 0 ? 0 : 1;
 }
 
+// Two ranks whose first device calls are a send and a receive (no collective ever): the
+// pair makes the device windows, so the second exchange is only enqueued and returns while
+// its stream is held by a gate (the staged path would wait for the stream, that is for
+// the gate), and each rank gets the other's data.
+int pairFirstBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int r = 0;
+  braidCommUserRank(comm, &r);
+  const int peer = 1 - r;
+  const size_t k = 1 << 20;  // 4 MiB: one send slot
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(2 * k * 4);
+  Expected<void*> gate = cuda::pinnedAlloc(4096);
+  if (!s.isOk() || !mem.isOk() || !gate.isOk()) return 3;
+  auto* open = static_cast<std::atomic<uint64_t>*>(gate.value());
+  open->store(0);
+  float* d = static_cast<float*>(mem.value());
+  auto* stream = static_cast<braidStream_t>(s.value());
+  std::vector<float> host(k);
+  for (size_t i = 0; i < k; ++i) host[i] = static_cast<float>((r + 1) * (i % 97));
+  auto exchange = [&] {
+    braidGroupStart();
+    braidResult_t a = braidSend(d, k, braidFloat32, peer, comm, stream);
+    braidResult_t b = braidRecv(d + k, k, braidFloat32, peer, comm, stream);
+    return braidGroupEnd() == braidSuccess && a == braidSuccess && b == braidSuccess;
+  };
+  if (!cuda::copyAsync(d, host.data(), k * 4, s.value()).isOk() || !exchange() ||
+      !cuda::streamSynchronize(s.value()).isOk() ||
+      !cuda::streamWaitValue64(s.value(), gate.value(), 1).isOk()) {
+    fprintf(stderr, "rank %d: first exchange: %s\n", r, braidGetLastError(comm));
+    return 4;
+  }
+  std::thread opener([open] {  // a call that waited for the stream: open after 20 s anyway
+    for (int i = 0; i < 2000 && open->load() == 0; ++i) usleep(10000);
+    open->store(1);
+  });
+  const uint64_t t0 = nowNs();
+  const bool sent = exchange();
+  const double ms = static_cast<double>(nowNs() - t0) / 1e6;
+  Expected<bool> idle = cuda::streamIdle(s.value());
+  open->store(1);
+  opener.join();
+  std::vector<float> out(k);
+  bool ok = sent && idle.isOk() && !idle.value() && ms < 10000 &&
+            cuda::copyAsync(out.data(), d + k, k * 4, s.value()).isOk() &&
+            cuda::streamSynchronize(s.value()).isOk();
+  if (!ok) fprintf(stderr, "rank %d: %.1f ms: %s\n", r, ms, braidGetLastError(comm));
+  size_t wrong = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const float want = static_cast<float>((peer + 1) * (i % 97));
+    if (out[i] != want && wrong++ < 3)
+      fprintf(stderr, "rank %d: [%zu] = %g, want %g\n", r, i, out[i], want);
+  }
+  (void)cuda::streamDestroy(s.value());
+  (void)cuda::deviceFree(mem.value());
+  (void)cuda::pinnedFree(gate.value());
+  braidCommDestroy(comm);
+  return ok && wrong == 0 ? 0 : 1;
+}
+
 // The last rank never makes the call: the others' calls return, their streams finish
 // within the timeout (the barriers are released) and the communicator reports the error.
 int stuckPeerBody() {
@@ -324,6 +385,13 @@ TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
   Env env = jobEnv(n);
   env["BRAID_TIMEOUT_MS"] = "60000";
   expectEveryRankPasses(n, env, asyncBody, 180);
+}
+
+TEST(CudaPairs, ASendAndReceiveMakeTheWindowsOnTwoRanks) {
+  SKIP_WITHOUT_DEVICE();
+  Env env = jobEnv(2);
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  expectEveryRankPasses(2, env, pairFirstBody, 180);
 }
 
 TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
