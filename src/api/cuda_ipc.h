@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "api/ops.h"
+#include "exec/device_program.h"
 
 namespace braid {
 
@@ -127,23 +128,13 @@ class DeviceWindows {
   std::atomic<uint64_t>& consumed(int s, int r) const;
   char* device(const std::atomic<uint64_t>& counter) const;
   Status order(void* stream);
-  Status barrier(void* stream);
   Status finishCall(void* stream);
-  Expected<void*> scratchFor(const void* recv, size_t bytes);
-  Status reduceTo(char* out, void* scratch, const std::vector<const void*>& srcs, size_t n,
-                  const OpRequest& op, void* stream);
-  Status copyBlocksIn(const OpRequest& op, char* half, size_t off, size_t n, size_t chunk,
-                      void* stream);
-  Status allReduce(const OpRequest& op, void* stream);
-  Status reduceScatter(const OpRequest& op, void* stream);
-  Status allGather(const OpRequest& op, void* stream);
-  Status broadcast(const OpRequest& op, void* stream);
-  Status allToAll(const OpRequest& op, void* stream);
-  Status reduce(const OpRequest& op, void* stream);
-  Status gather(const OpRequest& op, void* stream);
-  Status scatter(const OpRequest& op, void* stream);
-  // Rank q's half for the current round, as this process maps it.
-  char* half(int q) const { return windows_[static_cast<size_t>(q)] + (round_ % 2) * halfBytes_; }
+  // Enqueues a device program (exec/device_program.h: a window call's or a lowered
+  // schedule's) for op on `stream`, its buffers at in / out, its scratch at `scratch`.
+  Status enqueue(const std::vector<DeviceOp>& program, const OpRequest& op, const void* in,
+                 void* out, void* scratch, void* stream);
+  // scratch_ of at least `bytes` (it only grows; growing waits for the device).
+  Status growScratch(size_t bytes);
   void watch();
   void release(const Status& why);
 
@@ -169,12 +160,12 @@ class DeviceWindows {
   std::atomic<uint64_t> epoch_{0};  // barriers enqueued by this rank
   void* lastEvent_ = nullptr;       // recorded at the end of every call
   bool anyCall_ = false;
-  void* scratch_ = nullptr;  // device output for a receive buffer kernels cannot write
+  // Device scratch: a window call's output for a receive buffer kernels cannot write, or
+  // a lowered schedule's scratch.
+  void* scratch_ = nullptr;
   size_t scratchBytes_ = 0;
-  braidComm* owner_ = nullptr;       // its selector says which schedules run lowered
-  void* scheduleScratch_ = nullptr;  // a lowered schedule's scratch
-  size_t scheduleScratchBytes_ = 0;
-  void* stage_ = nullptr;  // device copies of a lowered call's host buffers
+  braidComm* owner_ = nullptr;  // its selector says which schedules run lowered
+  void* stage_ = nullptr;       // device copies of a lowered call's host buffers
   size_t stageBytes_ = 0;
   struct Staged {
     char* device;

@@ -262,7 +262,7 @@ DeviceWindows::~DeviceWindows() {
       BRAID_INFO("device windows: leaving this rank's window allocated (a peer may still map it)");
     }
   }
-  for (void* p : {scratch_, scheduleScratch_, stage_}) {
+  for (void* p : {scratch_, stage_}) {
     if (p != nullptr) (void)cuda::deviceFree(p);
   }
   if (lastEvent_ != nullptr) (void)cuda::eventDestroy(lastEvent_);

@@ -49,6 +49,68 @@ Expected<bool> DeviceWindows::lowers(const OpRequest& op, algo::Algorithm* alg) 
   return true;
 }
 
+Status DeviceWindows::growScratch(size_t bytes) {
+  return growDevice(&scratch_, &scratchBytes_, bytes);
+}
+
+// Each operation on `stream`: counters through the shared page, copies, and the reduce
+// kernel (avg reduces as sum until the final value, which divides by nranks).
+Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequest& op,
+                              const void* in, void* out, void* scratch, void* stream) {
+  auto addr = [&](const DeviceAddr& a) -> char* {
+    switch (a.space) {
+      case DeviceAddr::Space::kInput:
+        return const_cast<char*>(static_cast<const char*>(in)) + a.offset;
+      case DeviceAddr::Space::kOutput:
+        return static_cast<char*>(out) + a.offset;
+      case DeviceAddr::Space::kScratch:
+        return static_cast<char*>(scratch) + a.offset;
+      case DeviceAddr::Space::kSlot:
+        return slot(a.from, a.to, a.slot) + a.offset;
+      case DeviceAddr::Space::kHalf:
+        return windows_[static_cast<size_t>(a.from)] + a.slot * halfBytes_ + a.offset;
+    }
+    return nullptr;
+  };
+  const size_t es = datatypeSize(op.datatype);
+  const braidRedOp_t partial = op.op == braidAvg ? braidSum : op.op;
+  for (const DeviceOp& d : program) {
+    switch (d.kind) {
+      case DeviceOp::Kind::kWaitPosted:
+        BRAID_TRY(cuda::streamWaitValue64(stream, device(posted(d.from, d.to)), d.value));
+        break;
+      case DeviceOp::Kind::kWaitConsumed:
+        BRAID_TRY(cuda::streamWaitValue64(stream, device(consumed(d.from, d.to)), d.value));
+        break;
+      case DeviceOp::Kind::kPost:
+        BRAID_TRY(cuda::streamWriteValue64(stream, device(posted(d.from, d.to)), d.value));
+        break;
+      case DeviceOp::Kind::kConsume:
+        BRAID_TRY(cuda::streamWriteValue64(stream, device(consumed(d.from, d.to)), d.value));
+        break;
+      case DeviceOp::Kind::kArrive:
+        BRAID_TRY(cuda::streamWriteValue64(stream, device(counters_[d.from].value), d.value));
+        break;
+      case DeviceOp::Kind::kWaitRank:
+        BRAID_TRY(cuda::streamWaitValue64(stream, device(counters_[d.from].value), d.value));
+        break;
+      case DeviceOp::Kind::kCopy: {
+        char *dst = addr(d.dst), *src = addr(d.src[0]);
+        if (dst != src) BRAID_TRY(cuda::copyAsync(dst, src, d.bytes, stream));
+        break;
+      }
+      case DeviceOp::Kind::kReduce: {
+        const void* srcs[kMaxDeviceSources];
+        for (int i = 0; i < d.nsrcs; ++i) srcs[i] = addr(d.src[i]);
+        BRAID_TRY(cuda::launchReduce(addr(d.dst), srcs, d.nsrcs, d.bytes / es, op.datatype,
+                                     d.final ? op.op : partial, nranks_, stream));
+        break;
+      }
+    }
+  }
+  return Status::ok();
+}
+
 // Where device work reaches op's buffers: the buffers themselves when they are device
 // memory, else device copies of them (spans of overlapping regions staged together).
 Status DeviceWindows::placeBuffers(const OpRequest& op, char** in, char** out, void* stream) {
@@ -111,49 +173,8 @@ Status DeviceWindows::runSchedule(const OpRequest& op, algo::Algorithm alg, void
   BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program, lowerSchedule(s, es, slotBytes_, &counts));
   char *in = nullptr, *out = nullptr;
   BRAID_TRY(placeBuffers(op, &in, &out, stream));
-  BRAID_TRY(growDevice(&scheduleScratch_, &scheduleScratchBytes_, s.scratchElems * es));
-  auto addr = [&](const DeviceAddr& a) -> char* {
-    switch (a.space) {
-      case DeviceAddr::Space::kInput:
-        return in + a.offset;
-      case DeviceAddr::Space::kOutput:
-        return out + a.offset;
-      case DeviceAddr::Space::kScratch:
-        return static_cast<char*>(scheduleScratch_) + a.offset;
-      case DeviceAddr::Space::kSlot:
-        return slot(a.from, a.to, a.slot) + a.offset;
-    }
-    return nullptr;
-  };
-  // avg reduces as sum until the final value, which divides by nranks.
-  const braidRedOp_t partial = op.op == braidAvg ? braidSum : op.op;
-  for (const DeviceOp& d : program) {
-    switch (d.kind) {
-      case DeviceOp::Kind::kWaitPosted:
-        BRAID_TRY(cuda::streamWaitValue64(stream, device(posted(d.from, d.to)), d.value));
-        break;
-      case DeviceOp::Kind::kWaitConsumed:
-        BRAID_TRY(cuda::streamWaitValue64(stream, device(consumed(d.from, d.to)), d.value));
-        break;
-      case DeviceOp::Kind::kPost:
-        BRAID_TRY(cuda::streamWriteValue64(stream, device(posted(d.from, d.to)), d.value));
-        break;
-      case DeviceOp::Kind::kConsume:
-        BRAID_TRY(cuda::streamWriteValue64(stream, device(consumed(d.from, d.to)), d.value));
-        break;
-      case DeviceOp::Kind::kCopy: {
-        char *dst = addr(d.dst), *src = addr(d.a);
-        if (dst != src) BRAID_TRY(cuda::copyAsync(dst, src, d.bytes, stream));
-        break;
-      }
-      case DeviceOp::Kind::kReduce: {
-        const void* srcs[2] = {addr(d.a), addr(d.b)};
-        BRAID_TRY(cuda::launchReduce(addr(d.dst), srcs, d.nsrcs, d.bytes / es, op.datatype,
-                                     d.final ? op.op : partial, nranks_, stream));
-        break;
-      }
-    }
-  }
+  if (s.scratchElems != 0) BRAID_TRY(growScratch(s.scratchElems * es));
+  BRAID_TRY(enqueue(program, op, in, out, scratch_, stream));
   for (const Staged& st : staged_) BRAID_TRY(cuda::copyAsync(st.user, st.device, st.bytes, stream));
   for (int q = 0; q < nranks_; ++q) {
     sent_[q].store(counts.sent[static_cast<size_t>(q)], std::memory_order_relaxed);

@@ -61,7 +61,7 @@ void Lowering::copy(const DeviceAddr& dst, const DeviceAddr& src, uint64_t bytes
   DeviceOp op;
   op.kind = Kind::kCopy;
   op.dst = dst;
-  op.a = src;
+  op.src[0] = src;
   op.bytes = bytes;
   ops_.push_back(op);
 }
@@ -71,8 +71,8 @@ void Lowering::reduce(const DeviceAddr& dst, const DeviceAddr& a, const DeviceAd
   DeviceOp op;
   op.kind = Kind::kReduce;
   op.dst = dst;
-  op.a = a;
-  if (b != nullptr) op.b = *b;
+  op.src[0] = a;
+  if (b != nullptr) op.src[1] = *b;
   op.nsrcs = b != nullptr ? 2 : 1;
   op.bytes = bytes;
   op.final = final;

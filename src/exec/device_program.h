@@ -35,15 +35,18 @@
 
 namespace braid {
 
-// Where a copy or reduction reads or writes: the call's input, output or scratch (a
-// Schedule's BufRefs), or slot `slot` of the pair (from, to) in `from`'s window.
+// Where a copy or reduction reads or writes: the call's input, output or device scratch
+// (a Schedule's BufRefs), slot `slot` of the pair (from, to) in `from`'s window, or half
+// `slot` of rank `from`'s window (the window collectives, exec/device_windows.h).
 struct DeviceAddr {
-  enum class Space : uint8_t { kInput, kOutput, kScratch, kSlot };
+  enum class Space : uint8_t { kInput, kOutput, kScratch, kSlot, kHalf };
   Space space = Space::kInput;
-  int from = -1, to = -1;  // kSlot
-  uint8_t slot = 0;        // kSlot: 0 or 1
-  uint64_t offset = 0;     // bytes into the buffer or slot
+  int from = -1, to = -1;  // kSlot: the pair; kHalf: `from` is the window's rank
+  uint8_t slot = 0;        // kSlot, kHalf: 0 or 1
+  uint64_t offset = 0;     // bytes into the buffer, slot or half
 };
+
+constexpr int kMaxDeviceSources = 8;  // a reduction's inputs (cuda::kMaxReduceInputs)
 
 struct DeviceOp {
   enum class Kind : uint8_t {
@@ -51,14 +54,17 @@ struct DeviceOp {
     kWaitConsumed,  // hold the stream until consumed[from][to] >= value
     kPost,          // posted[from][to] = value, after the work before it
     kConsume,       // consumed[from][to] = value, after the work before it
-    kCopy,          // dst = a, `bytes` bytes (nothing when dst and a are the same bytes)
-    kReduce,        // dst = a op b (b unused when nsrcs is 1), `bytes` bytes of elements
+    kArrive,        // rank `from`'s barrier counter = value, after the work before it
+    kWaitRank,      // hold the stream until rank `from`'s barrier counter >= value
+    kCopy,          // dst = src[0], `bytes` bytes (nothing when they are the same bytes)
+    kReduce,        // dst = src[0] op ... op src[nsrcs - 1], `bytes` bytes of elements
   };
   Kind kind = Kind::kCopy;
-  int from = -1, to = -1;  // counters: the ordered pair
-  uint64_t value = 0;      // counters: the slice number
-  DeviceAddr dst, a, b;
-  int nsrcs = 2;       // kReduce: 1 (a alone: avg's division, or a copy) or 2
+  int from = -1, to = -1;  // counters: the ordered pair (kArrive, kWaitRank: the rank)
+  uint64_t value = 0;      // counters: the slice or barrier number
+  DeviceAddr dst;
+  DeviceAddr src[kMaxDeviceSources];
+  int nsrcs = 1;       // kReduce: 1 (src[0] alone: avg's division, or a copy) to 8
   uint64_t bytes = 0;  // kCopy, kReduce
   // kReduce: the value written is final (avg divides by nranks); otherwise avg reduces as
   // sum, as the host kernels do.

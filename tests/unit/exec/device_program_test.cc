@@ -14,6 +14,7 @@
 #include "algorithms/registry.h"
 #include "exec/reduce.h"
 #include "tests/unit/algorithms/coll_check.h"
+#include "tests/unit/exec/device_interpreter.h"
 
 namespace braid {
 namespace {
@@ -30,168 +31,32 @@ using Space = DeviceAddr::Space;
 // Slices each pair had moved before the call, alike on both sides (a prior call's).
 uint64_t startCount(int from, int to) { return static_cast<uint64_t>(from * 7 + to * 3) % 5; }
 
-// Every rank's program run as streams would: rank by rank, each until a wait blocks.
-class Interpreter {
- public:
-  Interpreter(const std::vector<Schedule>& scheds, braidDataType_t type, braidRedOp_t op,
-              std::vector<SimRank>& ranks, size_t slotBytes)
-      : scheds_(scheds),
-        type_(type),
-        op_(op),
-        ranks_(ranks),
-        slotBytes_(slotBytes),
-        n_(static_cast<int>(scheds.size())),
-        es_(datatypeSize(type)) {}
-
-  Status run() {
-    std::vector<std::vector<DeviceOp>> programs(n_);
-    posted_.assign(n_ * n_, 0);
-    consumed_.assign(n_ * n_, 0);
-    for (int r = 0; r < n_; ++r) {
-      PairCounts counts(n_);
-      for (int p = 0; p < n_; ++p) {
-        counts.sent[p] = startCount(r, p);
-        counts.received[p] = startCount(p, r);
-        posted_[r * n_ + p] = consumed_[r * n_ + p] = startCount(r, p);
-      }
-      BRAID_ASSIGN_OR_RETURN(programs[r], lowerSchedule(scheds_[r], es_, slotBytes_, &counts));
-      scratch_.emplace_back(scheds_[r].scratchElems * es_);
+// Lowers every rank's schedule (pair counts starting where startCount says) and runs the
+// programs in the interpreter.
+Status runLowered(const std::vector<Schedule>& scheds, braidDataType_t type, braidRedOp_t op,
+                  std::vector<SimRank>& ranks, size_t slotBytes) {
+  const int n = static_cast<int>(scheds.size());
+  const size_t es = datatypeSize(type);
+  test::DeviceState state;
+  state.slotBytes = slotBytes;
+  std::vector<std::vector<DeviceOp>> programs(n);
+  for (int r = 0; r < n; ++r) {
+    PairCounts counts(n);
+    for (int p = 0; p < n; ++p) {
+      counts.sent[p] = startCount(r, p);
+      counts.received[p] = startCount(p, r);
+      state.pairs.push_back(startCount(r, p));
     }
-    slots_.assign(static_cast<size_t>(n_ * n_ * 2), std::vector<uint8_t>(slotBytes_));
-    std::vector<size_t> pc(n_, 0);
-    for (;;) {
-      bool progressed = false, done = true;
-      for (int r = 0; r < n_; ++r) {
-        while (pc[r] < programs[r].size() && canRun(programs[r][pc[r]])) {
-          BRAID_TRY(execute(r, programs[r][pc[r]]));
-          ++pc[r];
-          progressed = true;
-        }
-        done = done && pc[r] == programs[r].size();
-      }
-      if (done) break;
-      if (!progressed) return deadlock(programs, pc);
-    }
-    for (size_t i = 0; i < posted_.size(); ++i) {
-      if (posted_[i] != consumed_[i]) {
-        return invalidUsage("leftover: rank " + std::to_string(i / n_) + " posted " +
-                            std::to_string(posted_[i]) + " slices to rank " +
-                            std::to_string(i % n_) + ", which consumed " +
-                            std::to_string(consumed_[i]));
-      }
-    }
-    return Status::ok();
+    BRAID_ASSIGN_OR_RETURN(programs[r], lowerSchedule(scheds[r], es, slotBytes, &counts));
+    state.scratchBytes.push_back(scheds[r].scratchElems * es);
   }
-
- private:
-  bool canRun(const DeviceOp& op) const {
-    if (op.kind == Kind::kWaitPosted) return posted_[op.from * n_ + op.to] >= op.value;
-    if (op.kind == Kind::kWaitConsumed) return consumed_[op.from * n_ + op.to] >= op.value;
-    return true;
-  }
-
-  Status deadlock(const std::vector<std::vector<DeviceOp>>& programs,
-                  const std::vector<size_t>& pc) const {
-    std::string msg = "deadlock:";
-    for (int r = 0; r < n_; ++r) {
-      if (pc[r] == programs[r].size()) continue;
-      const DeviceOp& op = programs[r][pc[r]];
-      msg += " rank " + std::to_string(r) + " waits for " +
-             (op.kind == Kind::kWaitPosted ? "posted[" : "consumed[") + std::to_string(op.from) +
-             "][" + std::to_string(op.to) + "] >= " + std::to_string(op.value) + ";";
-    }
-    return invalidUsage(msg);
-  }
-
-  // The bytes [offset, offset + bytes) of rank r's `a`, or null when out of bounds.
-  uint8_t* resolve(int r, const DeviceAddr& a, uint64_t bytes) {
-    SimRank& rk = ranks_[r];
-    uint8_t* base = nullptr;
-    size_t size = 0;
-    switch (a.space) {
-      case Space::kInput:
-        base = rk.inPlace ? rk.output.data() + rk.inPlaceOffset * es_ : rk.input.data();
-        size = rk.inPlace ? rk.output.size() - rk.inPlaceOffset * es_ : rk.input.size();
-        break;
-      case Space::kOutput:
-        base = rk.output.data() + rk.outputOffset * es_;
-        size = rk.outputElems != 0 ? rk.outputElems * es_ : rk.output.size();
-        break;
-      case Space::kScratch:
-        base = scratch_[r].data();
-        size = scratch_[r].size();
-        break;
-      case Space::kSlot:
-        if (a.from < 0 || a.from >= n_ || a.to < 0 || a.to >= n_ || a.slot > 1) return nullptr;
-        if (a.from != r && a.to != r) return nullptr;  // only a pair's two ranks touch its slots
-        base = slots_[static_cast<size_t>((a.from * n_ + a.to) * 2 + a.slot)].data();
-        size = slotBytes_;
-        break;
-    }
-    if (a.offset > size || bytes > size - a.offset) return nullptr;
-    return base + a.offset;
-  }
-
-  Status execute(int r, const DeviceOp& op) {
-    switch (op.kind) {
-      case Kind::kWaitPosted:
-      case Kind::kWaitConsumed:
-        return Status::ok();
-      case Kind::kPost:
-      case Kind::kConsume: {
-        uint64_t& c = (op.kind == Kind::kPost ? posted_ : consumed_)[op.from * n_ + op.to];
-        if (op.value != c + 1) {
-          return invalidUsage("rank " + std::to_string(r) + " sets a counter from " +
-                              std::to_string(c) + " to " + std::to_string(op.value));
-        }
-        c = op.value;
-        return Status::ok();
-      }
-      case Kind::kCopy:
-      case Kind::kReduce:
-        break;
-    }
-    uint8_t* dst = resolve(r, op.dst, op.bytes);
-    const uint8_t* a = resolve(r, op.a, op.bytes);
-    const uint8_t* b = op.kind == Kind::kReduce && op.nsrcs == 2 ? resolve(r, op.b, op.bytes) : a;
-    if (dst == nullptr || a == nullptr || b == nullptr) {
-      return invalidUsage("rank " + std::to_string(r) + ": an operation reaches out of bounds");
-    }
-    for (const uint8_t* src : {a, b}) {
-      if (src != dst && src < dst + op.bytes && dst < src + op.bytes) {
-        return invalidUsage("rank " + std::to_string(r) + ": source and destination overlap");
-      }
-    }
-    const size_t count = op.bytes / es_;
-    const int divisor = op.final ? n_ : 1;
-    const ReduceKernels& k = reduceKernels(type_, op_);
-    if (op.kind == Kind::kCopy) {
-      if (dst != a) std::memcpy(dst, a, op.bytes);
-    } else if (op.nsrcs == 1) {
-      k.finalize(dst, a, count, divisor);
-    } else if (op.final) {
-      k.reduceFinal(dst, nullptr, a, b, count, divisor);
-    } else {
-      k.reduce(dst, a, b, count);
-    }
-    return Status::ok();
-  }
-
-  const std::vector<Schedule>& scheds_;
-  braidDataType_t type_;
-  braidRedOp_t op_;
-  std::vector<SimRank>& ranks_;
-  size_t slotBytes_;
-  int n_;
-  size_t es_;
-  std::vector<std::vector<uint8_t>> scratch_, slots_;
-  std::vector<uint64_t> posted_, consumed_;
-};
+  return test::DeviceInterpreter(type, op, ranks, state).run(programs);
+}
 
 test::RunFn lowered(size_t slotBytes) {
   return [slotBytes](const std::vector<Schedule>& s, braidDataType_t t, braidRedOp_t op,
                      std::vector<SimRank>& ranks,
-                     const SimOptions&) { return Interpreter(s, t, op, ranks, slotBytes).run(); };
+                     const SimOptions&) { return runLowered(s, t, op, ranks, slotBytes); };
 }
 
 class DeviceLowering : public ::testing::TestWithParam<int> {};
@@ -272,7 +137,7 @@ TEST(DeviceLowering, SlicesAlternateSlotsAndCountOnFromThePairsCount) {
     if (op.kind == Kind::kWaitConsumed) waited.push_back(op.value);
     if (op.kind == Kind::kCopy) {
       slots.push_back(op.dst.slot);
-      EXPECT_EQ(op.a.offset, bytes);
+      EXPECT_EQ(op.src[0].offset, bytes);
       bytes += op.bytes;
     }
   }
@@ -295,7 +160,7 @@ TEST(DeviceLowering, InterpreterSeesADeadlockThatABatchAvoids) {
                     step(OpKind::kSend, BufRef::kInput, BufRef::kNone, 1 - r, -1, 8)}));
     }
     std::vector<SimRank> ranks = ranksOf(2, 8);
-    Status st = Interpreter(s, braidUint8, braidSum, ranks, 4).run();
+    Status st = runLowered(s, braidUint8, braidSum, ranks, 4);
     if (!batch) {
       EXPECT_NE(st.message().find("deadlock"), std::string::npos) << st.message();
       continue;
@@ -338,8 +203,8 @@ TEST(DeviceLowering, FusedReductionWritesTheOutgoingSlotAndFinalCopiesDivide) {
   EXPECT_EQ(fused.dst.space, Space::kSlot);
   EXPECT_EQ(fused.dst.from, 1);
   EXPECT_EQ(fused.dst.to, 2);
-  EXPECT_EQ(fused.b.space, Space::kSlot);
-  EXPECT_EQ(fused.b.from, 0);
+  EXPECT_EQ(fused.src[1].space, Space::kSlot);
+  EXPECT_EQ(fused.src[1].from, 0);
   EXPECT_FALSE(fused.final);
   EXPECT_EQ(ops.value()[4].nsrcs, 1);
   EXPECT_TRUE(ops.value()[4].final);

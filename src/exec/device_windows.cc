@@ -1,0 +1,218 @@
+#include "exec/device_windows.h"
+
+#include <algorithm>
+
+namespace braid {
+namespace {
+
+using algo::Collective;
+using Kind = DeviceOp::Kind;
+using Space = DeviceAddr::Space;
+
+// Elements [lo, hi) of `count` that rank q of n handles in a two-shot round.
+uint64_t sliceStart(uint64_t count, int q, int n) {
+  return count * static_cast<uint64_t>(q) / static_cast<uint64_t>(n);
+}
+
+DeviceAddr at(Space space, uint64_t offset) {
+  DeviceAddr a;
+  a.space = space;
+  a.offset = offset;
+  return a;
+}
+
+class Builder {
+ public:
+  Builder(const WindowCall& call, int rank, int nranks, size_t halfBytes, WindowCounts* counts)
+      : c_(call), me_(rank), n_(nranks), half_(halfBytes), es_(call.elemSize), counts_(counts) {}
+
+  WindowProgram build();
+
+ private:
+  // Rank q's half of the current round, `offset` bytes in.
+  DeviceAddr half(int q, uint64_t offset) const {
+    DeviceAddr a = at(Space::kHalf, offset);
+    a.from = q;
+    a.slot = static_cast<uint8_t>(counts_->rounds % 2);
+    return a;
+  }
+  DeviceAddr in(uint64_t elems) const { return at(Space::kInput, elems * es_); }
+  DeviceAddr out(uint64_t elems) const { return at(Space::kOutput, elems * es_); }
+  void copy(const DeviceAddr& dst, const DeviceAddr& src, uint64_t elems);
+  void reduce(const DeviceAddr& dst, uint64_t srcOffset, uint64_t elems);
+  void reduceTo(uint64_t outElem, uint64_t srcOffset, uint64_t elems);
+  void barrier();
+  void blocksIn(uint64_t off, uint64_t n, uint64_t chunk);
+  void allReduce();
+  void oneRound(uint64_t chunk, bool blocks);
+  void round() { ++counts_->rounds; }
+
+  const WindowCall& c_;
+  const int me_, n_;
+  const size_t half_, es_;
+  WindowCounts* counts_;
+  WindowProgram p_;
+};
+
+void Builder::copy(const DeviceAddr& dst, const DeviceAddr& src, uint64_t elems) {
+  if (elems == 0) return;
+  DeviceOp op;
+  op.kind = Kind::kCopy;
+  op.dst = dst;
+  op.src[0] = src;
+  op.bytes = elems * es_;
+  p_.ops.push_back(op);
+}
+
+// dst = the reduction of every rank's half at srcOffset (in rank order).
+void Builder::reduce(const DeviceAddr& dst, uint64_t srcOffset, uint64_t elems) {
+  if (elems == 0) return;
+  DeviceOp op;
+  op.kind = Kind::kReduce;
+  op.dst = dst;
+  for (int q = 0; q < n_; ++q) op.src[q] = half(q, srcOffset);
+  op.nsrcs = n_;
+  op.bytes = elems * es_;
+  op.final = true;
+  p_.ops.push_back(op);
+}
+
+// The reduction into the receive buffer at outElem, through the scratch when kernels
+// cannot write the receive buffer.
+void Builder::reduceTo(uint64_t outElem, uint64_t srcOffset, uint64_t elems) {
+  if (c_.recvIsDevice) {
+    reduce(out(outElem), srcOffset, elems);
+    return;
+  }
+  p_.scratchBytes = std::max<size_t>(p_.scratchBytes, elems * es_);
+  reduce(at(Space::kScratch, 0), srcOffset, elems);
+  copy(out(outElem), at(Space::kScratch, 0), elems);
+}
+
+void Builder::barrier() {
+  const uint64_t e = ++counts_->barriers;
+  DeviceOp op;
+  op.kind = Kind::kArrive;
+  op.from = me_;
+  op.value = e;
+  p_.ops.push_back(op);
+  op.kind = Kind::kWaitRank;
+  for (int q = 0; q < n_; ++q) {
+    if (q == me_) continue;
+    op.from = q;
+    p_.ops.push_back(op);
+  }
+}
+
+// Elements [off, off + n) of each of the n blocks of the input into this rank's half,
+// block q at q * chunk elements.
+void Builder::blocksIn(uint64_t off, uint64_t n, uint64_t chunk) {
+  for (int q = 0; q < n_; ++q) {
+    copy(half(me_, q * chunk * es_), in(q * c_.count + off), n);
+  }
+}
+
+void Builder::allReduce() {
+  const uint64_t chunk = half_ / es_;
+  for (uint64_t off = 0; off < c_.count; off += chunk) {
+    const uint64_t n = std::min(chunk, c_.count - off);
+    round();
+    copy(half(me_, 0), in(off), n);
+    barrier();
+    if (!c_.twoShot) {
+      reduceTo(off, 0, n);
+      continue;
+    }
+    const uint64_t lo = sliceStart(n, me_, n_), hi = sliceStart(n, me_ + 1, n_);
+    reduce(half(me_, lo * es_), lo * es_, hi - lo);
+    barrier();
+    for (int q = 0; q < n_; ++q) {
+      const uint64_t qlo = sliceStart(n, q, n_), qhi = sliceStart(n, q + 1, n_);
+      copy(out(off + qlo), half(q, qlo * es_), qhi - qlo);
+    }
+  }
+}
+
+// One round per chunk of the other collectives; `blocks`: a round carries `chunk`
+// elements of each of n blocks (reduce-scatter, all-to-all, scatter).
+void Builder::oneRound(uint64_t chunk, bool blocks) {
+  const bool root = me_ == c_.root;
+  const uint64_t block = c_.count;
+  for (uint64_t off = 0; off < c_.count; off += chunk) {
+    const uint64_t n = std::min(chunk, c_.count - off);
+    round();
+    switch (c_.collective) {
+      case Collective::kReduceScatter:
+      case Collective::kAllToAll:
+        blocksIn(off, n, chunk);
+        break;
+      case Collective::kScatter:
+        if (root) blocksIn(off, n, chunk);
+        break;
+      case Collective::kBroadcast:
+        if (root) copy(half(me_, 0), in(off), n);
+        break;
+      case Collective::kGather:
+        if (!root) copy(half(me_, 0), in(off), n);
+        break;
+      default:
+        copy(half(me_, 0), in(off), n);
+        break;  // all-gather, reduce
+    }
+    barrier();
+    const uint64_t mine = blocks ? static_cast<uint64_t>(me_) * chunk * es_ : 0;
+    switch (c_.collective) {
+      case Collective::kReduceScatter:
+        reduceTo(off, mine, n);
+        break;
+      case Collective::kReduce:
+        if (root) reduceTo(off, 0, n);
+        break;
+      case Collective::kAllToAll:
+        for (int q = 0; q < n_; ++q) copy(out(q * block + off), half(q, mine), n);
+        break;
+      case Collective::kScatter:
+        copy(out(off), root ? in(me_ * block + off) : half(c_.root, mine), n);
+        break;
+      case Collective::kBroadcast:
+        copy(out(off), root ? in(off) : half(c_.root, 0), n);
+        break;
+      case Collective::kAllGather:
+      case Collective::kGather:
+        if (c_.collective == Collective::kGather && !root) break;
+        for (int q = 0; q < n_; ++q) {
+          copy(out(q * block + off), q == me_ ? in(off) : half(q, 0), n);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+WindowProgram Builder::build() {
+  const uint64_t perBlock = half_ / (es_ * static_cast<size_t>(n_));
+  switch (c_.collective) {
+    case Collective::kAllReduce:
+      allReduce();
+      break;
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+    case Collective::kScatter:
+      oneRound(perBlock, true);
+      break;
+    default:
+      oneRound(half_ / es_, false);
+      break;
+  }
+  return std::move(p_);
+}
+
+}  // namespace
+
+WindowProgram buildWindowCall(const WindowCall& call, int rank, int nranks, size_t halfBytes,
+                              WindowCounts* counts) {
+  return Builder(call, rank, nranks, halfBytes, counts).build();
+}
+
+}  // namespace braid

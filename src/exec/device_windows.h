@@ -1,0 +1,58 @@
+// The device windows' collectives as device work (exec/device_program.h): what
+// api/cuda_ipc.cc enqueues for a call, built here as plain data so the unit tests run
+// every rank's program on the host (tests/unit/exec/device_windows_test.cc).
+//
+// Each rank's window holds two halves of `halfBytes`; round k of a call uses half k % 2 of
+// every window (DeviceAddr::Space::kHalf, `from` = the rank, `slot` = the half). A round
+// copies this rank's input into its own half, passes barrier e (kArrive: this rank's
+// counter = e once its work so far has finished; kWaitRank: until each peer's counter is
+// at least e), then reduces or copies out of the peers' halves into the receive buffer.
+// Two halves make one barrier per round enough: a rank refills half h only after the
+// next round's barrier, which no peer passes before its reads of half h have finished.
+//
+// All-reduce is one-shot (every rank reduces all n halves), or two-shot (each rank
+// reduces its slice into its own half, a second barrier, then everyone copies the
+// slices). Reduce-scatter and all-to-all put block q of a round at q * (half / n) of the
+// half; the root alone reduces (reduce) or copies out (gather); scatter's root copies
+// in. A rank whose receive buffer kernels cannot write (host memory) reduces into the
+// call's device scratch (kScratch) and copies from it. Copies whose source and
+// destination are the same bytes (in place) are no-ops for the executor.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "exec/device_program.h"
+
+namespace braid {
+
+// One call, as this rank sees it (count and layout as braid.h has them; all-to-all-v is
+// not a window collective).
+struct WindowCall {
+  algo::Collective collective = algo::Collective::kAllReduce;
+  uint64_t count = 0;   // elements
+  size_t elemSize = 1;  // bytes
+  int root = 0;
+  bool twoShot = false;      // all-reduce: two-shot (the caller decides, alike on every rank)
+  bool recvIsDevice = true;  // kernels may write the receive buffer
+};
+
+// Rounds and barriers a rank has enqueued so far (alike on every rank between calls).
+struct WindowCounts {
+  uint64_t rounds = 0;
+  uint64_t barriers = 0;
+};
+
+struct WindowProgram {
+  std::vector<DeviceOp> ops;
+  size_t scratchBytes = 0;  // device scratch the ops use (kScratch)
+};
+
+// The work of `call` on rank `rank` of `nranks` (2..8) with halves of `halfBytes` (a
+// multiple of 256); advances `counts`.
+WindowProgram buildWindowCall(const WindowCall& call, int rank, int nranks, size_t halfBytes,
+                              WindowCounts* counts);
+
+}  // namespace braid

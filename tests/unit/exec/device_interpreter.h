@@ -1,0 +1,222 @@
+// Runs every rank's device program (exec/device_program.h) on the host as streams would:
+// rank by rank, each until a wait blocks (a counter not yet there), over host copies of
+// the device state: each rank's window halves, the send slots of every ordered pair, the
+// pair counters and the barrier counters. Copies and reductions use the host kernels, so
+// results are what the simulator computes. It reports a deadlock (no rank can move),
+// leftovers (a slice posted and never consumed), out-of-bounds addresses, overlapping
+// copies, a counter set out of order, and a kernel writing memory kernels cannot write
+// (a rank's output marked host memory). Header-only, for the unit tests.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "exec/device_program.h"
+#include "exec/reduce.h"
+#include "exec/simulator.h"
+
+namespace braid::test {
+
+struct DeviceState {
+  size_t slotBytes = 0, halfBytes = 0;
+  std::vector<size_t> scratchBytes;  // by rank
+  std::vector<bool> outputIsHost;    // by rank: kernels may not write its output
+  // Counters before the programs run: pair counters (posted = consumed: nothing pending)
+  // by [from * n + to], barrier counters by rank.
+  std::vector<uint64_t> pairs, barriers;
+};
+
+class DeviceInterpreter {
+ public:
+  DeviceInterpreter(braidDataType_t type, braidRedOp_t op, std::vector<SimRank>& ranks,
+                    const DeviceState& state)
+      : type_(type),
+        op_(op),
+        ranks_(ranks),
+        st_(state),
+        n_(static_cast<int>(ranks.size())),
+        es_(datatypeSize(type)) {}
+
+  Status run(const std::vector<std::vector<DeviceOp>>& programs) {
+    const size_t nn = static_cast<size_t>(n_ * n_);
+    posted_ = st_.pairs.empty() ? std::vector<uint64_t>(nn, 0) : st_.pairs;
+    consumed_ = posted_;
+    barriers_ = st_.barriers.empty() ? std::vector<uint64_t>(n_, 0) : st_.barriers;
+    slots_.assign(nn * 2, std::vector<uint8_t>(st_.slotBytes));
+    halves_.assign(static_cast<size_t>(n_) * 2, std::vector<uint8_t>(st_.halfBytes));
+    for (int r = 0; r < n_; ++r) {
+      scratch_.emplace_back(r < static_cast<int>(st_.scratchBytes.size()) ? st_.scratchBytes[r]
+                                                                          : 0);
+    }
+    std::vector<size_t> pc(n_, 0);
+    for (;;) {
+      bool progressed = false, done = true;
+      for (int r = 0; r < n_; ++r) {
+        while (pc[r] < programs[r].size() && canRun(programs[r][pc[r]])) {
+          BRAID_TRY(execute(r, programs[r][pc[r]]));
+          ++pc[r];
+          progressed = true;
+        }
+        done = done && pc[r] == programs[r].size();
+      }
+      if (done) break;
+      if (!progressed) return deadlock(programs, pc);
+    }
+    for (size_t i = 0; i < nn; ++i) {
+      if (posted_[i] != consumed_[i]) {
+        return invalidUsage("leftover: rank " + std::to_string(i / n_) + " posted " +
+                            std::to_string(posted_[i]) + " slices to rank " +
+                            std::to_string(i % n_) + ", which consumed " +
+                            std::to_string(consumed_[i]));
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  bool canRun(const DeviceOp& op) const {
+    switch (op.kind) {
+      case DeviceOp::Kind::kWaitPosted:
+        return posted_[op.from * n_ + op.to] >= op.value;
+      case DeviceOp::Kind::kWaitConsumed:
+        return consumed_[op.from * n_ + op.to] >= op.value;
+      case DeviceOp::Kind::kWaitRank:
+        return barriers_[op.from] >= op.value;
+      default:
+        return true;
+    }
+  }
+
+  Status deadlock(const std::vector<std::vector<DeviceOp>>& programs,
+                  const std::vector<size_t>& pc) const {
+    std::string msg = "deadlock:";
+    for (int r = 0; r < n_; ++r) {
+      if (pc[r] == programs[r].size()) continue;
+      const DeviceOp& op = programs[r][pc[r]];
+      const char* what = op.kind == DeviceOp::Kind::kWaitPosted     ? "posted["
+                         : op.kind == DeviceOp::Kind::kWaitConsumed ? "consumed["
+                                                                    : "barrier[";
+      msg += " rank " + std::to_string(r) + " waits for " + what + std::to_string(op.from) +
+             (op.kind == DeviceOp::Kind::kWaitRank ? "" : "][" + std::to_string(op.to)) +
+             "] >= " + std::to_string(op.value) + ";";
+    }
+    return invalidUsage(msg);
+  }
+
+  // The bytes [offset, offset + bytes) of rank r's `a`, or null when out of bounds.
+  uint8_t* resolve(int r, const DeviceAddr& a, uint64_t bytes) {
+    SimRank& rk = ranks_[r];
+    uint8_t* base = nullptr;
+    size_t size = 0;
+    switch (a.space) {
+      case DeviceAddr::Space::kInput:
+        base = rk.inPlace ? rk.output.data() + rk.inPlaceOffset * es_ : rk.input.data();
+        size = rk.inPlace ? rk.output.size() - rk.inPlaceOffset * es_ : rk.input.size();
+        break;
+      case DeviceAddr::Space::kOutput:
+        base = rk.output.data() + rk.outputOffset * es_;
+        size = rk.outputElems != 0 ? rk.outputElems * es_ : rk.output.size();
+        break;
+      case DeviceAddr::Space::kScratch:
+        base = scratch_[r].data();
+        size = scratch_[r].size();
+        break;
+      case DeviceAddr::Space::kSlot:
+        if (a.from < 0 || a.from >= n_ || a.to < 0 || a.to >= n_ || a.slot > 1) return nullptr;
+        if (a.from != r && a.to != r) return nullptr;  // only a pair's two ranks touch its slots
+        base = slots_[static_cast<size_t>((a.from * n_ + a.to) * 2 + a.slot)].data();
+        size = st_.slotBytes;
+        break;
+      case DeviceAddr::Space::kHalf:
+        if (a.from < 0 || a.from >= n_ || a.slot > 1) return nullptr;
+        base = halves_[static_cast<size_t>(a.from * 2 + a.slot)].data();
+        size = st_.halfBytes;
+        break;
+    }
+    if (a.offset > size || bytes > size - a.offset) return nullptr;
+    return base + a.offset;
+  }
+
+  Status counter(int r, const DeviceOp& op) {
+    uint64_t& c = op.kind == DeviceOp::Kind::kArrive ? barriers_[op.from]
+                  : op.kind == DeviceOp::Kind::kPost ? posted_[op.from * n_ + op.to]
+                                                     : consumed_[op.from * n_ + op.to];
+    const bool own = op.kind == DeviceOp::Kind::kArrive ? op.from == r
+                     : op.kind == DeviceOp::Kind::kPost ? op.from == r
+                                                        : op.to == r;
+    if (!own || op.value != c + 1) {
+      return invalidUsage("rank " + std::to_string(r) + " sets a counter from " +
+                          std::to_string(c) + " to " + std::to_string(op.value) +
+                          (own ? "" : " that is not its own"));
+    }
+    c = op.value;
+    return Status::ok();
+  }
+
+  Status execute(int r, const DeviceOp& op) {
+    switch (op.kind) {
+      case DeviceOp::Kind::kWaitPosted:
+      case DeviceOp::Kind::kWaitConsumed:
+      case DeviceOp::Kind::kWaitRank:
+        return Status::ok();
+      case DeviceOp::Kind::kPost:
+      case DeviceOp::Kind::kConsume:
+      case DeviceOp::Kind::kArrive:
+        return counter(r, op);
+      case DeviceOp::Kind::kCopy:
+      case DeviceOp::Kind::kReduce:
+        break;
+    }
+    const bool reduce = op.kind == DeviceOp::Kind::kReduce;
+    const std::string where = "rank " + std::to_string(r) + ": ";
+    if (reduce && op.dst.space == DeviceAddr::Space::kOutput &&
+        r < static_cast<int>(st_.outputIsHost.size()) && st_.outputIsHost[r]) {
+      return invalidUsage(where + "a kernel writes the output, which is host memory");
+    }
+    uint8_t* dst = resolve(r, op.dst, op.bytes);
+    std::vector<const uint8_t*> srcs;
+    for (int i = 0; i < (reduce ? op.nsrcs : 1); ++i)
+      srcs.push_back(resolve(r, op.src[i], op.bytes));
+    if (dst == nullptr) return invalidUsage(where + "an operation writes out of bounds");
+    for (const uint8_t* src : srcs) {
+      if (src == nullptr) return invalidUsage(where + "an operation reads out of bounds");
+      if (src != dst && src < dst + op.bytes && dst < src + op.bytes) {
+        return invalidUsage(where + "source and destination overlap");
+      }
+    }
+    const size_t count = op.bytes / es_;
+    const int divisor = op.final ? n_ : 1;
+    const ReduceKernels& k = reduceKernels(type_, op_);
+    if (!reduce) {
+      if (dst != srcs[0]) std::memcpy(dst, srcs[0], op.bytes);
+    } else if (op.nsrcs == 1) {
+      k.finalize(dst, srcs[0], count, divisor);
+    } else {
+      // In source order, as the kernel accumulates; the last step finalises. Through a
+      // temporary: dst may be one of the sources.
+      std::vector<uint8_t> acc(op.bytes);
+      std::memcpy(acc.data(), srcs[0], op.bytes);
+      for (int i = 1; i < op.nsrcs; ++i) {
+        if (i + 1 == op.nsrcs && op.final) {
+          k.reduceFinal(acc.data(), nullptr, acc.data(), srcs[i], count, divisor);
+        } else {
+          k.reduce(acc.data(), acc.data(), srcs[i], count);
+        }
+      }
+      std::memcpy(dst, acc.data(), op.bytes);
+    }
+    return Status::ok();
+  }
+
+  braidDataType_t type_;
+  braidRedOp_t op_;
+  std::vector<SimRank>& ranks_;
+  const DeviceState& st_;
+  int n_;
+  size_t es_;
+  std::vector<std::vector<uint8_t>> scratch_, slots_, halves_;
+  std::vector<uint64_t> posted_, consumed_, barriers_;
+};
+
+}  // namespace braid::test
