@@ -4,6 +4,7 @@
 
 #include "cuda/device.h"
 #include "cuda/kernels.h"
+#include "exec/device_program.h"
 #include "exec/device_windows.h"
 #include "exec/reduce.h"
 
@@ -125,47 +126,31 @@ Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
   return Status::ok();
 }
 
-// Round i of every send, then of every receive, for i = 0, 1, ...: a send's round waits
-// only for its slot, which the receiver empties in its own round i - 2, so no pattern
-// deadlocks; rounds to one peer are numbered in the order both sides list them.
+// The group's sends and receives (to other ranks) as one batch, buffers addressed
+// absolutely (one-byte elements, as the host runs them), lowered to the send slots:
+// rounds by each peer's lane, sends first, so a send waits only for a slot its receiver
+// emptied two rounds earlier, however many messages go to one peer (exec/device_program.h).
 Status DeviceWindows::pointToPoint(const std::vector<const OpRequest*>& ops, void* stream) {
-  size_t most = 0;
-  for (const OpRequest* op : ops) {
-    const size_t bytes = op->count * datatypeSize(op->datatype);
-    most = std::max(most, (bytes + slotBytes_ - 1) / slotBytes_);
+  algo::Schedule s;
+  s.rank = rank_;
+  s.nranks = nranks_;
+  for (const OpRequest* op : ops) s.steps.push_back(pointToPointStep(*op));
+  if (s.steps.empty()) return Status::ok();
+  s.steps.back().batchWithNext = false;
+  PairCounts counts(nranks_);
+  for (int q = 0; q < nranks_; ++q) {
+    counts.sent[static_cast<size_t>(q)] = sent_[q].load(std::memory_order_relaxed);
+    counts.received[static_cast<size_t>(q)] = received_[q].load(std::memory_order_relaxed);
   }
-  for (size_t i = 0; i < most; ++i) {
-    for (OpRequest::Kind kind : {OpRequest::Kind::kSend, OpRequest::Kind::kRecv}) {
-      for (const OpRequest* op : ops) {
-        if (op->kind == kind) BRAID_TRY(pairRound(*op, i, stream));
-      }
-    }
+  BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program, lowerSchedule(s, 1, slotBytes_, &counts));
+  OpRequest bytes;
+  bytes.datatype = braidUint8;
+  BRAID_TRY(enqueue(program, bytes, nullptr, nullptr, nullptr, stream));
+  for (int q = 0; q < nranks_; ++q) {
+    sent_[q].store(counts.sent[static_cast<size_t>(q)], std::memory_order_relaxed);
+    received_[q].store(counts.received[static_cast<size_t>(q)], std::memory_order_relaxed);
   }
-  return Status::ok();
-}
-
-// Round `round` of a send or a receive (nothing past the message's end). Rank s's rounds
-// to rank r are numbered k = 1, 2, ... alike on both sides and go through slot k % 2.
-Status DeviceWindows::pairRound(const OpRequest& op, size_t round, void* stream) {
-  const size_t bytes = op.count * datatypeSize(op.datatype), at = round * slotBytes_;
-  if (at >= bytes) return Status::ok();
-  const size_t n = std::min(slotBytes_, bytes - at);
-  const bool sends = op.kind == OpRequest::Kind::kSend;
-  const int from = sends ? rank_ : op.peer, to = sends ? op.peer : rank_;
-  std::atomic<uint64_t>& count = sends ? sent_[op.peer] : received_[op.peer];
-  const uint64_t k = count.load(std::memory_order_relaxed) + 1;
-  if (sends) {  // the slot is free once the receiver consumed round k - 2
-    if (k > 2) BRAID_TRY(cuda::streamWaitValue64(stream, device(consumed(from, to)), k - 2));
-    BRAID_TRY(
-        cuda::copyAsync(slot(from, to, k % 2), static_cast<const char*>(op.send) + at, n, stream));
-    BRAID_TRY(cuda::streamWriteValue64(stream, device(posted(from, to)), k));
-  } else {
-    BRAID_TRY(cuda::streamWaitValue64(stream, device(posted(from, to)), k));
-    BRAID_TRY(cuda::copyAsync(static_cast<char*>(op.recv) + at, slot(from, to, k % 2), n, stream));
-    BRAID_TRY(cuda::streamWriteValue64(stream, device(consumed(from, to)), k));
-  }
-  count.store(k, std::memory_order_relaxed);
-  if (k % 64 == 1) watchCv_.notify_one();
+  watchCv_.notify_one();
   return Status::ok();
 }
 

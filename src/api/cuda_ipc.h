@@ -40,10 +40,11 @@
 // keeps the staged path and INFO says why.
 //
 // Send and receive: each rank's window also holds two slots (BRAID_CUDA_P2P_SLOT_BYTES,
-// 4 MiB) per peer. A send round k to rank r waits (on the stream) until r has consumed
-// round k - 2, copies into slot k % 2, and posts k; the receive round waits until k is
-// posted, copies out and marks it consumed. The counters are per ordered pair, in the same
-// shared page; no other rank takes part.
+// 4 MiB) per peer. Slice k to rank r waits (on the stream) until r has consumed slice
+// k - 2, copies into slot k % 2, and posts k; the receive waits until k is posted, copies
+// out and marks it consumed. The counters are per ordered pair, in the same shared page;
+// no other rank takes part. A group's sends and receives are one lowered batch
+// (exec/device_program.h: rounds by each peer's lane, sends first).
 //
 // A rank whose receive buffer is not device
 // memory reduces into a device scratch buffer and copies from it (the kernels write only
@@ -81,8 +82,8 @@ class DeviceWindows {
   DeviceWindows& operator=(const DeviceWindows&) = delete;
 
   // Enqueues ops (collectives supports() takes, sends and receives) on `stream` and
-  // returns: collectives in order, then the sends and receives round by round (round i of
-  // every send, then of every receive), so any pattern completes; a send to this rank is
+  // returns: collectives in order, then the sends and receives as one lowered batch, so
+  // any pattern completes; a send to this rank is
   // a copy to the receive from it that it pairs with, in order. The caller holds
   // comm->opMu.
   Status run(const std::vector<OpRequest>& ops, void* stream);
@@ -116,7 +117,6 @@ class DeviceWindows {
   // buffers; staged_ then lists what to copy back).
   Status placeBuffers(const OpRequest& op, char** in, char** out, void* stream);
   Status pointToPoint(const std::vector<const OpRequest*>& ops, void* stream);
-  Status pairRound(const OpRequest& op, size_t round, void* stream);
   // Slot j (0, 1) that rank `from` sends to rank `to` through, as this process maps it.
   char* slot(int from, int to, uint64_t j) const {
     return windows_[static_cast<size_t>(from)] + 2 * halfBytes_ +

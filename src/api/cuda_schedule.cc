@@ -59,10 +59,11 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
                               const void* in, void* out, void* scratch, void* stream) {
   auto addr = [&](const DeviceAddr& a) -> char* {
     switch (a.space) {
+      // Integer arithmetic: send/receive steps address memory absolutely from a null base.
       case DeviceAddr::Space::kInput:
-        return const_cast<char*>(static_cast<const char*>(in)) + a.offset;
+        return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(in) + a.offset);
       case DeviceAddr::Space::kOutput:
-        return static_cast<char*>(out) + a.offset;
+        return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(out) + a.offset);
       case DeviceAddr::Space::kScratch:
         return static_cast<char*>(scratch) + a.offset;
       case DeviceAddr::Space::kSlot:

@@ -166,26 +166,11 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
   s.nranks = c.nranks();
   std::vector<const OpRequest*> selfSends, selfRecvs;
   for (const OpRequest* op : ops) {
-    const uint64_t bytes = op->count * datatypeSize(op->datatype);
     if (op->peer == c.rank()) {
       (op->kind == OpRequest::Kind::kSend ? selfSends : selfRecvs).push_back(op);
       continue;
     }
-    algo::Step st;
-    st.count = bytes;
-    if (op->kind == OpRequest::Kind::kSend) {
-      st.op = algo::OpKind::kSend;
-      st.src = algo::BufRef::kInput;
-      st.srcOffset = reinterpret_cast<uintptr_t>(op->send);
-      st.sendPeer = op->peer;
-    } else {
-      st.op = algo::OpKind::kRecv;
-      st.dst = algo::BufRef::kOutput;
-      st.dstOffset = reinterpret_cast<uintptr_t>(op->recv);
-      st.recvPeer = op->peer;
-    }
-    st.batchWithNext = true;
-    s.steps.push_back(st);
+    s.steps.push_back(pointToPointStep(*op));
   }
   // Sends and receives of a group run at the same time: a receive may not
   // land on memory a send still reads (or another receive writes).
@@ -265,6 +250,24 @@ const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args
   if (cache.size() > kMaxCachedSchedules) cache.pop_back();
   dumpSchedule(cache.front().schedule, args, alg, executor);
   return cache.front().schedule;
+}
+
+algo::Step pointToPointStep(const OpRequest& op) {
+  algo::Step st;
+  st.count = op.count * datatypeSize(op.datatype);
+  if (op.kind == OpRequest::Kind::kSend) {
+    st.op = algo::OpKind::kSend;
+    st.src = algo::BufRef::kInput;
+    st.srcOffset = reinterpret_cast<uintptr_t>(op.send);
+    st.sendPeer = op.peer;
+  } else {
+    st.op = algo::OpKind::kRecv;
+    st.dst = algo::BufRef::kOutput;
+    st.dstOffset = reinterpret_cast<uintptr_t>(op.recv);
+    st.recvPeer = op.peer;
+  }
+  st.batchWithNext = true;
+  return st;
 }
 
 bool isInPlace(const OpRequest& op, int rank, size_t es) {

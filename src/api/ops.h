@@ -30,6 +30,10 @@ struct OpRequest {
 const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
                                      algo::Algorithm alg, const char* executor = "host");
 
+// A send or receive (to another rank) as a step of the group's batch: its bytes addressed
+// absolutely (base 0, one-byte elements), batchWithNext set.
+algo::Step pointToPointStep(const OpRequest& op);
+
 // Whether a collective's buffers lie in place as NCCL defines it, on `rank` (es: bytes per
 // element); all-to-all-v never is.
 bool isInPlace(const OpRequest& op, int rank, size_t es);

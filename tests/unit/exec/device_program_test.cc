@@ -171,6 +171,49 @@ TEST(DeviceLowering, InterpreterSeesADeadlockThatABatchAvoids) {
   }
 }
 
+// A group in which every rank sends three messages to its right neighbour and two to its
+// left (and receives as many), with 4-byte slots: more sends to one peer than it has
+// slots, before any receive. Rounds by lane complete it; rounds by each message's own
+// slices would have every rank wait for a third slot.
+TEST(DeviceLowering, AGroupWithMoreSendsToOnePeerThanSlotsCompletes) {
+  const int n = 3;
+  const uint64_t right[3] = {5, 9, 3}, left[2] = {6, 4};  // bytes of each message
+  std::vector<Schedule> s;
+  for (int r = 0; r < n; ++r) {
+    std::vector<Step> steps;
+    uint64_t in = 0, out = 0;
+    auto send = [&](int peer, uint64_t bytes) {
+      steps.push_back(step(OpKind::kSend, BufRef::kInput, BufRef::kNone, peer, -1, bytes, true));
+      steps.back().srcOffset = in;
+      in += bytes;
+    };
+    auto recv = [&](int peer, uint64_t bytes) {
+      steps.push_back(step(OpKind::kRecv, BufRef::kNone, BufRef::kOutput, -1, peer, bytes, true));
+      steps.back().dstOffset = out;
+      out += bytes;
+    };
+    for (uint64_t b : right) send((r + 1) % n, b);
+    for (uint64_t b : left) send((r + n - 1) % n, b);
+    for (uint64_t b : right) recv((r + n - 1) % n, b);
+    for (uint64_t b : left) recv((r + 1) % n, b);
+    steps.back().batchWithNext = false;
+    s.push_back(schedule(r, n, steps));
+  }
+  std::vector<SimRank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    for (int i = 0; i < 27; ++i) ranks[r].input.push_back(static_cast<uint8_t>(r * 50 + i));
+    ranks[r].output.assign(27, 0);
+  }
+  ASSERT_TRUE(runLowered(s, braidUint8, braidSum, ranks, 4).isOk());
+  for (int r = 0; r < n; ++r) {
+    const int from = (r + n - 1) % n, back = (r + 1) % n;
+    for (int i = 0; i < 17; ++i) EXPECT_EQ(ranks[r].output[i], from * 50 + i) << r << " " << i;
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_EQ(ranks[r].output[17 + i], back * 50 + 17 + i) << r << " " << i;
+    }
+  }
+}
+
 // A batch whose sends to one peer are of both kinds would number that pair's slices in
 // an order the receiver does not share: refused, and the counts stay.
 TEST(DeviceLowering, RefusesABatchMixingPureAndRelayedSendsToOnePeer) {
