@@ -54,7 +54,8 @@ std::string probeDevice() {
     if (!reason.empty()) GTEST_SKIP() << reason;     \
   } while (0)
 
-// Send/receive around the ring in one group, on device buffers on `stream`.
+// Send/receive around the ring in one group, on device buffers on `stream`, in three
+// messages each way.
 size_t ringExchange(braidComm_t comm, void* stream, size_t k) {
   int n = 0, r = 0;
   braidCommCount(comm, &n);
@@ -66,9 +67,13 @@ size_t ringExchange(braidComm_t comm, void* stream, size_t k) {
   char* d = static_cast<char*>(mem.value());
   auto* s = static_cast<braidStream_t>(stream);
   bool ok = cuda::copyAsync(d, out.data(), k * 4, stream).isOk();
+  // In three pieces each way: more messages to one peer than it has send slots.
   braidGroupStart();
-  braidSend(d, k, braidInt32, (r + 1) % n, comm, s);
-  braidRecv(d + k * 4, k, braidInt32, (r + n - 1) % n, comm, s);
+  for (size_t at : {size_t{0}, k / 3, 2 * k / 3}) {
+    const size_t end = at == 2 * k / 3 ? k : at + k / 3;
+    braidSend(d + at * 4, end - at, braidInt32, (r + 1) % n, comm, s);
+    braidRecv(d + (k + at) * 4, end - at, braidInt32, (r + n - 1) % n, comm, s);
+  }
   ok = braidGroupEnd() == braidSuccess && ok;
   ok = ok && cuda::copyAsync(in.data(), d + k * 4, k * 4, stream).isOk() &&
        cuda::streamSynchronize(stream).isOk() && cuda::deviceFree(d).isOk();
