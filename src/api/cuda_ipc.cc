@@ -57,8 +57,9 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream) {
   }
   // Sends to this rank pair with receives from it, in order (checked before anything is
   // enqueued: bad usage must not release the windows).
-  std::vector<const OpRequest*> selfSends, selfRecvs;
+  std::vector<const OpRequest*> selfSends, selfRecvs, group;
   for (const OpRequest& op : ops) {
+    if (op.kind != OpRequest::Kind::kCollective) group.push_back(&op);
     if (op.kind == OpRequest::Kind::kCollective || op.peer != rank_) continue;
     (op.kind == OpRequest::Kind::kSend ? selfSends : selfRecvs).push_back(&op);
   }
@@ -72,6 +73,7 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream) {
         "a send to this rank needs a receive from it of the same size in the same group (and "
         "a receive from it a send)");
   }
+  BRAID_TRY(checkGroupBuffers(group));
   Status st = order(stream);
   for (size_t i = 0; st.isOk() && i < selfSends.size(); ++i) {
     if (selfRecvs[i]->recv == selfSends[i]->send) continue;

@@ -33,14 +33,15 @@ Status growDevice(void** p, size_t* have, size_t bytes) {
 
 }  // namespace
 
-// BRAID_ALGO's choice for this collective, or (all-to-all-v, which the windows cannot
+// BRAID_ALGO's choice for this collective (a rule naming algorithms; a '^' exclusion
+// leaves the windows to it), or (all-to-all-v, which the windows cannot
 // agree rounds for) the selector's; nullopt-like false: the windows' own code.
 Expected<bool> DeviceWindows::lowers(const OpRequest& op, algo::Algorithm* alg) {
   if (op.kind != OpRequest::Kind::kCollective) return false;
   BRAID_ASSIGN_OR_RETURN(
       Selector::Choice choice,
       owner_->selector.chooseForCall(op.collective, op.count * datatypeSize(op.datatype)));
-  if (!choice.forced && op.collective != algo::Collective::kAllToAllv) return false;
+  if (!choice.named && op.collective != algo::Collective::kAllToAllv) return false;
   if (!algo::supports(choice.algorithm, op.collective)) {
     return invalidUsage(std::string("BRAID_ALGO names ") + algo::algorithmName(choice.algorithm) +
                         ", which has no " + algo::collectiveName(op.collective));

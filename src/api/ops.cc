@@ -172,25 +172,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
     }
     s.steps.push_back(pointToPointStep(*op));
   }
-  // Sends and receives of a group run at the same time: a receive may not
-  // land on memory a send still reads (or another receive writes).
-  for (const OpRequest* a : ops) {
-    if (a->kind != OpRequest::Kind::kRecv) continue;
-    const auto lo = reinterpret_cast<uintptr_t>(a->recv);
-    const auto hi = lo + a->count * datatypeSize(a->datatype);
-    for (const OpRequest* b : ops) {
-      if (b == a) continue;
-      const void* p = b->kind == OpRequest::Kind::kSend ? b->send : b->recv;
-      const auto blo = reinterpret_cast<uintptr_t>(p);
-      const auto bhi = blo + b->count * datatypeSize(b->datatype);
-      if (lo < bhi && blo < hi) {
-        return invalidUsage("a group's receive buffer overlaps another of its " +
-                            std::string(b->kind == OpRequest::Kind::kSend ? "send" : "receive") +
-                            " buffers (peers " + std::to_string(a->peer) + " and " +
-                            std::to_string(b->peer) + "); give each its own memory");
-      }
-    }
-  }
+  BRAID_TRY(checkGroupBuffers(ops));
   if (selfSends.size() != selfRecvs.size()) {
     return invalidUsage("a group sends " + std::to_string(selfSends.size()) +
                         " message(s) to this rank itself but receives " +
@@ -250,6 +232,29 @@ const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args
   if (cache.size() > kMaxCachedSchedules) cache.pop_back();
   dumpSchedule(cache.front().schedule, args, alg, executor);
   return cache.front().schedule;
+}
+
+Status checkGroupBuffers(const std::vector<const OpRequest*>& ops) {
+  // Sends and receives of a group run at the same time: a receive may not
+  // land on memory a send still reads (or another receive writes).
+  for (const OpRequest* a : ops) {
+    if (a->kind != OpRequest::Kind::kRecv) continue;
+    const auto lo = reinterpret_cast<uintptr_t>(a->recv);
+    const auto hi = lo + a->count * datatypeSize(a->datatype);
+    for (const OpRequest* b : ops) {
+      if (b == a) continue;
+      const void* p = b->kind == OpRequest::Kind::kSend ? b->send : b->recv;
+      const auto blo = reinterpret_cast<uintptr_t>(p);
+      const auto bhi = blo + b->count * datatypeSize(b->datatype);
+      if (lo < bhi && blo < hi) {
+        return invalidUsage("a group's receive buffer overlaps another of its " +
+                            std::string(b->kind == OpRequest::Kind::kSend ? "send" : "receive") +
+                            " buffers (peers " + std::to_string(a->peer) + " and " +
+                            std::to_string(b->peer) + "); give each its own memory");
+      }
+    }
+  }
+  return Status::ok();
 }
 
 algo::Step pointToPointStep(const OpRequest& op) {

@@ -30,6 +30,10 @@ struct OpRequest {
 const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
                                      algo::Algorithm alg, const char* executor = "host");
 
+// A group's sends and receives (collectives ignored): invalid usage when a receive buffer
+// overlaps another of its send or receive buffers (they run at the same time).
+Status checkGroupBuffers(const std::vector<const OpRequest*>& ops);
+
 // A send or receive (to another rank) as a step of the group's batch: its bytes addressed
 // absolutely (base 0, one-byte elements), batchWithNext set.
 algo::Step pointToPointStep(const OpRequest& op);

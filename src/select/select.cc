@@ -43,10 +43,14 @@ bool parseBound(const std::string& s, uint64_t* out) {
 
 bool parseCollective(const std::string& name, Collective* out) {
   static const std::pair<const char*, Collective> kNames[] = {
-      {"allreduce", Collective::kAllReduce},   {"allgather", Collective::kAllGather},
-      {"reducescatter", Collective::kReduceScatter}, {"broadcast", Collective::kBroadcast},
-      {"reduce", Collective::kReduce},         {"gather", Collective::kGather},
-      {"scatter", Collective::kScatter},       {"alltoall", Collective::kAllToAll},
+      {"allreduce", Collective::kAllReduce},
+      {"allgather", Collective::kAllGather},
+      {"reducescatter", Collective::kReduceScatter},
+      {"broadcast", Collective::kBroadcast},
+      {"reduce", Collective::kReduce},
+      {"gather", Collective::kGather},
+      {"scatter", Collective::kScatter},
+      {"alltoall", Collective::kAllToAll},
       {"alltoallv", Collective::kAllToAllv}};
   std::string lower;
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -74,8 +78,7 @@ std::vector<Algorithm> defaultAlgorithms(Collective c, uint64_t bytes, int nrank
       if (bytes <= (8u << 10)) {
         return {Algorithm::kDirect, Algorithm::kRing, Algorithm::kHalvingDoubling};
       }
-      return {Algorithm::kRing, Algorithm::kTwoShot, Algorithm::kHalvingDoubling,
-              Algorithm::kTree};
+      return {Algorithm::kRing, Algorithm::kTwoShot, Algorithm::kHalvingDoubling, Algorithm::kTree};
     case Collective::kAllGather:
       return small ? std::vector{Algorithm::kBruck, Algorithm::kHalvingDoubling, Algorithm::kRing}
                    : std::vector{Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kBruck};
@@ -87,11 +90,13 @@ std::vector<Algorithm> defaultAlgorithms(Collective c, uint64_t bytes, int nrank
       return small ? std::vector{Algorithm::kTree, Algorithm::kRing}
                    : std::vector{Algorithm::kRing, Algorithm::kTree};
     case Collective::kGather:
-    case Collective::kScatter: return {Algorithm::kLinear};
+    case Collective::kScatter:
+      return {Algorithm::kLinear};
     case Collective::kAllToAll:
       return small ? std::vector{Algorithm::kBruck, Algorithm::kPairwise}
                    : std::vector{Algorithm::kPairwise, Algorithm::kBruck};
-    case Collective::kAllToAllv: return {Algorithm::kPairwise};
+    case Collective::kAllToAllv:
+      return {Algorithm::kPairwise};
   }
   return {Algorithm::kRing};
 }
@@ -123,9 +128,10 @@ Expected<AlgoPolicy::Rule> AlgoPolicy::parseItem(const std::string& item) {
   for (const std::string& a : split(algos, ",")) {
     Algorithm alg;
     if (!algo::parseAlgorithm(a, &alg)) {
-      return bad("unknown algorithm '" + a +
-                 "' (known: ring, tree, halving_doubling, bruck, pairwise, linear, direct, two_shot, "
-                 "hierarchical)");
+      return bad(
+          "unknown algorithm '" + a +
+          "' (known: ring, tree, halving_doubling, bruck, pairwise, linear, direct, two_shot, "
+          "hierarchical)");
     }
     rule.algos.push_back(alg);
   }
@@ -143,15 +149,25 @@ Expected<AlgoPolicy> AlgoPolicy::parse(const std::string& spec) {
   return policy;
 }
 
-Expected<Algorithm> AlgoPolicy::choose(Collective c, uint64_t bytes, int nranks,
-                                       int nodes) const {
+Expected<Algorithm> AlgoPolicy::choose(Collective c, uint64_t bytes, int nranks, int nodes) const {
   return chooseFrom(c, bytes, defaultAlgorithms(c, bytes, nranks, nodes));
 }
 
 bool AlgoPolicy::overrides(Collective c, uint64_t bytes) const {
   for (const Rule& r : rules_) {
-    if ((r.collective < 0 || r.collective == static_cast<int>(c)) && bytes >= r.lo && bytes < r.hi) {
+    if ((r.collective < 0 || r.collective == static_cast<int>(c)) && bytes >= r.lo &&
+        bytes < r.hi) {
       return true;
+    }
+  }
+  return false;
+}
+
+bool AlgoPolicy::names(Collective c, uint64_t bytes) const {
+  for (const Rule& r : rules_) {
+    if ((r.collective < 0 || r.collective == static_cast<int>(c)) && bytes >= r.lo &&
+        bytes < r.hi) {
+      return !r.exclude;
     }
   }
   return false;
@@ -166,17 +182,20 @@ Expected<Algorithm> AlgoPolicy::chooseFrom(Collective c, uint64_t bytes,
       for (Algorithm a : candidates) {
         if (std::find(r.algos.begin(), r.algos.end(), a) == r.algos.end()) return a;
       }
-      return invalidArgument(std::string("BRAID_ALGO='") + spec_ + "' excludes every algorithm "
-                             "that implements " + algo::collectiveName(c));
+      return invalidArgument(std::string("BRAID_ALGO='") + spec_ +
+                             "' excludes every algorithm "
+                             "that implements " +
+                             algo::collectiveName(c));
     }
     for (Algorithm a : r.algos) {
       if (algo::supports(a, c)) return a;
     }
     std::string names;
     for (Algorithm a : r.algos) names += std::string(names.empty() ? "" : ", ") + algorithmName(a);
-    return invalidArgument(std::string("BRAID_ALGO='") + spec_ + "' asks for " + names + " for " +
-                           algo::collectiveName(c) + ", which " +
-                           (r.algos.size() > 1 ? "none of them implements" : "it does not implement"));
+    return invalidArgument(
+        std::string("BRAID_ALGO='") + spec_ + "' asks for " + names + " for " +
+        algo::collectiveName(c) + ", which " +
+        (r.algos.size() > 1 ? "none of them implements" : "it does not implement"));
   }
   if (candidates.empty()) {
     return internalError(std::string("no algorithm implements ") + algo::collectiveName(c));
@@ -197,6 +216,7 @@ Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes) co
   Choice choice;
   BRAID_ASSIGN_OR_RETURN(choice.algorithm, policy_.chooseFrom(c, rankBytes, candidates));
   choice.forced = policy_.overrides(c, rankBytes);
+  choice.named = policy_.names(c, rankBytes);
   choice.predictedUs = predictUs(choice.algorithm, c, S, inputs_);
   return choice;
 }

@@ -38,6 +38,8 @@ class AlgoPolicy {
                                        const std::vector<algo::Algorithm>& candidates) const;
   // Whether a rule of the policy decides calls of `c` with `bytes`.
   bool overrides(algo::Collective c, uint64_t bytes) const;
+  // Whether that rule names the algorithms (not a '^' exclusion from the default choice).
+  bool names(algo::Collective c, uint64_t bytes) const;
   const std::string& spec() const { return spec_; }
 
  private:
@@ -67,6 +69,7 @@ class Selector {
     algo::Algorithm algorithm = algo::Algorithm::kRing;
     double predictedUs = 0;  // the cost model's time for the chosen algorithm
     bool forced = false;     // BRAID_ALGO decided
+    bool named = false;      // ... by naming the algorithm (not by a '^' exclusion)
   };
   Selector() = default;
   Selector(AlgoPolicy policy, CostInputs inputs)

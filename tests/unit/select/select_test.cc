@@ -61,6 +61,18 @@ TEST(AlgoPolicy, ExclusionRemovesFromTheDefaultChoice) {
   EXPECT_NE(none.status().message().find("excludes every algorithm"), std::string::npos);
 }
 
+// A rule that names algorithms for a call names them (the device path then runs that
+// schedule); a '^' exclusion decides the call without naming one; no rule, neither.
+TEST(AlgoPolicy, NamesTellsANamingRuleFromAnExclusion) {
+  AlgoPolicy p = AlgoPolicy::parse("allreduce:0-1k:^tree#allreduce:ring").value();
+  EXPECT_TRUE(p.overrides(Collective::kAllReduce, 8));
+  EXPECT_FALSE(p.names(Collective::kAllReduce, 8));
+  EXPECT_TRUE(p.overrides(Collective::kAllReduce, 1 << 20));
+  EXPECT_TRUE(p.names(Collective::kAllReduce, 1 << 20));
+  EXPECT_FALSE(p.overrides(Collective::kAllGather, 1 << 20));
+  EXPECT_FALSE(p.names(Collective::kAllGather, 1 << 20));
+}
+
 TEST(AlgoPolicy, AnUnsupportedChoiceIsAnErrorNotAFallback) {
   Expected<Algorithm> a =
       AlgoPolicy::parse("alltoall:tree").value().choose(Collective::kAllToAll, 8, 4);
@@ -71,8 +83,8 @@ TEST(AlgoPolicy, AnUnsupportedChoiceIsAnErrorNotAFallback) {
 }
 
 TEST(AlgoPolicy, BadSpecsNameTheProblem) {
-  for (const char* spec : {"allreduce:warp", "allreduce:64k-0:ring", "allreduce:1x-2:ring",
-                           "allreduce:"}) {
+  for (const char* spec :
+       {"allreduce:warp", "allreduce:64k-0:ring", "allreduce:1x-2:ring", "allreduce:"}) {
     Expected<AlgoPolicy> p = AlgoPolicy::parse(spec);
     EXPECT_FALSE(p.isOk()) << spec;
     if (!p.isOk()) {
