@@ -33,9 +33,9 @@ Status growDevice(void** p, size_t* have, size_t bytes) {
 
 }  // namespace
 
-// BRAID_ALGO's choice for this collective (a rule naming algorithms; a '^' exclusion
-// leaves the windows to it), or (all-to-all-v, which the windows cannot
-// agree rounds for) the selector's; nullopt-like false: the windows' own code.
+// True, with the algorithm in *alg, when op runs as a lowered schedule: a BRAID_ALGO rule
+// names its algorithm (a '^' exclusion leaves it to the windows), or it is all-to-all-v
+// (the windows cannot agree rounds for it), which takes the selector's choice.
 Expected<bool> DeviceWindows::lowers(const OpRequest& op, algo::Algorithm* alg) {
   if (op.kind != OpRequest::Kind::kCollective) return false;
   BRAID_ASSIGN_OR_RETURN(
