@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/cuda_ops.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/device_program.h"
@@ -55,31 +56,10 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream) {
     Status err = comm_->asyncError();
     return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
   }
-  // Sends to this rank pair with receives from it, in order (checked before anything is
-  // enqueued: bad usage must not release the windows).
-  std::vector<const OpRequest*> selfSends, selfRecvs, group;
-  for (const OpRequest& op : ops) {
-    if (op.kind != OpRequest::Kind::kCollective) group.push_back(&op);
-    if (op.kind == OpRequest::Kind::kCollective || op.peer != rank_) continue;
-    (op.kind == OpRequest::Kind::kSend ? selfSends : selfRecvs).push_back(&op);
-  }
-  bool paired = selfSends.size() == selfRecvs.size();
-  for (size_t i = 0; paired && i < selfSends.size(); ++i) {
-    paired = selfSends[i]->count * datatypeSize(selfSends[i]->datatype) ==
-             selfRecvs[i]->count * datatypeSize(selfRecvs[i]->datatype);
-  }
-  if (!paired) {
-    return invalidUsage(
-        "a send to this rank needs a receive from it of the same size in the same group (and "
-        "a receive from it a send)");
-  }
-  BRAID_TRY(checkGroupBuffers(group));
+  // Checked before anything is enqueued: bad usage must not release the windows.
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, rank_));
   Status st = order(stream);
-  for (size_t i = 0; st.isOk() && i < selfSends.size(); ++i) {
-    if (selfRecvs[i]->recv == selfSends[i]->send) continue;
-    st = cuda::copyAsync(selfRecvs[i]->recv, selfSends[i]->send,
-                         selfSends[i]->count * datatypeSize(selfSends[i]->datatype), stream);
-  }
+  if (st.isOk()) st = copySelfSends(self, stream);
   std::vector<const OpRequest*> pairs;
   for (const OpRequest& op : ops) {
     if (!st.isOk()) break;

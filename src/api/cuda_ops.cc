@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "algorithms/registry.h"
 #include "api/cuda_ipc.h"
 #include "cuda/device.h"
+#include "exec/device_program.h"
 #include "exec/reduce.h"
 
 namespace braid {
@@ -32,6 +34,83 @@ Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stre
   }
   BRAID_TRY(runOps(comm, ops));
   return staged.stageOut(cudaStream);
+}
+
+}  // namespace
+
+Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank) {
+  SelfPairs self;
+  std::vector<const OpRequest*> group;
+  for (const OpRequest& op : ops) {
+    if (op.kind == OpRequest::Kind::kCollective) continue;
+    group.push_back(&op);
+    if (op.peer == rank)
+      (op.kind == OpRequest::Kind::kSend ? self.sends : self.recvs).push_back(&op);
+  }
+  bool paired = self.sends.size() == self.recvs.size();
+  for (size_t i = 0; paired && i < self.sends.size(); ++i) {
+    paired = self.sends[i]->count * datatypeSize(self.sends[i]->datatype) ==
+             self.recvs[i]->count * datatypeSize(self.recvs[i]->datatype);
+  }
+  if (!paired) {
+    return invalidUsage(
+        "a send to this rank needs a receive from it of the same size in the same group (and "
+        "a receive from it a send)");
+  }
+  BRAID_TRY(checkGroupBuffers(group));
+  return self;
+}
+
+Status copySelfSends(const SelfPairs& self, void* stream) {
+  for (size_t i = 0; i < self.sends.size(); ++i) {
+    const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
+    if (bytes == 0 || self.recvs[i]->recv == self.sends[i]->send) continue;
+    BRAID_TRY(cuda::copyAsync(self.recvs[i]->recv, self.sends[i]->send, bytes, stream));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// One rank on device memory: every collective is its own schedule's local copies (and
+// avg's division by 1), a send to itself a copy to its paired receive; all enqueued on
+// the stream (NCCL's 1-rank calls are a copy kernel too). False, with nothing enqueued:
+// not every buffer is device memory, or a schedule needs scratch; the caller stages.
+Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void* stream) {
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, 0));
+  std::vector<std::vector<DeviceOp>> programs;
+  for (const OpRequest& op : ops) {
+    for (const StagedRegion& r : regionsOf(op, 0, 1)) {
+      if (r.bytes != 0 && cuda::memoryKind(r.ptr) != cuda::MemoryKind::kDevice) return false;
+    }
+    if (op.kind != OpRequest::Kind::kCollective) continue;
+    const size_t es = datatypeSize(op.datatype);
+    BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
+                           comm->selector.chooseForCall(op.collective, op.count * es));
+    algo::CollArgs args = collArgsOf(op, 0, 1);
+    args.maxStepElems = std::max<uint64_t>(op.count, 1);
+    const algo::Schedule s = algo::buildSchedule(choice.algorithm, args);
+    if (s.scratchElems != 0) return false;
+    PairCounts none(1);
+    BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program,
+                           lowerSchedule(s, es, op.count * es + 1, &none));
+    programs.push_back(std::move(program));
+  }
+  size_t next = 0;
+  for (const OpRequest& op : ops) {
+    if (op.kind != OpRequest::Kind::kCollective) continue;
+    for (const DeviceOp& d : programs[next++]) {
+      auto addr = [&](const DeviceAddr& a) -> char* {
+        const void* base = a.space == DeviceAddr::Space::kInput ? op.send : op.recv;
+        return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + a.offset);
+      };
+      const void* srcs[kMaxDeviceSources];
+      for (int i = 0; i < d.nsrcs; ++i) srcs[i] = addr(d.src[i]);
+      BRAID_TRY(enqueueData(d, addr(d.dst), srcs, op, 1, stream));
+    }
+  }
+  BRAID_TRY(copySelfSends(self, stream));
+  return true;
 }
 
 }  // namespace
@@ -101,6 +180,11 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
   const int nranks = comm->comm->nranks();
+  if (nranks == 1) {
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    BRAID_ASSIGN_OR_RETURN(bool ran, runAlone(comm, ops, stream));
+    if (ran) return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
+  }
   std::vector<OpRequest> direct, rest;
   bool collective = false, paired = false;
   for (const OpRequest& op : ops) {

@@ -8,6 +8,7 @@
 
 #include "api/ops.h"
 #include "exec/cuda_staging.h"
+#include "exec/device_program.h"
 
 namespace braid {
 
@@ -24,6 +25,21 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream);
 // buffer, then its receive buffer, which is marked written; a buffer a rank does not use
 // has 0 bytes). Exposed for tests.
 std::vector<StagedRegion> regionsOf(const OpRequest& op, int rank, int nranks);
+
+// A group's sends to this rank and receives from it, paired in order; invalid usage when
+// they do not pair (count or size) or a receive buffer overlaps another of the group's
+// buffers (checkGroupBuffers). copySelfSends enqueues each pair as a copy on `stream`.
+struct SelfPairs {
+  std::vector<const OpRequest*> sends, recvs;
+};
+Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank);
+Status copySelfSends(const SelfPairs& self, void* stream);
+
+// A copy or reduction of a device program (exec/device_program.h) at resolved addresses,
+// on `stream`: a copy is nothing when dst is the source; a reduction of op's datatype and
+// operation (avg sums until the final value, divided by nranks). (api/cuda_schedule.cc)
+Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const OpRequest& op,
+                   int nranks, void* stream);
 
 // Runs `ops` staged and ordered on `stream` (NULL: the legacy default stream, complete on
 // return); device buffers with a host stream are invalid usage.

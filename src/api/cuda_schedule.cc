@@ -50,12 +50,23 @@ Expected<bool> DeviceWindows::lowers(const OpRequest& op, algo::Algorithm* alg) 
   return true;
 }
 
+Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const OpRequest& op,
+                   int nranks, void* stream) {
+  if (d.kind == DeviceOp::Kind::kCopy) {
+    return dst == srcs[0] ? Status::ok() : cuda::copyAsync(dst, srcs[0], d.bytes, stream);
+  }
+  // avg reduces as sum until the final value, which divides by nranks.
+  const braidRedOp_t partial = op.op == braidAvg ? braidSum : op.op;
+  return cuda::launchReduce(dst, srcs, d.nsrcs, d.bytes / datatypeSize(op.datatype), op.datatype,
+                            d.final ? op.op : partial, nranks, stream);
+}
+
 Status DeviceWindows::growScratch(size_t bytes) {
   return growDevice(&scratch_, &scratchBytes_, bytes);
 }
 
-// Each operation on `stream`: counters through the shared page, copies, and the reduce
-// kernel (avg reduces as sum until the final value, which divides by nranks).
+// Each operation on `stream`: counters through the shared page, copies and reductions
+// (enqueueData).
 Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequest& op,
                               const void* in, void* out, void* scratch, void* stream) {
   auto addr = [&](const DeviceAddr& a) -> char* {
@@ -74,8 +85,6 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
     }
     return nullptr;
   };
-  const size_t es = datatypeSize(op.datatype);
-  const braidRedOp_t partial = op.op == braidAvg ? braidSum : op.op;
   for (const DeviceOp& d : program) {
     switch (d.kind) {
       case DeviceOp::Kind::kWaitPosted:
@@ -96,16 +105,13 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
       case DeviceOp::Kind::kWaitRank:
         BRAID_TRY(cuda::streamWaitValue64(stream, device(counters_[d.from].value), d.value));
         break;
-      case DeviceOp::Kind::kCopy: {
-        char *dst = addr(d.dst), *src = addr(d.src[0]);
-        if (dst != src) BRAID_TRY(cuda::copyAsync(dst, src, d.bytes, stream));
-        break;
-      }
+      case DeviceOp::Kind::kCopy:
       case DeviceOp::Kind::kReduce: {
         const void* srcs[kMaxDeviceSources];
-        for (int i = 0; i < d.nsrcs; ++i) srcs[i] = addr(d.src[i]);
-        BRAID_TRY(cuda::launchReduce(addr(d.dst), srcs, d.nsrcs, d.bytes / es, op.datatype,
-                                     d.final ? op.op : partial, nranks_, stream));
+        for (int i = 0; i < (d.kind == DeviceOp::Kind::kCopy ? 1 : d.nsrcs); ++i) {
+          srcs[i] = addr(d.src[i]);
+        }
+        BRAID_TRY(enqueueData(d, addr(d.dst), srcs, op, nranks_, stream));
         break;
       }
     }
@@ -145,19 +151,8 @@ Status DeviceWindows::placeBuffers(const OpRequest& op, char** in, char** out, v
 
 Status DeviceWindows::runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream) {
   const size_t es = datatypeSize(op.datatype);
-  algo::CollArgs args;
-  args.collective = op.collective;
-  args.rank = rank_;
-  args.nranks = nranks_;
-  args.count = op.count;
-  args.elemSize = static_cast<uint32_t>(es);
-  args.inPlace = isInPlace(op, rank_, es);
-  args.root = op.root;
+  algo::CollArgs args = collArgsOf(op, rank_, nranks_);
   args.maxStepElems = slotBytes_ / es;  // one slot per step: half the FIFO, as the host's
-  args.sendCounts = op.sendCounts;
-  args.sendDispls = op.sendDispls;
-  args.recvCounts = op.recvCounts;
-  args.recvDispls = op.recvDispls;
   // All-to-all-v's counts change by call: built each time; the rest are kept.
   algo::Schedule built;
   if (op.collective == algo::Collective::kAllToAllv) {

@@ -275,6 +275,23 @@ algo::Step pointToPointStep(const OpRequest& op) {
   return st;
 }
 
+algo::CollArgs collArgsOf(const OpRequest& op, int rank, int nranks) {
+  const size_t es = datatypeSize(op.datatype);
+  algo::CollArgs args;
+  args.collective = op.collective;
+  args.rank = rank;
+  args.nranks = nranks;
+  args.count = op.count;
+  args.elemSize = static_cast<uint32_t>(es);
+  args.inPlace = isInPlace(op, rank, es);
+  args.root = op.root;
+  args.sendCounts = op.sendCounts;
+  args.sendDispls = op.sendDispls;
+  args.recvCounts = op.recvCounts;
+  args.recvDispls = op.recvDispls;
+  return args;
+}
+
 bool isInPlace(const OpRequest& op, int rank, size_t es) {
   auto at = [](const void* p, size_t bytes) { return static_cast<const char*>(p) + bytes; };
   const size_t block = op.count * es;

@@ -38,6 +38,10 @@ Status checkGroupBuffers(const std::vector<const OpRequest*>& ops);
 // absolutely (base 0, one-byte elements), batchWithNext set.
 algo::Step pointToPointStep(const OpRequest& op);
 
+// The schedule arguments of collective `op` on `rank` of `nranks` (count, element size,
+// placement, root, all-to-all-v's counts); maxStepElems and nodeOf are the caller's.
+algo::CollArgs collArgsOf(const OpRequest& op, int rank, int nranks);
+
 // Whether a collective's buffers lie in place as NCCL defines it, on `rank` (es: bytes per
 // element); all-to-all-v never is.
 bool isInPlace(const OpRequest& op, int rank, size_t es);

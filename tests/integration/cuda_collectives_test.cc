@@ -392,6 +392,15 @@ TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
   expectEveryRankPasses(n, env, asyncBody, 180);
 }
 
+// One rank: every collective and the self send/recv are copies enqueued on the stream
+// (its schedule's local steps), exact like the others.
+TEST(CudaOneRank, EveryCollectiveOnDeviceBuffersIsExact) {
+  SKIP_WITHOUT_DEVICE();
+  Env env = jobEnv(1);
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  expectEveryRankPasses(1, env, everyCollectiveBody, 300);
+}
+
 TEST(CudaPairs, ASendAndReceiveMakeTheWindowsOnTwoRanks) {
   SKIP_WITHOUT_DEVICE();
   Env env = jobEnv(2);
