@@ -44,8 +44,9 @@ Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank) {
   for (const OpRequest& op : ops) {
     if (op.kind == OpRequest::Kind::kCollective) continue;
     group.push_back(&op);
-    if (op.peer == rank)
+    if (op.peer == rank) {
       (op.kind == OpRequest::Kind::kSend ? self.sends : self.recvs).push_back(&op);
+    }
   }
   bool paired = self.sends.size() == self.recvs.size();
   for (size_t i = 0; paired && i < self.sends.size(); ++i) {
@@ -91,9 +92,12 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void
     args.maxStepElems = std::max<uint64_t>(op.count, 1);
     const algo::Schedule s = algo::buildSchedule(choice.algorithm, args);
     if (s.scratchElems != 0) return false;
-    PairCounts none(1);
+    PairCounts none(1);  // one rank's schedule is local steps: the slot size bounds nothing
     BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program,
-                           lowerSchedule(s, es, op.count * es + 1, &none));
+                           lowerSchedule(s, es, std::max<uint64_t>(op.count, 1) * es, &none));
+    for (const DeviceOp& d : program) {  // local steps only (device_program_test checks it)
+      if (d.kind != DeviceOp::Kind::kCopy && d.kind != DeviceOp::Kind::kReduce) return false;
+    }
     programs.push_back(std::move(program));
   }
   size_t next = 0;
@@ -174,9 +178,10 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // Calls the device windows run (set up at the first device collective) are enqueued on
 // the stream and return at once: every collective of 2 to 8 ranks with a built-in
 // operation (all-to-all-v and BRAID_ALGO's choices as lowered schedules), and every send
-// and receive once they exist (on 2 ranks a send or receive to the peer makes them too). Whatever
-// else a group holds (a reduction with a PreMulSum operation) is staged after them. Without
-// windows, everything is staged.
+// and receive once they exist (on 2 ranks a send or receive to the peer makes them too).
+// Whatever else a group holds (a reduction with a PreMulSum operation) is staged after
+// them. Without windows, everything is staged; on one rank, device buffers are copies on
+// the stream (runAlone).
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
   const int nranks = comm->comm->nranks();

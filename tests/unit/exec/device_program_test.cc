@@ -75,7 +75,8 @@ TEST_P(DeviceLowering, EveryCollectiveMatchesTheReference) {
   for (Collective coll : test::kAllCollectives) {
     if (!algo::supports(alg, coll)) continue;
     for (int n = 1; n <= 8; ++n) {
-      for (uint64_t count : {uint64_t{1}, uint64_t(n + 1), uint64_t{97}, uint64_t{1500}}) {
+      for (uint64_t count :
+           {uint64_t{0}, uint64_t{1}, uint64_t(n + 1), uint64_t{97}, uint64_t{1500}}) {
         for (bool inPlace : {false, true}) {
           const auto typeOp = kTypeOps[(count + n + inPlace) % 4];
           const test::CheckCase c =
@@ -211,6 +212,39 @@ TEST(DeviceLowering, AGroupWithMoreSendsToOnePeerThanSlotsCompletes) {
     for (int i = 0; i < 17; ++i) EXPECT_EQ(ranks[r].output[i], from * 50 + i) << r << " " << i;
     for (int i = 0; i < 10; ++i) {
       EXPECT_EQ(ranks[r].output[17 + i], back * 50 + 17 + i) << r << " " << i;
+    }
+  }
+}
+
+// One rank's schedules (device calls on a 1-rank communicator enqueue them, slot sized to
+// the call) are copies and reductions of its own buffers only: no counters, no slots.
+TEST(DeviceLowering, OneRankSchedulesAreLocalStepsOnly) {
+  for (int i = 0; i < algo::kNumAlgorithms; ++i) {
+    const Algorithm alg = static_cast<Algorithm>(i);
+    for (Collective coll : test::kAllCollectives) {
+      if (!algo::supports(alg, coll)) continue;
+      for (uint64_t count : {uint64_t{0}, uint64_t{5}}) {
+        algo::CollArgs a;
+        a.collective = coll;
+        a.nranks = 1;
+        a.count = count;
+        a.elemSize = 4;
+        a.maxStepElems = std::max<uint64_t>(count, 1);
+        a.sendCounts = a.sendDispls = a.recvCounts = a.recvDispls = {count};
+        const Schedule s = algo::buildSchedule(alg, a);
+        PairCounts none(1);
+        Expected<std::vector<DeviceOp>> ops =
+            lowerSchedule(s, 4, std::max<uint64_t>(count, 1) * 4, &none);
+        ASSERT_TRUE(ops.isOk()) << algo::algorithmName(alg) << ": " << ops.status().message();
+        for (const DeviceOp& op : ops.value()) {
+          EXPECT_TRUE(op.kind == Kind::kCopy || op.kind == Kind::kReduce)
+              << algo::algorithmName(alg) << " " << algo::collectiveName(coll);
+          EXPECT_TRUE(op.dst.space == Space::kOutput ||
+                      (op.dst.space == Space::kScratch && s.scratchElems != 0))
+              << algo::algorithmName(alg) << " " << algo::collectiveName(coll) << " scratch "
+              << s.scratchElems;
+        }
+      }
     }
   }
 }
