@@ -14,8 +14,6 @@ namespace {
 
 using algo::Collective;
 
-bool isDevice(const void* p) { return cuda::memoryKind(p) == cuda::MemoryKind::kDevice; }
-
 }  // namespace
 
 bool DeviceWindows::supports(const OpRequest& op, int nranks) {
@@ -91,7 +89,7 @@ Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
   // (measured on an H100: docs/architecture.md). Across GPUs two-shot spreads the reads.
   call.twoShot = op.collective == Collective::kAllReduce && nranks_ >= 3 &&
                  op.count * call.elemSize >= twoShotBytes_ && (!oneDevice_ || twoShotForced_);
-  call.recvIsDevice = isDevice(op.recv);
+  call.recvIsDevice = cuda::isDeviceMemory(op.recv);
   WindowCounts counts{round_, epoch_.load(std::memory_order_relaxed)};
   const WindowProgram program = buildWindowCall(call, rank_, nranks_, halfBytes_, &counts);
   void* scratch = nullptr;
@@ -119,21 +117,9 @@ Status DeviceWindows::pointToPoint(const std::vector<const OpRequest*>& ops, voi
   for (const OpRequest* op : ops) s.steps.push_back(pointToPointStep(*op));
   if (s.steps.empty()) return Status::ok();
   s.steps.back().batchWithNext = false;
-  PairCounts counts(nranks_);
-  for (int q = 0; q < nranks_; ++q) {
-    counts.sent[static_cast<size_t>(q)] = sent_[q].load(std::memory_order_relaxed);
-    counts.received[static_cast<size_t>(q)] = received_[q].load(std::memory_order_relaxed);
-  }
-  BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program, lowerSchedule(s, 1, slotBytes_, &counts));
-  OpRequest bytes;
+  OpRequest bytes;  // one-byte elements, addressed absolutely
   bytes.datatype = braidUint8;
-  BRAID_TRY(enqueue(program, bytes, nullptr, nullptr, nullptr, stream));
-  for (int q = 0; q < nranks_; ++q) {
-    sent_[q].store(counts.sent[static_cast<size_t>(q)], std::memory_order_relaxed);
-    received_[q].store(counts.received[static_cast<size_t>(q)], std::memory_order_relaxed);
-  }
-  watchCv_.notify_one();
-  return Status::ok();
+  return runLowered(s, bytes, nullptr, nullptr, stream);
 }
 
 }  // namespace braid

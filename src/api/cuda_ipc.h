@@ -113,9 +113,14 @@ class DeviceWindows {
   // Whether op runs as a lowered schedule (true: which algorithm in *alg).
   Expected<bool> lowers(const OpRequest& op, algo::Algorithm* alg);
   Status runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream);
-  // Points *in / *out where device work reaches op's buffers (device copies of host
-  // buffers; staged_ then lists what to copy back).
-  Status placeBuffers(const OpRequest& op, char** in, char** out, void* stream);
+  // Lowers this rank's schedule over the send slots from the pair counts where they
+  // stand, enqueues it (buffers at in / out, scratch_) and advances the counts.
+  Status runLowered(const algo::Schedule& s, const OpRequest& op, const void* in, void* out,
+                    void* stream);
+  // Points *in / *out where device work reaches op's buffers: device copies of host
+  // buffers, copied in on `stream`. Returns the bytes to copy back from *out to op.recv
+  // at the end of the call (0: none).
+  Expected<size_t> placeBuffers(const OpRequest& op, char** in, char** out, void* stream);
   Status pointToPoint(const std::vector<const OpRequest*>& ops, void* stream);
   // Slot j (0, 1) that rank `from` sends to rank `to` through, as this process maps it.
   char* slot(int from, int to, uint64_t j) const {
@@ -167,12 +172,6 @@ class DeviceWindows {
   braidComm* owner_ = nullptr;  // its selector says which schedules run lowered
   void* stage_ = nullptr;       // device copies of a lowered call's host buffers
   size_t stageBytes_ = 0;
-  struct Staged {
-    char* device;
-    void* user;
-    size_t bytes;
-  };
-  std::vector<Staged> staged_;  // of the current lowered call: copied back at its end
 
   // The watch thread (see above).
   std::thread watcher_;

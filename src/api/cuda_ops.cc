@@ -82,7 +82,7 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void
   std::vector<std::vector<DeviceOp>> programs;
   for (const OpRequest& op : ops) {
     for (const StagedRegion& r : regionsOf(op, 0, 1)) {
-      if (r.bytes != 0 && cuda::memoryKind(r.ptr) != cuda::MemoryKind::kDevice) return false;
+      if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) return false;
     }
     if (op.kind != OpRequest::Kind::kCollective) continue;
     const size_t es = datatypeSize(op.datatype);
@@ -90,7 +90,7 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void
                            comm->selector.chooseForCall(op.collective, op.count * es));
     algo::CollArgs args = collArgsOf(op, 0, 1);
     args.maxStepElems = std::max<uint64_t>(op.count, 1);
-    const algo::Schedule s = algo::buildSchedule(choice.algorithm, args);
+    const algo::Schedule& s = scheduleFor(comm, args, choice.algorithm, "cuda");
     if (s.scratchElems != 0) return false;
     PairCounts none(1);  // one rank's schedule is local steps: the slot size bounds nothing
     BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program,
@@ -167,8 +167,7 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
   if (stream != nullptr && !isValidStream(stream)) return true;  // checked as a CUDA stream
   if (!cuda::hasDevice()) return false;
   for (const OpRequest& op : ops) {
-    if (cuda::memoryKind(op.send) == cuda::MemoryKind::kDevice ||
-        cuda::memoryKind(op.recv) == cuda::MemoryKind::kDevice) {
+    if (cuda::isDeviceMemory(op.send) || cuda::isDeviceMemory(op.recv)) {
       return true;
     }
   }

@@ -8,7 +8,6 @@
 #include "algorithms/registry.h"
 #include "api/cuda_ipc.h"
 #include "api/cuda_ops.h"
-#include "api/schedule_dump.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/device_program.h"
@@ -16,8 +15,6 @@
 
 namespace braid {
 namespace {
-
-bool isDevice(const void* p) { return cuda::memoryKind(p) == cuda::MemoryKind::kDevice; }
 
 // A device buffer of at least `bytes` in *p (growing it frees the old one, which waits for
 // the device; rare, since it only grows).
@@ -121,14 +118,15 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
 
 // Where device work reaches op's buffers: the buffers themselves when they are device
 // memory, else device copies of them (spans of overlapping regions staged together).
-Status DeviceWindows::placeBuffers(const OpRequest& op, char** in, char** out, void* stream) {
+Expected<size_t> DeviceWindows::placeBuffers(const OpRequest& op, char** in, char** out,
+                                             void* stream) {
   std::vector<StagedRegion> regions = regionsOf(op, rank_, nranks_);
   *in = const_cast<char*>(static_cast<const char*>(op.send));
   *out = static_cast<char*>(op.recv);
   bool reach = true;
-  for (const StagedRegion& r : regions) reach = reach && (r.bytes == 0 || isDevice(r.ptr));
-  staged_.clear();
-  if (reach) return Status::ok();
+  for (const StagedRegion& r : regions)
+    reach = reach && (r.bytes == 0 || cuda::isDeviceMemory(r.ptr));
+  if (reach) return size_t{0};
   const std::vector<StagedSpan> spans = mergeOverlapping(regions);
   size_t total = 0;
   for (const StagedSpan& s : spans) total += (s.bytes + 255) / 256 * 256;
@@ -145,38 +143,41 @@ Status DeviceWindows::placeBuffers(const OpRequest& op, char** in, char** out, v
     move(out);
     at += (s.bytes + 255) / 256 * 256;
   }
-  if (regions[1].bytes != 0) staged_.push_back({*out, op.recv, regions[1].bytes});
-  return Status::ok();
+  return regions[1].bytes;  // the receive region, written
 }
 
 Status DeviceWindows::runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream) {
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args = collArgsOf(op, rank_, nranks_);
   args.maxStepElems = slotBytes_ / es;  // one slot per step: half the FIFO, as the host's
-  // All-to-all-v's counts change by call: built each time; the rest are kept.
-  algo::Schedule built;
-  if (op.collective == algo::Collective::kAllToAllv) {
-    built = algo::buildSchedule(alg, args);
-    dumpSchedule(built, args, alg, "cuda");
-  }
-  const algo::Schedule& s = op.collective == algo::Collective::kAllToAllv
-                                ? built
-                                : cachedSchedule(owner_, args, alg, "cuda");
+  const algo::Schedule& s = scheduleFor(owner_, args, alg, "cuda");
+  char *in = nullptr, *out = nullptr;
+  BRAID_ASSIGN_OR_RETURN(size_t back, placeBuffers(op, &in, &out, stream));
+  if (s.scratchElems != 0) BRAID_TRY(growScratch(s.scratchElems * es));
+  BRAID_TRY(runLowered(s, op, in, out, stream));
+  return back == 0 ? Status::ok() : cuda::copyAsync(op.recv, out, back, stream);
+}
+
+Status DeviceWindows::runLowered(const algo::Schedule& s, const OpRequest& op, const void* in,
+                                 void* out, void* stream) {
   PairCounts counts(nranks_);
   for (int q = 0; q < nranks_; ++q) {
     counts.sent[static_cast<size_t>(q)] = sent_[q].load(std::memory_order_relaxed);
     counts.received[static_cast<size_t>(q)] = received_[q].load(std::memory_order_relaxed);
   }
-  BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program, lowerSchedule(s, es, slotBytes_, &counts));
-  char *in = nullptr, *out = nullptr;
-  BRAID_TRY(placeBuffers(op, &in, &out, stream));
-  if (s.scratchElems != 0) BRAID_TRY(growScratch(s.scratchElems * es));
+  BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program,
+                         lowerSchedule(s, datatypeSize(op.datatype), slotBytes_, &counts));
   BRAID_TRY(enqueue(program, op, in, out, scratch_, stream));
-  for (const Staged& st : staged_) BRAID_TRY(cuda::copyAsync(st.user, st.device, st.bytes, stream));
+  bool wake = false;  // the watch looks sooner when a count passes a multiple of 64
   for (int q = 0; q < nranks_; ++q) {
-    sent_[q].store(counts.sent[static_cast<size_t>(q)], std::memory_order_relaxed);
-    received_[q].store(counts.received[static_cast<size_t>(q)], std::memory_order_relaxed);
+    const size_t i = static_cast<size_t>(q);
+    for (auto [was, now] :
+         {std::pair{&sent_[q], counts.sent[i]}, std::pair{&received_[q], counts.received[i]}}) {
+      const uint64_t before = was->exchange(now, std::memory_order_relaxed);
+      wake = wake || (now != before && (before == 0 || before / 64 != now / 64));
+    }
   }
+  if (wake) watchCv_.notify_one();
   return Status::ok();
 }
 

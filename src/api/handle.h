@@ -57,6 +57,7 @@ struct braidComm {
     braid::algo::Schedule schedule;
   };
   std::list<CachedSchedule> schedules;
+  braid::algo::Schedule allToAllv;  // the last all-to-all-v's (api/ops.h scheduleFor)
 };
 
 namespace braid {

@@ -24,18 +24,14 @@ struct Queued {
 thread_local int tGroupDepth = 0;
 thread_local std::vector<Queued> tGroup;
 
-// What every schedule on this communicator is given, besides the call's own
-// placement and root.
-algo::CollArgs argsFor(const Comm& c, Collective collective, uint64_t count, size_t es) {
-  algo::CollArgs args;
-  args.collective = collective;
-  args.rank = c.rank();
-  args.nranks = c.nranks();
-  args.count = count;
-  args.elemSize = static_cast<uint32_t>(es);
+// op's schedule arguments on this communicator: the call's own (collArgsOf), the step
+// size its FIFOs allow and, across nodes, every rank's node.
+algo::CollArgs argsFor(const Comm& c, const OpRequest& op) {
+  algo::CollArgs args = collArgsOf(op, c.rank(), c.nranks());
   // Half the FIFO per step: the first send of a round always fits, and a rank
   // can run a step ahead of its neighbour.
-  args.maxStepElems = std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2) / es);
+  args.maxStepElems =
+      std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2) / args.elemSize);
   if (c.nodes() > 1) args.nodeOf = c.nodeOf();
   return args;
 }
@@ -90,15 +86,21 @@ Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
   Comm& c = *comm->comm;
   const CallSignature mine = signatureOf(op, seq);
   std::vector<CallSignature> all(c.nranks());
-  algo::CollArgs args = argsFor(c, Collective::kAllGather, sizeof(CallSignature), 1);
-  const algo::Schedule& s = cachedSchedule(comm, args, algo::Algorithm::kRing);
+  OpRequest gather;
+  gather.collective = Collective::kAllGather;
+  gather.count = sizeof(CallSignature);
+  gather.datatype = braidUint8;
+  gather.send = &mine;
+  gather.recv = all.data();
+  const algo::CollArgs args = argsFor(c, gather);
+  const algo::Schedule& s = scheduleFor(comm, args, algo::Algorithm::kRing);
   OpDesc desc;
   desc.collective = "call check";
   desc.algorithm = "ring";
   desc.seq = seq;
   desc.bytes = sizeof(CallSignature);
   desc.datatype = braidUint8;
-  BRAID_TRY(comm->exec->run(s, ExecBuffers{&mine, all.data()}, desc));
+  BRAID_TRY(comm->exec->run(s, ExecBuffers{gather.send, gather.recv}, desc));
   for (int r = 0; r < c.nranks(); ++r) {
     if (std::memcmp(&all[r], &all[0], sizeof(CallSignature)) == 0) continue;
     return invalidUsage("BRAID_CHECK: the ranks' calls differ: rank 0 called " +
@@ -112,9 +114,7 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
   Comm& c = *comm->comm;
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
-  algo::CollArgs args = argsFor(c, op.collective, op.count, es);
-  args.inPlace = isInPlace(op, c.rank(), es);
-  args.root = op.root;
+  const algo::CollArgs args = argsFor(c, op);
   BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
                          comm->selector.chooseForCall(op.collective, op.count * es));
   const algo::Algorithm alg = choice.algorithm;
@@ -137,20 +137,12 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
     BRAID_TRACE("%s: algorithm %s, predicted %.1f us", desc.describe().c_str(), desc.algorithm,
                 choice.predictedUs);
   }
-  if (op.collective == Collective::kAllToAllv) {
-    args.sendCounts = op.sendCounts;
-    args.sendDispls = op.sendDispls;
-    args.recvCounts = op.recvCounts;
-    args.recvDispls = op.recvDispls;
-    algo::Schedule s = algo::buildSchedule(alg, args);
-    dumpSchedule(s, args, alg, "host");
-    BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
-  } else if (comm->windows->handles(op.collective, alg)) {
+  if (comm->windows->handles(op.collective, alg)) {
     BRAID_TRY(comm->windows->run(
         args, alg, ExecBuffers{op.send, op.recv}, desc,
-        [&]() -> const algo::Schedule& { return cachedSchedule(comm, args, alg); }));
+        [&]() -> const algo::Schedule& { return scheduleFor(comm, args, alg); }));
   } else {
-    const algo::Schedule& s = cachedSchedule(comm, args, alg);
+    const algo::Schedule& s = scheduleFor(comm, args, alg);
     BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
   }
   c.opCompleted(desc.seq);
@@ -216,8 +208,13 @@ braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStr
 
 }  // namespace
 
-const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
-                                     algo::Algorithm alg, const char* executor) {
+const algo::Schedule& scheduleFor(braidComm* comm, const algo::CollArgs& args, algo::Algorithm alg,
+                                  const char* executor) {
+  if (args.collective == algo::Collective::kAllToAllv) {
+    comm->allToAllv = algo::buildSchedule(alg, args);
+    dumpSchedule(comm->allToAllv, args, alg, executor);
+    return comm->allToAllv;
+  }
   auto& cache = comm->schedules;
   for (auto it = cache.begin(); it != cache.end(); ++it) {
     if (it->collective == args.collective && it->algorithm == alg && it->count == args.count &&

@@ -24,11 +24,12 @@ struct OpRequest {
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;  // all-to-all-v
 };
 
-// comm's schedule for (args, alg), built at its first use (and then written by
+// comm's schedule for (args, alg): built at its first use (and then written by
 // BRAID_SCHEDULE_DUMP, api/schedule_dump.h, naming `executor`) and kept among the
-// communicator's recent ones. The caller holds comm->opMu.
-const algo::Schedule& cachedSchedule(braidComm* comm, const algo::CollArgs& args,
-                                     algo::Algorithm alg, const char* executor = "host");
+// communicator's recent ones; all-to-all-v's, whose counts change by call, built (and
+// written) at every call. Valid until the next call. The caller holds comm->opMu.
+const algo::Schedule& scheduleFor(braidComm* comm, const algo::CollArgs& args, algo::Algorithm alg,
+                                  const char* executor = "host");
 
 // A group's sends and receives (collectives ignored): invalid usage when a receive buffer
 // overlaps another of its send or receive buffers (they run at the same time).

@@ -34,6 +34,7 @@ inline bool hasDevice() { return deviceStatus().count > 0; }
 // cuPointerGetAttributes (no context needed), else cudaPointerGetAttributes.
 enum class MemoryKind { kHost, kDevice };
 MemoryKind memoryKind(const void* p);
+inline bool isDeviceMemory(const void* p) { return memoryKind(p) == MemoryKind::kDevice; }
 
 // Whether `stream` is a live CUDA stream of this process (cudaStreamQuery accepts it).
 // The error says why not (no device, or CUDA's answer).

@@ -24,7 +24,6 @@ class Lowering {
  private:
   uint64_t slices(const Step& st) const { return (st.count + sliceElems_ - 1) / sliceElems_; }
   DeviceAddr buffer(BufRef ref, uint64_t elemOffset) const;
-  Status checkBatch(size_t begin, size_t end) const;
   Status batch(size_t begin, size_t end);
   void slice(const Step& st, uint64_t i);
   void local(const Step& st);
@@ -147,26 +146,6 @@ void Lowering::slice(const Step& st, uint64_t i) {
   if (kin != 0) counter(Kind::kConsume, p, me, kin);
 }
 
-// Steps of one batch that send to one peer must all be pure sends or all receive too:
-// the two kinds run at different places in a round.
-Status Lowering::checkBatch(size_t begin, size_t end) const {
-  for (size_t i = begin; i < end; ++i) {
-    const Step& a = s_.steps[i];
-    if (a.count == 0 || !algo::needsSend(a.op)) continue;
-    for (size_t j = i + 1; j < end; ++j) {
-      const Step& b = s_.steps[j];
-      if (b.count == 0 || !algo::needsSend(b.op) || b.sendPeer != a.sendPeer) continue;
-      if ((a.op == OpKind::kSend) != (b.op == OpKind::kSend)) {
-        return Status(braidInternalError, "device lowering: steps " + std::to_string(i) + " and " +
-                                              std::to_string(j) + " of one batch send to rank " +
-                                              std::to_string(a.sendPeer) +
-                                              ", one only sending, one receiving too");
-      }
-    }
-  }
-  return Status::ok();
-}
-
 // The batch [begin, end) in rounds. A slice's round is its place in its lane: among the
 // batch's slices to its send peer (pure sends) or from its receive peer (the rest), so a
 // send of round i waits for a slot its receiver emptied in its round i - 2. Every lane
@@ -203,13 +182,16 @@ Status Lowering::batch(size_t begin, size_t end) {
     const bool takeSend = a < sends.size() && (b == rest.size() || sends[a].round <= rest[b].round);
     const Piece& p = takeSend ? sends[a++] : rest[b++];
     const Step& st = s_.steps[p.step];
-    for (auto [peer, last] : {std::pair{st.sendPeer, &lastTo}, std::pair{st.recvPeer, &lastFrom}}) {
+    for (const bool send : {true, false}) {
+      const int peer = send ? st.sendPeer : st.recvPeer;
       if (peer < 0) continue;
-      size_t& at = (*last)[static_cast<size_t>(peer)];
+      size_t& at = (send ? lastTo : lastFrom)[static_cast<size_t>(peer)];
       if (p.step < at) {
-        return Status(braidInternalError, "device lowering: step " + std::to_string(p.step) +
-                                              " would reach rank " + std::to_string(peer) +
-                                              " out of step order");
+        return Status(braidInternalError,
+                      "device lowering: step " + std::to_string(p.step) + " would " +
+                          (send ? "send to" : "receive from") + " rank " + std::to_string(peer) +
+                          " out of step order (a pure send and a receive-and-send step to one "
+                          "peer, or such steps paced by different senders, in one batch)");
       }
       at = p.step;
     }
@@ -244,7 +226,6 @@ Status Lowering::run() {
       begin = end;
       continue;
     }
-    BRAID_TRY(checkBatch(begin, end));
     BRAID_TRY(batch(begin, end));
     begin = end;
   }

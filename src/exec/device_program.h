@@ -14,13 +14,13 @@
 //
 // Steps are cut into slices of at most slotBytes, alike on both sides (both know the
 // step's count); count-0 steps are skipped by both. Steps outside batches run one after
-// another. A batch runs in rounds: round i is slice i of each step of the batch that only
-// sends, in step order, then slice i of each other step, in step order (copies within
-// the batch run whole in round 0). A pure send waits only for a slot its receiver emptied
-// in round i - 2, so a batch of sends and receives completes whatever its pattern. Both
-// sides see a pair's slices in the same order as long as the steps of a batch that send
-// to one peer are all pure sends or all receive-and-send steps; lowering refuses a batch
-// that mixes them.
+// another. A batch runs in rounds by lane: round i is the i-th of the batch's slices to
+// each peer (steps that only send) and the i-th from each peer (the other steps), pure
+// sends first; copies within the batch run whole first. A pure send then waits only for a
+// slot its receiver emptied two rounds earlier, so a batch of sends and receives completes
+// whatever its pattern. Each side must see a pair's slices in step order; lowering refuses
+// a batch whose rounds would send to (or receive from) a peer out of step order (a pure
+// send and a receive-and-send step to one peer, or such steps paced by different senders).
 //
 // Plain data and pure functions: the unit tests interpret the program on the host (every
 // algorithm against the simulator, deadlocks included); the CUDA executor enqueues it.
@@ -80,8 +80,8 @@ struct PairCounts {
 
 // The device work for `schedule` (this rank's), slices of at most `slotBytes` (a multiple
 // of elemSize). On success `counts` has advanced past the slices it uses; on error
-// (a batch mixing pure sends and receive-and-send steps to one peer, a peer out of range,
-// a slot smaller than an element) nothing changes.
+// (a batch reaching a peer out of step order, a peer out of range, a slot smaller than an
+// element) nothing changes.
 Expected<std::vector<DeviceOp>> lowerSchedule(const algo::Schedule& schedule, size_t elemSize,
                                               size_t slotBytes, PairCounts* counts);
 

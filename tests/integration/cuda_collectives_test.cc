@@ -199,6 +199,37 @@ int hostStreamBody() {
   return 0;
 }
 
+// A word of pinned memory a stream can be held on: hold(stream) makes the stream's later
+// work wait until open(); arm() opens it anyway after 20 s, on a thread of its own, so a
+// call that waited for its stream still returns (and the test fails on its time).
+class Gate {
+ public:
+  Gate() : mem_(cuda::pinnedAlloc(4096)) {
+    if (mem_.isOk()) word()->store(0);
+  }
+  ~Gate() {
+    open();
+    if (mem_.isOk()) (void)cuda::pinnedFree(mem_.value());
+  }
+  bool ok() const { return mem_.isOk(); }
+  bool hold(void* stream) { return cuda::streamWaitValue64(stream, mem_.value(), 1).isOk(); }
+  void arm() {
+    opener_ = std::thread([w = word()] {
+      for (int i = 0; i < 2000 && w->load() == 0; ++i) usleep(10000);
+      w->store(1);
+    });
+  }
+  void open() {
+    if (mem_.isOk()) word()->store(1);
+    if (opener_.joinable()) opener_.join();
+  }
+
+ private:
+  std::atomic<uint64_t>* word() { return static_cast<std::atomic<uint64_t>*>(mem_.value()); }
+  Expected<void*> mem_;
+  std::thread opener_;
+};
+
 // A device all-reduce returns before its stream runs it (the stream is held by a gate,
 // a stream wait on a pinned word this thread opens afterwards), and a second call on
 // another stream, whose input is the first call's output, runs after it: the result is
@@ -212,10 +243,8 @@ int asyncBody() {
   const size_t k = 300000;  // 1.2 MB: one round of the default windows
   Expected<void*> s1 = cuda::streamCreate(), s2 = cuda::streamCreate();
   Expected<void*> mem = cuda::deviceAlloc(3 * k * 4);
-  Expected<void*> gate = cuda::pinnedAlloc(4096);
-  if (!s1.isOk() || !s2.isOk() || !mem.isOk() || !gate.isOk()) return 3;
-  auto* open = static_cast<std::atomic<uint64_t>*>(gate.value());
-  open->store(0);
+  Gate gate;
+  if (!s1.isOk() || !s2.isOk() || !mem.isOk() || !gate.ok()) return 3;
   float* d = static_cast<float*>(mem.value());
   std::vector<float> host(k);
   for (size_t i = 0; i < k; ++i) host[i] = static_cast<float>((r + 1) * (i % 97));
@@ -223,15 +252,10 @@ int asyncBody() {
   if (!cuda::copyAsync(d, host.data(), k * 4, s1.value()).isOk() ||
       braidAllReduce(d + k, d + 2 * k, k, braidFloat32, braidSum, comm,
                      static_cast<braidStream_t>(s1.value())) != braidSuccess ||
-      !cuda::streamSynchronize(s1.value()).isOk() ||
-      !cuda::streamWaitValue64(s1.value(), gate.value(), 1).isOk()) {
+      !cuda::streamSynchronize(s1.value()).isOk() || !gate.hold(s1.value())) {
     return 4;
   }
-  // A call that waited for its stream would wait for the gate: open it after 20 s anyway.
-  std::thread opener([open] {
-    for (int i = 0; i < 2000 && open->load() == 0; ++i) usleep(10000);
-    open->store(1);
-  });
+  gate.arm();  // a call that waited for its stream would wait for the gate
   const uint64_t t0 = nowNs();
   braidResult_t a = braidAllReduce(d, d + k, k, braidFloat32, braidSum, comm,
                                    static_cast<braidStream_t>(s1.value()));
@@ -239,8 +263,7 @@ int asyncBody() {
                                    static_cast<braidStream_t>(s2.value()));
   const double ms = static_cast<double>(nowNs() - t0) / 1e6;
   Expected<bool> idle1 = cuda::streamIdle(s1.value()), idle2 = cuda::streamIdle(s2.value());
-  open->store(1);
-  opener.join();
+  gate.open();
   bool ok = a == braidSuccess && b == braidSuccess && idle1.isOk() && !idle1.value() &&
             idle2.isOk() && !idle2.value() && ms < 10000;
   if (!ok) {
@@ -263,7 +286,6 @@ int asyncBody() {
   (void)cuda::streamDestroy(s1.value());
   (void)cuda::streamDestroy(s2.value());
   (void)cuda::deviceFree(mem.value());
-  (void)cuda::pinnedFree(gate.value());
   braidCommDestroy(comm);
   return ok && wrong == 0 ? 0 : 1;
 }
@@ -281,10 +303,8 @@ int pairFirstBody() {
   const size_t k = 1 << 20;  // 4 MiB: one send slot
   Expected<void*> s = cuda::streamCreate();
   Expected<void*> mem = cuda::deviceAlloc(2 * k * 4);
-  Expected<void*> gate = cuda::pinnedAlloc(4096);
-  if (!s.isOk() || !mem.isOk() || !gate.isOk()) return 3;
-  auto* open = static_cast<std::atomic<uint64_t>*>(gate.value());
-  open->store(0);
+  Gate gate;
+  if (!s.isOk() || !mem.isOk() || !gate.ok()) return 3;
   float* d = static_cast<float*>(mem.value());
   auto* stream = static_cast<braidStream_t>(s.value());
   std::vector<float> host(k);
@@ -296,21 +316,16 @@ int pairFirstBody() {
     return braidGroupEnd() == braidSuccess && a == braidSuccess && b == braidSuccess;
   };
   if (!cuda::copyAsync(d, host.data(), k * 4, s.value()).isOk() || !exchange() ||
-      !cuda::streamSynchronize(s.value()).isOk() ||
-      !cuda::streamWaitValue64(s.value(), gate.value(), 1).isOk()) {
+      !cuda::streamSynchronize(s.value()).isOk() || !gate.hold(s.value())) {
     fprintf(stderr, "rank %d: first exchange: %s\n", r, braidGetLastError(comm));
     return 4;
   }
-  std::thread opener([open] {  // a call that waited for the stream: open after 20 s anyway
-    for (int i = 0; i < 2000 && open->load() == 0; ++i) usleep(10000);
-    open->store(1);
-  });
+  gate.arm();
   const uint64_t t0 = nowNs();
   const bool sent = exchange();
   const double ms = static_cast<double>(nowNs() - t0) / 1e6;
   Expected<bool> idle = cuda::streamIdle(s.value());
-  open->store(1);
-  opener.join();
+  gate.open();
   std::vector<float> out(k);
   bool ok = sent && idle.isOk() && !idle.value() && ms < 10000 &&
             cuda::copyAsync(out.data(), d + k, k * 4, s.value()).isOk() &&
@@ -324,7 +339,6 @@ int pairFirstBody() {
   }
   (void)cuda::streamDestroy(s.value());
   (void)cuda::deviceFree(mem.value());
-  (void)cuda::pinnedFree(gate.value());
   braidCommDestroy(comm);
   return ok && wrong == 0 ? 0 : 1;
 }
