@@ -39,27 +39,11 @@ Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stre
 }  // namespace
 
 Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank) {
-  SelfPairs self;
   std::vector<const OpRequest*> group;
   for (const OpRequest& op : ops) {
-    if (op.kind == OpRequest::Kind::kCollective) continue;
-    group.push_back(&op);
-    if (op.peer == rank) {
-      (op.kind == OpRequest::Kind::kSend ? self.sends : self.recvs).push_back(&op);
-    }
+    if (op.kind != OpRequest::Kind::kCollective) group.push_back(&op);
   }
-  bool paired = self.sends.size() == self.recvs.size();
-  for (size_t i = 0; paired && i < self.sends.size(); ++i) {
-    paired = self.sends[i]->count * datatypeSize(self.sends[i]->datatype) ==
-             self.recvs[i]->count * datatypeSize(self.recvs[i]->datatype);
-  }
-  if (!paired) {
-    return invalidUsage(
-        "a send to this rank needs a receive from it of the same size in the same group (and "
-        "a receive from it a send)");
-  }
-  BRAID_TRY(checkGroupBuffers(group));
-  return self;
+  return pairSelfSends(group, rank);
 }
 
 Status copySelfSends(const SelfPairs& self, void* stream) {

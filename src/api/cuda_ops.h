@@ -26,12 +26,8 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream);
 // has 0 bytes). Exposed for tests.
 std::vector<StagedRegion> regionsOf(const OpRequest& op, int rank, int nranks);
 
-// A group's sends to this rank and receives from it, paired in order; invalid usage when
-// they do not pair (count or size) or a receive buffer overlaps another of the group's
-// buffers (checkGroupBuffers). copySelfSends enqueues each pair as a copy on `stream`.
-struct SelfPairs {
-  std::vector<const OpRequest*> sends, recvs;
-};
+// pairSelfSends (api/ops.h) over the sends and receives of `ops`; copySelfSends enqueues
+// each pair as a copy on `stream`.
 Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank);
 Status copySelfSends(const SelfPairs& self, void* stream);
 

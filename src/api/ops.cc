@@ -156,25 +156,13 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
   algo::Schedule s;
   s.rank = c.rank();
   s.nranks = c.nranks();
-  std::vector<const OpRequest*> selfSends, selfRecvs;
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, c.rank()));
+  for (size_t i = 0; i < self.sends.size(); ++i) {
+    const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
+    if (bytes > 0) std::memmove(self.recvs[i]->recv, self.sends[i]->send, bytes);
+  }
   for (const OpRequest* op : ops) {
-    if (op->peer == c.rank()) {
-      (op->kind == OpRequest::Kind::kSend ? selfSends : selfRecvs).push_back(op);
-      continue;
-    }
-    s.steps.push_back(pointToPointStep(*op));
-  }
-  BRAID_TRY(checkGroupBuffers(ops));
-  if (selfSends.size() != selfRecvs.size()) {
-    return invalidUsage("a group sends " + std::to_string(selfSends.size()) +
-                        " message(s) to this rank itself but receives " +
-                        std::to_string(selfRecvs.size()) + " from itself");
-  }
-  for (size_t i = 0; i < selfSends.size(); ++i) {
-    size_t sb = selfSends[i]->count * datatypeSize(selfSends[i]->datatype);
-    size_t rb = selfRecvs[i]->count * datatypeSize(selfRecvs[i]->datatype);
-    if (sb != rb) return invalidUsage("a send to self and its receive differ in size");
-    if (sb > 0) std::memmove(selfRecvs[i]->recv, selfSends[i]->send, sb);
+    if (op->peer != c.rank()) s.steps.push_back(pointToPointStep(*op));
   }
   if (s.steps.empty()) return Status::ok();
   s.steps.back().batchWithNext = false;
@@ -252,6 +240,27 @@ Status checkGroupBuffers(const std::vector<const OpRequest*>& ops) {
     }
   }
   return Status::ok();
+}
+
+Expected<SelfPairs> pairSelfSends(const std::vector<const OpRequest*>& group, int rank) {
+  SelfPairs self;
+  for (const OpRequest* op : group) {
+    if (op->peer == rank) {
+      (op->kind == OpRequest::Kind::kSend ? self.sends : self.recvs).push_back(op);
+    }
+  }
+  bool paired = self.sends.size() == self.recvs.size();
+  for (size_t i = 0; paired && i < self.sends.size(); ++i) {
+    paired = self.sends[i]->count * datatypeSize(self.sends[i]->datatype) ==
+             self.recvs[i]->count * datatypeSize(self.recvs[i]->datatype);
+  }
+  if (!paired) {
+    return invalidUsage(
+        "a send to this rank needs a receive from it of the same size in the same group (and "
+        "a receive from it a send)");
+  }
+  BRAID_TRY(checkGroupBuffers(group));
+  return self;
 }
 
 algo::Step pointToPointStep(const OpRequest& op) {

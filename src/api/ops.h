@@ -35,6 +35,14 @@ const algo::Schedule& scheduleFor(braidComm* comm, const algo::CollArgs& args, a
 // overlaps another of its send or receive buffers (they run at the same time).
 Status checkGroupBuffers(const std::vector<const OpRequest*>& ops);
 
+// A group's sends to this rank and receives from it (`group`: its sends and receives),
+// paired in order; invalid usage when they do not pair (count or size) or a receive
+// buffer overlaps another of the group's buffers (checkGroupBuffers).
+struct SelfPairs {
+  std::vector<const OpRequest*> sends, recvs;
+};
+Expected<SelfPairs> pairSelfSends(const std::vector<const OpRequest*>& group, int rank);
+
 // A send or receive (to another rank) as a step of the group's batch: its bytes addressed
 // absolutely (base 0, one-byte elements), batchWithNext set.
 algo::Step pointToPointStep(const OpRequest& op);
