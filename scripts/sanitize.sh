@@ -6,7 +6,8 @@
 #         algorithm families' simulator sweeps run one shard in eight: the same
 #         code over fewer rank counts and types), and the integration tests of real ranks
 #         over shm and socket (failures, limits, replayed ids, groups, streams,
-#         braidrun, several nodes, collectives at a few sizes).
+#         braidrun, several nodes, collectives at a few sizes), and the GPU path
+#         over the emulated GPU (tests/gpu_emu: its unit test and Emulated.*).
 #   tsan  ThreadSanitizer, in build-tsan/, on the threaded parts: the liveness
 #         watch and progress queries, the root service, abort from another
 #         thread, host streams, groups, split, shrink, the dump thread, socket
@@ -30,13 +31,15 @@ mapfile -t unit < <(ls tests/unit/*/*_test.cc | grep -v /perf/ | xargs -n1 basen
   grep -vxF -f <(printf '%s\n' "${sweeps[@]}"))
 unit=("${sweeps[@]}" "${unit[@]}")
 integration=(allreduce_test collectives_test failure_test groups_test limits_test security_test
-  multinode_test braidrun_test braidrun)
+  multinode_test braidrun_test braidrun cuda_collectives_emu_test)
+# The GPU path over the emulated GPU (tests/gpu_emu): its host code runs in these builds too.
+emulated=(emulated_gpu_test)
 # Integration tests that need what these builds leave out (perf tools) or
 # other software (mpirun, torchrun, network namespaces, RDMA) run in the
 # normal build only; the matrices of rank counts run at 3 and 4 ranks. The
 # soak (10,000 calls, resident memory must come back) is a minute under ASan,
 # whose allocator keeps freed memory in quarantine: normal build only.
-asan_tests='^(AllReduceStreams|Transports/KilledRank|Bootstrap|PeerListener|Abort|Timeout|CallCheck|Shrink|Dump|Groups|Barrier|Split|Ranks/DescriptorsExhausted|PortInUse|ShmTooSmall|ReplayedId|MultiNode|Braidrun|Signals/BraidrunSignal)\.|^(Ranks/AllReduceProcesses|Jobs/Collectives)\..*/(shm_3|socket_4)( |$)'
+asan_tests='^(Emulated|AllReduceStreams|Transports/KilledRank|Bootstrap|PeerListener|Abort|Timeout|CallCheck|Shrink|Dump|Groups|Barrier|Split|Ranks/DescriptorsExhausted|PortInUse|ShmTooSmall|ReplayedId|MultiNode|Braidrun|Signals/BraidrunSignal)\.|^(Ranks/AllReduceProcesses|Jobs/Collectives)\..*/(shm_3|socket_4)( |$)'
 not_here='^Braidrun\.ExitsNonZeroAndOthersNameTheRankKilledMidAllReduce$'  # runs a perf tool
 # Under TSan a process takes a second to start: unit binaries run whole.
 tsan_unit=(socket_transport_test api_errors_test)
@@ -74,13 +77,13 @@ for kind in "${kinds[@]}"; do
       # No vptr check: it probes memory through a pipe, so in the tests that use
       # up every descriptor it reports valid objects as having an invalid vptr.
       configure build-asan "-fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=undefined"
-      cmake --build build-asan -j "$jobs" --target "${unit[@]}" "${integration[@]}"
+      cmake --build build-asan -j "$jobs" --target "${unit[@]}" "${emulated[@]}" "${integration[@]}"
       echo "== sanitize asan: built in $((SECONDS - start)) s"
       cd build-asan
       export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1"
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
       GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=0 run_unit "${sweeps[@]}"
-      run_unit "${unit[@]:${#sweeps[@]}}"
+      run_unit "${unit[@]:${#sweeps[@]}}" "${emulated[@]/#/gpu_emu/}"
       ctest --output-on-failure -L integration -R "$asan_tests" -E "$not_here"
       unset ASAN_OPTIONS UBSAN_OPTIONS
       ;;

@@ -69,8 +69,9 @@ size_t ringExchange(braidComm_t comm, void* stream, size_t k) {
   bool ok = cuda::copyAsync(d, out.data(), k * 4, stream).isOk();
   // In three pieces each way: more messages to one peer than it has send slots.
   braidGroupStart();
-  for (size_t at : {size_t{0}, k / 3, 2 * k / 3}) {
-    const size_t end = at == 2 * k / 3 ? k : at + k / 3;
+  const size_t cuts[] = {0, k / 3, 2 * k / 3, k};
+  for (int piece = 0; piece < 3; ++piece) {
+    const size_t at = cuts[piece], end = cuts[piece + 1];
     braidSend(d + at * 4, end - at, braidInt32, (r + 1) % n, comm, s);
     braidRecv(d + (k + at) * 4, end - at, braidInt32, (r + n - 1) % n, comm, s);
   }
@@ -83,7 +84,12 @@ size_t ringExchange(braidComm_t comm, void* stream, size_t k) {
   }
   size_t wrong = 0;
   const int from = (r + n - 1) % n;
-  for (size_t i = 0; i < k; ++i) wrong += in[i] != static_cast<int32_t>(from * 100000 + i);
+  for (size_t i = 0; i < k; ++i) {
+    const auto want = static_cast<int32_t>(from * 100000 + i);
+    if (in[i] != want && wrong++ < 3) {
+      fprintf(stderr, "rank %d: ring send/recv [%zu] = %d, want %d\n", r, i, in[i], want);
+    }
+  }
   return wrong;
 }
 
@@ -171,7 +177,10 @@ int everyCollectiveBody() {
   wrong += ringExchange(comm, stream.value(), 5000);
   wrong += allPairsExchange(comm, stream.value(), 5000);
   // The barrier, and a NULL stream (the legacy default stream, complete on return).
-  if (braidBarrier(comm, static_cast<braidStream_t>(stream.value())) != braidSuccess) ++wrong;
+  if (braidBarrier(comm, static_cast<braidStream_t>(stream.value())) != braidSuccess) {
+    fprintf(stderr, "barrier failed: %s\n", braidGetLastError(comm));
+    ++wrong;
+  }
   wrong += runOnDevice(comm, nullptr, {kAllReduce, braidFloat32, braidSum, 777, false, 0});
   (void)cuda::streamDestroy(stream.value());
   braidCommDestroy(comm);

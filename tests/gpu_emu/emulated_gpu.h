@@ -1,0 +1,54 @@
+// An emulated GPU for tests: src/cuda's device.h and kernels.h over host memory and
+// threads, so the GPU path's host-side logic (stream order, CUDA IPC between processes,
+// stream memory operations on the windows' counters, staging, error paths) runs where
+// there is no GPU. Test-only: libbraid and the drop-in never link it; braid_static_emu
+// (tests/gpu_emu/CMakeLists.txt) is braid_static's objects over this instead of src/cuda.
+//
+// The model, and what it checks that a GPU would also refuse:
+// - Device memory is a shared mapping (a memfd) per allocation, filled with a pattern, as
+//   cudaMalloc's memory is not zeroed. An IPC handle names the owner's pid and fd; another
+//   process maps /proc/<pid>/fd/<fd>. Opening a handle in the process that made it fails.
+// - A stream is a worker thread that runs its operations in order; nullptr is one
+//   process-wide stream (without the legacy stream's implicit synchronisation).
+// - Kernels and stream memory operations fault on pageable host memory (not device,
+//   pinned or registered) and on a device range they overrun; a fault is sticky, as a
+//   GPU's is: every later synchronisation returns it.
+// - Copies follow CUDA's pageable rules: from pageable memory the data is taken when the
+//   copy is enqueued; to pageable memory the call returns once the copy is done.
+// Not modelled: the GPU's memory ordering (all of this is coherent host memory), kernel
+// concurrency, timing, and host code touching device memory (which works here).
+//
+// Thread-safe. Like CUDA's, its state does not survive fork().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/status.h"
+
+namespace braid::cuda::emu {
+
+// Where an address range lives, as a GPU sees it.
+enum class Region { kPageable, kDevice, kPinned, kRegistered };
+
+// The region holding all of [p, p + bytes); a range that starts in a device, pinned or
+// registered allocation and runs past its end reads as kPageable with `overrun` set.
+Region regionOf(const void* p, size_t bytes, bool* overrun = nullptr);
+inline bool gpuReaches(const void* p, size_t bytes) {
+  return bytes == 0 || regionOf(p, bytes) != Region::kPageable;
+}
+
+// Records a fault (a kernel touching memory a GPU cannot reach); the first one sticks.
+void fault(const std::string& what);
+// The sticky fault as an error, or ok.
+Status stickyFault();
+
+// Queues `op` on `stream` (nullptr: the default stream); it runs after everything queued
+// there before it. Fails for a stream that is not live.
+Status enqueue(void* stream, std::function<void()> op);
+// Blocks until everything queued on `stream` so far has run.
+Status drain(void* stream);
+
+}  // namespace braid::cuda::emu

@@ -1,0 +1,148 @@
+// The emulated GPU refuses what a GPU refuses and orders what a GPU orders, so the GPU
+// path's tests over it (Emulated.*) fail where a real run would.
+#include "tests/gpu_emu/emulated_gpu.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cuda/device.h"
+#include "cuda/kernels.h"
+
+namespace braid::cuda {
+namespace {
+
+// A gate: work queued after it on `stream` waits until open() (a word in pinned memory,
+// as the GPU tests hold streams).
+struct Gate {
+  uint64_t* word = nullptr;
+  explicit Gate(void* stream) {
+    word = static_cast<uint64_t*>(pinnedAlloc(8).value());
+    *word = 0;
+    EXPECT_TRUE(streamWaitValue64(stream, word, 1).isOk());
+  }
+  void open() { reinterpret_cast<std::atomic<uint64_t>*>(word)->store(1); }
+  ~Gate() { (void)pinnedFree(word); }
+};
+
+TEST(EmulatedGpu, StreamsRunInOrderAndSynchronizeWaitsForAll) {
+  void* s = streamCreate().value();
+  auto* d = static_cast<int*>(deviceAlloc(4 * sizeof(int)).value());
+  int host[4] = {1, 2, 3, 4}, back[4] = {};
+  Gate gate(s);
+  ASSERT_TRUE(copyAsync(d, host, sizeof(host), s).isOk());
+  host[0] = 99;  // taken at the call, as CUDA stages pageable memory
+  EXPECT_FALSE(streamIdle(s).value());
+  gate.open();
+  ASSERT_TRUE(copyAsync(back, d, sizeof(back), s).isOk());  // to pageable: returns when done
+  EXPECT_EQ(back[0], 1);
+  EXPECT_EQ(back[3], 4);
+  EXPECT_TRUE(streamIdle(s).value());
+  EXPECT_TRUE(deviceFree(d).isOk());
+  EXPECT_TRUE(streamDestroy(s).isOk());
+  EXPECT_FALSE(checkStream(s).isOk());
+}
+
+TEST(EmulatedGpu, DeviceMemoryIsNotZeroedAndIsDeviceKind) {
+  auto* d = static_cast<unsigned char*>(deviceAlloc(64).value());
+  EXPECT_EQ(memoryKind(d + 63), MemoryKind::kDevice);
+  EXPECT_EQ(memoryKind(d + 64), MemoryKind::kHost);
+  EXPECT_NE(d[0], 0);
+  int local = 0;
+  EXPECT_EQ(memoryKind(&local), MemoryKind::kHost);
+  EXPECT_TRUE(deviceFree(d).isOk());
+  EXPECT_FALSE(deviceFree(d).isOk());
+}
+
+TEST(EmulatedGpu, EventsOrderOneStreamAfterAnother) {
+  void* a = streamCreate().value();
+  void* b = streamCreate().value();
+  auto* d = static_cast<int*>(deviceAlloc(8).value());
+  const int one = 1;
+  Gate gate(a);
+  ASSERT_TRUE(copyAsync(d, &one, 4, a).isOk());
+  void* e = eventCreate().value();
+  ASSERT_TRUE(eventRecord(e, a).isOk());
+  ASSERT_TRUE(streamWaitEvent(b, e).isOk());
+  ASSERT_TRUE(launchCopy(d + 1, d, 4, b).isOk());
+  EXPECT_FALSE(streamIdle(b).value());  // held behind a's gate
+  gate.open();
+  int got[2] = {};
+  ASSERT_TRUE(copyAsync(got, d, 8, b).isOk());
+  EXPECT_EQ(got[1], 1);
+  EXPECT_TRUE(eventDestroy(e).isOk());
+  EXPECT_TRUE(deviceFree(d).isOk());
+}
+
+TEST(EmulatedGpu, KernelsOnPageableMemoryFaultAndTheFaultSticks) {
+  // Forked: the fault is sticky for the rest of the process.
+  pid_t pid = fork();
+  if (pid == 0) {
+    void* s = streamCreate().value();
+    std::vector<float> pageable(16, 1.0f);
+    auto* d = static_cast<float*>(deviceAlloc(64).value());
+    const void* srcs[] = {pageable.data(), d};
+    bool ok = launchReduce(d, srcs, 2, 16, braidFloat32, braidSum, 1, s).isOk();  // queued
+    Status synced = streamSynchronize(s);
+    ok = ok && !synced.isOk() && synced.message().find("pageable") != std::string::npos;
+    ok = ok && !streamSynchronize(s).isOk();  // still
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(EmulatedGpu, CopiesPastAnAllocationAndMemoryOpsOnPageableMemoryAreRefused) {
+  void* s = streamCreate().value();
+  auto* d = static_cast<char*>(deviceAlloc(64).value());
+  char host[128] = {};
+  EXPECT_FALSE(copyAsync(d + 32, host, 64, s).isOk());
+  uint64_t word = 0;
+  EXPECT_FALSE(streamWaitValue64(s, &word, 1).isOk());
+  EXPECT_FALSE(streamWriteValue64(s, &word, 1).isOk());
+  EXPECT_TRUE(deviceFree(d).isOk());
+}
+
+TEST(EmulatedGpu, WaitValueComparesAsAWrappingCounter) {
+  void* s = streamCreate().value();
+  auto* w = static_cast<uint64_t*>(deviceAlloc(8).value());
+  *w = ~uint64_t{0} - 1;                                          // just below wrapping
+  ASSERT_TRUE(streamWaitValue64(s, w, ~uint64_t{0} - 3).isOk());  // already past
+  ASSERT_TRUE(streamWaitValue64(s, w, 1).isOk());                 // after the wrap
+  EXPECT_FALSE(streamIdle(s).value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(streamIdle(s).value());
+  reinterpret_cast<std::atomic<uint64_t>*>(w)->store(1);
+  EXPECT_TRUE(streamSynchronize(s).isOk());
+  EXPECT_TRUE(deviceFree(w).isOk());
+}
+
+TEST(EmulatedGpu, IpcHandlesMapInAnotherProcessOnly) {
+  auto* d = static_cast<int*>(deviceAlloc(4096).value());
+  d[10] = 7;
+  IpcHandle h = ipcHandle(d + 100).value();  // an inner address: the whole allocation's
+  EXPECT_FALSE(ipcOpen(h).isOk());           // not in the process that made it
+  pid_t pid = fork();
+  if (pid == 0) {
+    Expected<void*> p = ipcOpen(h);
+    if (!p.isOk()) _exit(2);
+    auto* m = static_cast<int*>(p.value());
+    const bool base = m[10] == 7 && memoryKind(m) == MemoryKind::kDevice;
+    m[11] = 8;
+    _exit(base && ipcClose(m).isOk() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(d[11], 8);
+  EXPECT_TRUE(deviceFree(d).isOk());
+}
+
+}  // namespace
+}  // namespace braid::cuda

@@ -1,0 +1,252 @@
+// The emulated GPU's memory: device allocations as shared mappings, pinned and registered
+// host memory, CUDA IPC between processes, and the device's identity.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "cuda/device.h"
+#include "tests/gpu_emu/emulated_gpu.h"
+
+namespace braid::cuda {
+namespace emu {
+namespace {
+
+struct Allocation {
+  size_t bytes = 0;
+  Region region = Region::kDevice;
+  int fd = -1;          // a device allocation made here (its IPC handle names it)
+  bool mapped = false;  // a peer's device allocation, mapped by ipcOpen
+};
+
+// Every allocation this process knows, by start address. Leaked, so threads still
+// running at exit never meet a destroyed map.
+class Allocations {
+ public:
+  static Allocations& get() {
+    static Allocations* all = new Allocations;
+    return *all;
+  }
+  void add(void* base, const Allocation& a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_[reinterpret_cast<uintptr_t>(base)] = a;
+  }
+  // The allocation starting exactly at `base` (removed), or false.
+  bool take(void* base, Region region, Allocation* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(reinterpret_cast<uintptr_t>(base));
+    if (it == map_.end() || it->second.region != region) return false;
+    *out = it->second;
+    map_.erase(it);
+    return true;
+  }
+  // The allocation holding `p`, with its start, or false.
+  bool holding(const void* p, uintptr_t* base, Allocation* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    auto it = map_.upper_bound(at);
+    if (it == map_.begin()) return false;
+    --it;
+    if (at >= it->first + std::max<size_t>(it->second.bytes, 1)) return false;
+    *base = it->first;
+    *out = it->second;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<uintptr_t, Allocation> map_;
+};
+
+std::mutex faultMu;
+std::string faultText;  // empty: no fault
+
+Status emulated(const std::string& what) {
+  return Status(braidUnhandledCudaError, "emulated GPU: " + what);
+}
+
+// What an IPC handle carries: whose allocation it is and how to reach it.
+struct HandleBody {
+  char magic[8];
+  int32_t pid;
+  int32_t fd;
+  uint64_t bytes;
+};
+constexpr char kMagic[8] = {'b', 'r', 'a', 'i', 'd', 'e', 'm', 'u'};
+static_assert(sizeof(HandleBody) <= kIpcHandleBytes, "fits CUDA's handle");
+
+constexpr unsigned char kFreshDeviceByte = 0xcb;  // cudaMalloc's memory is not zeroed
+
+}  // namespace
+
+Region regionOf(const void* p, size_t bytes, bool* overrun) {
+  if (overrun != nullptr) *overrun = false;
+  uintptr_t base = 0;
+  Allocation a;
+  if (p == nullptr || !Allocations::get().holding(p, &base, &a)) return Region::kPageable;
+  if (reinterpret_cast<uintptr_t>(p) + bytes > base + a.bytes) {
+    if (overrun != nullptr) *overrun = true;
+    return Region::kPageable;
+  }
+  return a.region;
+}
+
+void fault(const std::string& what) {
+  std::lock_guard<std::mutex> lock(faultMu);
+  if (faultText.empty()) faultText = what;
+}
+
+Status stickyFault() {
+  std::lock_guard<std::mutex> lock(faultMu);
+  if (faultText.empty()) return Status::ok();
+  return emulated("an earlier kernel or copy faulted (sticky, as on a GPU): " + faultText);
+}
+
+}  // namespace emu
+
+using emu::Allocation;
+using emu::Allocations;
+using emu::emulated;
+using emu::Region;
+
+bool compiled() { return true; }
+
+const DeviceStatus& deviceStatus() {
+  static const DeviceStatus status{1, ""};
+  return status;
+}
+
+MemoryKind memoryKind(const void* p) {
+  uintptr_t base = 0;
+  Allocation a;
+  if (p == nullptr || !Allocations::get().holding(p, &base, &a)) return MemoryKind::kHost;
+  return a.region == Region::kDevice ? MemoryKind::kDevice : MemoryKind::kHost;
+}
+
+Expected<void*> deviceAlloc(size_t bytes) {
+  if (bytes == 0) return static_cast<void*>(nullptr);  // as cudaMalloc(0)
+  int fd = memfd_create("braid-emulated-device", MFD_CLOEXEC);
+  if (fd < 0) return emulated(std::string("memfd_create: ") + std::strerror(errno));
+  void* p = MAP_FAILED;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    close(fd);
+    return emulated("device allocation of " + std::to_string(bytes) +
+                    " bytes: " + std::strerror(err));
+  }
+  std::memset(p, emu::kFreshDeviceByte, bytes);
+  Allocations::get().add(p, Allocation{bytes, Region::kDevice, fd, false});
+  return p;
+}
+
+Status deviceFree(void* p) {
+  if (p == nullptr) return Status::ok();
+  Allocation a;
+  if (!Allocations::get().take(p, Region::kDevice, &a) || a.mapped) {
+    return emulated("deviceFree of a pointer deviceAlloc did not return");
+  }
+  munmap(p, a.bytes);
+  close(a.fd);
+  return Status::ok();
+}
+
+Expected<void*> pinnedAlloc(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
+  void* p = std::aligned_alloc(4096, rounded);
+  if (p == nullptr) return emulated("pinned allocation of " + std::to_string(bytes) + " bytes");
+  Allocations::get().add(p, Allocation{rounded, Region::kPinned, -1, false});
+  return p;
+}
+
+Status pinnedFree(void* p) {
+  Allocation a;
+  if (!Allocations::get().take(p, Region::kPinned, &a)) {
+    return emulated("pinnedFree of a pointer pinnedAlloc did not return");
+  }
+  std::free(p);
+  return Status::ok();
+}
+
+Expected<void*> hostRegister(void* p, size_t bytes) {
+  if (p == nullptr || bytes == 0) return emulated("hostRegister of an empty range");
+  if (emu::regionOf(p, 1) != Region::kPageable || emu::regionOf(p, bytes) != Region::kPageable) {
+    return emulated("hostRegister of memory already registered, pinned or on the device");
+  }
+  Allocations::get().add(p, Allocation{bytes, Region::kRegistered, -1, false});
+  return p;  // unified addressing: the device reaches it at the same address
+}
+
+Status hostUnregister(void* p) {
+  Allocation a;
+  if (!Allocations::get().take(p, Region::kRegistered, &a)) {
+    return emulated("hostUnregister of memory hostRegister did not register");
+  }
+  return Status::ok();
+}
+
+Expected<IpcHandle> ipcHandle(void* devicePtr) {
+  uintptr_t base = 0;
+  Allocation a;
+  if (!Allocations::get().holding(devicePtr, &base, &a) || a.region != Region::kDevice ||
+      a.mapped) {
+    return emulated("ipcHandle of memory that deviceAlloc did not return in this process");
+  }
+  // As CUDA's: the handle is the whole allocation's, whatever address inside it was given.
+  emu::HandleBody body{};
+  std::memcpy(body.magic, emu::kMagic, sizeof(body.magic));
+  body.pid = getpid();
+  body.fd = a.fd;
+  body.bytes = a.bytes;
+  IpcHandle h{};
+  std::memcpy(h.bytes, &body, sizeof(body));
+  return h;
+}
+
+Expected<void*> ipcOpen(const IpcHandle& handle) {
+  emu::HandleBody body{};
+  std::memcpy(&body, handle.bytes, sizeof(body));
+  if (std::memcmp(body.magic, emu::kMagic, sizeof(body.magic)) != 0) {
+    return emulated("ipcOpen of bytes that are not an IPC handle");
+  }
+  if (body.pid == getpid()) {
+    return emulated("ipcOpen in the process that made the handle (CUDA refuses it too)");
+  }
+  const std::string path = "/proc/" + std::to_string(body.pid) + "/fd/" + std::to_string(body.fd);
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return emulated("ipcOpen: " + path + ": " + std::strerror(errno));
+  void* p = mmap(nullptr, body.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) return emulated("ipcOpen: mapping " + path + ": " + std::strerror(err));
+  Allocations::get().add(p, Allocation{body.bytes, Region::kDevice, -1, true});
+  return p;
+}
+
+Status ipcClose(void* mapped) {
+  Allocation a;
+  if (!Allocations::get().take(mapped, Region::kDevice, &a) || !a.mapped) {
+    return emulated("ipcClose of a pointer ipcOpen did not return");
+  }
+  munmap(mapped, a.bytes);
+  return Status::ok();
+}
+
+Expected<int> currentDevice() { return 0; }
+
+Expected<DeviceUuid> deviceUuid(int device) {
+  if (device != 0) return emulated("device " + std::to_string(device) + " (there is one, 0)");
+  DeviceUuid id{};
+  std::memcpy(id.bytes, "braid-emulated-0", sizeof(id.bytes));
+  return id;
+}
+
+}  // namespace braid::cuda

@@ -1,0 +1,359 @@
+// The emulated GPU's work: streams as worker threads, events, copies, the driver's stream
+// memory operations and the copy and reduce kernels.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/futex.h"
+#include "cuda/device.h"
+#include "cuda/kernels.h"
+#include "exec/reduce.h"
+#include "tests/gpu_emu/emulated_gpu.h"
+
+namespace braid::cuda {
+namespace emu {
+namespace {
+
+Status emulated(const std::string& what) {
+  return Status(braidUnhandledCudaError, "emulated GPU: " + what);
+}
+
+// One stream: a worker thread running its operations in order. Never destroyed (a
+// destroyed stream's worker finishes its queue and ends), so an event or a late
+// operation never meets freed memory.
+class Stream {
+ public:
+  Stream() : worker_([this] { run(); }) { worker_.detach(); }
+  void push(std::function<void()> op) {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(op));
+    ++queued_;
+    cv_.notify_all();
+  }
+  uint64_t queued() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queued_;
+  }
+  void waitFor(uint64_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_ >= n; });
+  }
+  bool finished(uint64_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_ >= n;
+  }
+  void retire() {
+    std::lock_guard<std::mutex> lock(mu_);
+    retired_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return !queue_.empty() || retired_; });
+      if (queue_.empty()) return;
+      std::function<void()> op = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      op();
+      lock.lock();
+      ++done_;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t queued_ = 0, done_ = 0;
+  bool retired_ = false;
+  std::thread worker_;
+};
+
+class Streams {
+ public:
+  static Streams& get() {
+    static Streams* all = new Streams;
+    return *all;
+  }
+  Stream* add() {
+    auto* s = new Stream;
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.insert(s);
+    return s;
+  }
+  // The live stream `handle` names (nullptr: the default stream), or nullptr.
+  Stream* find(void* handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (handle == nullptr) {
+      if (default_ == nullptr) default_ = new Stream;
+      return default_;
+    }
+    auto* s = static_cast<Stream*>(handle);
+    return live_.count(s) != 0 ? s : nullptr;
+  }
+  bool remove(void* handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (live_.erase(static_cast<Stream*>(handle)) == 0) return false;
+    retired_.push_back(static_cast<Stream*>(handle));
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<Stream*> live_;
+  std::vector<Stream*> retired_;  // kept (and reachable, for LeakSanitizer): see Stream
+  Stream* default_ = nullptr;
+};
+
+// An event: the point `stream` had reached when it was recorded.
+struct Event {
+  std::mutex mu;
+  Stream* stream = nullptr;
+  uint64_t at = 0;
+};
+
+std::mutex eventsMu;
+std::set<Event*>* events = new std::set<Event*>;
+std::vector<Event*>* destroyedEvents = new std::vector<Event*>;  // a stream may still wait
+
+Event* findEvent(void* handle) {
+  std::lock_guard<std::mutex> lock(eventsMu);
+  auto* e = static_cast<Event*>(handle);
+  return events->count(e) != 0 ? e : nullptr;
+}
+
+Status badStream(void* handle) {
+  char text[64];
+  snprintf(text, sizeof(text), "stream %p is not a live stream", handle);
+  return emulated(text);
+}
+
+// The 8 bytes at `addr` reach `value`, compared as a wrapping counter (as
+// CU_STREAM_WAIT_VALUE_GEQ does): a brief spin, then futex sleeps. Writers here wake the
+// word; host code that stores without a wake is seen within a millisecond.
+void waitAtLeast(void* addr, uint64_t value) {
+  auto* word = static_cast<std::atomic<uint64_t>*>(addr);
+  for (int spin = 0;; ++spin) {
+    const uint64_t v = word->load(std::memory_order_acquire);
+    if (static_cast<int64_t>(v - value) >= 0) return;
+    if (spin < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    futexWait(static_cast<std::atomic<uint32_t>*>(addr), static_cast<uint32_t>(v), 1000);
+  }
+}
+
+// Why a kernel or memory operation may not touch [p, p + bytes), or "".
+std::string unreachable(const char* what, const void* p, size_t bytes) {
+  bool overrun = false;
+  if (bytes == 0 || regionOf(p, bytes, &overrun) != Region::kPageable) return "";
+  char text[160];
+  snprintf(text, sizeof(text), "%s %p (%zu bytes) %s", what, p, bytes,
+           overrun ? "runs past the end of its allocation" : "is pageable host memory");
+  return text;
+}
+
+}  // namespace
+
+Status enqueue(void* stream, std::function<void()> op) {
+  Stream* s = Streams::get().find(stream);
+  if (s == nullptr) return badStream(stream);
+  s->push(std::move(op));
+  return Status::ok();
+}
+
+Status drain(void* stream) {
+  Stream* s = Streams::get().find(stream);
+  if (s == nullptr) return badStream(stream);
+  s->waitFor(s->queued());
+  return Status::ok();
+}
+
+}  // namespace emu
+
+Status checkStream(void* stream) {
+  if (emu::Streams::get().find(stream) == nullptr) {
+    return Status(braidInvalidArgument, "cudaStreamQuery rejects it (emulated GPU: not a stream)");
+  }
+  return Status::ok();
+}
+
+Status streamSynchronize(void* stream) {
+  BRAID_TRY(emu::drain(stream));
+  return emu::stickyFault();
+}
+
+Expected<void*> streamCreate() { return static_cast<void*>(emu::Streams::get().add()); }
+
+Status streamDestroy(void* stream) {
+  emu::Stream* s = emu::Streams::get().find(stream);
+  if (stream == nullptr || s == nullptr || !emu::Streams::get().remove(stream)) {
+    return emu::badStream(stream);
+  }
+  s->retire();  // as CUDA's: queued work still runs
+  return Status::ok();
+}
+
+Expected<bool> streamIdle(void* stream) {
+  emu::Stream* s = emu::Streams::get().find(stream);
+  if (s == nullptr) return emu::badStream(stream);
+  return s->finished(s->queued());
+}
+
+Status copyAsync(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return Status::ok();
+  bool overrun = false;
+  const emu::Region from = emu::regionOf(src, bytes, &overrun);
+  if (overrun) return emu::emulated(emu::unreachable("a copy's source", src, bytes));
+  const emu::Region to = emu::regionOf(dst, bytes, &overrun);
+  if (overrun) return emu::emulated(emu::unreachable("a copy's destination", dst, bytes));
+  std::function<void()> op;
+  if (from == emu::Region::kPageable) {  // CUDA stages pageable data at the call
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + bytes);
+    op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
+  } else {
+    op = [dst, src, bytes] { std::memmove(dst, src, bytes); };
+  }
+  BRAID_TRY(emu::enqueue(stream, std::move(op)));
+  // To pageable memory CUDA's copy returns once it is done.
+  return to == emu::Region::kPageable ? emu::drain(stream) : Status::ok();
+}
+
+Status memsetAsync(void* dst, int value, size_t bytes, void* stream) {
+  if (bytes == 0) return Status::ok();
+  std::string why = emu::unreachable("memset of", dst, bytes);
+  if (!why.empty()) return emu::emulated(why);
+  return emu::enqueue(stream, [=] { std::memset(dst, value, bytes); });
+}
+
+Expected<void*> eventCreate() {
+  auto* e = new emu::Event;
+  std::lock_guard<std::mutex> lock(emu::eventsMu);
+  emu::events->insert(e);
+  return static_cast<void*>(e);
+}
+
+Status eventDestroy(void* event) {
+  std::lock_guard<std::mutex> lock(emu::eventsMu);
+  if (emu::events->erase(static_cast<emu::Event*>(event)) == 0) {
+    return emu::emulated("eventDestroy of an unknown event");
+  }
+  emu::destroyedEvents->push_back(static_cast<emu::Event*>(event));
+  return Status::ok();
+}
+
+Status eventRecord(void* event, void* stream) {
+  emu::Event* e = emu::findEvent(event);
+  emu::Stream* s = emu::Streams::get().find(stream);
+  if (e == nullptr) return emu::emulated("eventRecord of an unknown event");
+  if (s == nullptr) return emu::badStream(stream);
+  std::lock_guard<std::mutex> lock(e->mu);
+  e->stream = s;
+  e->at = s->queued();
+  return Status::ok();
+}
+
+Status streamWaitEvent(void* stream, void* event) {
+  emu::Event* e = emu::findEvent(event);
+  if (e == nullptr) return emu::emulated("streamWaitEvent on an unknown event");
+  emu::Stream* recorded = nullptr;
+  uint64_t at = 0;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    recorded = e->stream;
+    at = e->at;
+  }
+  if (recorded == nullptr) return Status::ok();  // never recorded: nothing to wait for
+  return emu::enqueue(stream, [recorded, at] { recorded->waitFor(at); });
+}
+
+Status eventSynchronize(void* event) {
+  emu::Event* e = emu::findEvent(event);
+  if (e == nullptr) return emu::emulated("eventSynchronize of an unknown event");
+  std::lock_guard<std::mutex> lock(e->mu);
+  if (e->stream != nullptr) e->stream->waitFor(e->at);
+  return emu::stickyFault();
+}
+
+Status streamWriteValue64(void* stream, void* deviceAddr, uint64_t value) {
+  std::string why = emu::unreachable("cuStreamWriteValue64 at", deviceAddr, 8);
+  if (!why.empty()) return emu::emulated(why);
+  return emu::enqueue(stream, [deviceAddr, value] {
+    static_cast<std::atomic<uint64_t>*>(deviceAddr)->store(value, std::memory_order_release);
+    futexWakeAll(static_cast<std::atomic<uint32_t>*>(deviceAddr));
+  });
+}
+
+Status streamWaitValue64(void* stream, void* deviceAddr, uint64_t value) {
+  std::string why = emu::unreachable("cuStreamWaitValue64 at", deviceAddr, 8);
+  if (!why.empty()) return emu::emulated(why);
+  return emu::enqueue(stream, [deviceAddr, value] { emu::waitAtLeast(deviceAddr, value); });
+}
+
+Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return Status::ok();
+  if (dst == nullptr || src == nullptr) {
+    return Status(braidInvalidArgument, "copy kernel: a buffer is NULL");
+  }
+  std::string why = emu::unreachable("the copy kernel's source", src, bytes);
+  if (why.empty()) why = emu::unreachable("the copy kernel's destination", dst, bytes);
+  const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  if (why.empty() && d < s + bytes && s < d + bytes) why = "the copy kernel's buffers overlap";
+  return emu::enqueue(stream, [=] {
+    if (!why.empty()) return emu::fault(why);
+    std::memcpy(dst, src, bytes);
+  });
+}
+
+Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
+                    braidDataType_t datatype, braidRedOp_t op, int divisor, void* stream) {
+  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes || static_cast<int>(op) < 0 ||
+      op >= braidNumOps || nsrcs < 1 || nsrcs > kMaxReduceInputs || divisor < 1) {
+    return Status(braidInvalidArgument, "reduce kernel: bad datatype, op, inputs or divisor");
+  }
+  if (count == 0) return Status::ok();
+  const size_t es = datatypeSize(datatype), bytes = count * es;
+  std::vector<const void*> in(srcs, srcs + nsrcs);
+  std::string why = emu::unreachable("the reduce kernel's destination", dst, bytes);
+  for (const void* s : in) {
+    if (s == nullptr || reinterpret_cast<uintptr_t>(s) % es != 0) {
+      return Status(braidInvalidArgument, "reduce kernel: a buffer is NULL or not aligned");
+    }
+    if (why.empty()) why = emu::unreachable("a reduce kernel's input", s, bytes);
+    const auto d = reinterpret_cast<uintptr_t>(dst), a = reinterpret_cast<uintptr_t>(s);
+    if (why.empty() && d != a && d < a + bytes && a < d + bytes) {
+      why = "the reduce kernel's destination overlaps an input partially";
+    }
+  }
+  return emu::enqueue(stream, [=] {
+    if (!why.empty()) return emu::fault(why);
+    // Pairwise on the host's kernels into a scratch copy, so dst may be any input.
+    const ReduceKernels& k = reduceKernels(datatype, op);
+    std::vector<char> acc(bytes);
+    if (in.size() == 1) k.finalize(acc.data(), in[0], count, divisor);
+    for (size_t i = 1; i < in.size(); ++i) {
+      const void* a = i == 1 ? in[0] : acc.data();
+      if (i + 1 == in.size()) {
+        k.reduceFinal(acc.data(), nullptr, a, in[i], count, divisor);
+      } else {
+        k.reduce(acc.data(), a, in[i], count);
+      }
+    }
+    std::memcpy(dst, acc.data(), bytes);
+  });
+}
+
+}  // namespace braid::cuda
