@@ -119,7 +119,7 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
   size_t recvAt = 0;  // where recv starts in the image
   if (c.inPlace && c.coll != kAllToAllv) {
     size_t at = (c.coll == kAllGather || c.coll == kGather) ? r * k : 0;
-    std::memcpy(image.data() + at * es, hostIn, inElems * es);
+    std::memmove(image.data() + at * es, hostIn, inElems * es);  // may overlap
     send = base + at * es;
     if (c.coll == kReduceScatter || c.coll == kScatter) recvAt = r * k * es;
     recv = base + recvAt;
