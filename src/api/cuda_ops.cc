@@ -4,6 +4,7 @@
 
 #include "algorithms/registry.h"
 #include "api/cuda_ipc.h"
+#include "api/cuda_proxy.h"
 #include "cuda/device.h"
 #include "exec/device_program.h"
 #include "exec/reduce.h"
@@ -15,25 +16,26 @@ using algo::Collective;
 
 bool isHostStream(braidStream_t stream) { return stream != nullptr && isValidStream(stream); }
 
+// Through the communicator's proxy (api/cuda_proxy.h): enqueued on the stream, returning at
+// once; on the NULL stream complete, with the host collective's error, on return.
 Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) {
     return invalidUsage(
         "a buffer is in device memory but the stream is a host stream from "
         "braidStreamCreate; pass a cudaStream_t (or NULL) for device buffers");
   }
-  const int rank = comm->comm->rank(), nranks = comm->comm->nranks();
-  std::vector<StagedRegion> regions;
-  for (const OpRequest& op : ops) {
-    for (const StagedRegion& r : regionsOf(op, rank, nranks)) regions.push_back(r);
+  {
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    if (comm->stagedProxy == nullptr) {
+      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<StagedProxy> proxy, StagedProxy::create(comm));
+      comm->stagedProxy = std::move(proxy);
+    }
   }
   void* cudaStream = stream;  // NULL: the legacy default stream
-  BRAID_ASSIGN_OR_RETURN(StagedBuffers staged, StagedBuffers::stageIn(regions, cudaStream));
-  for (OpRequest& op : ops) {
-    op.send = staged.hostOf(op.send);
-    op.recv = staged.hostOf(op.recv);
-  }
-  BRAID_TRY(runOps(comm, ops));
-  return staged.stageOut(cudaStream);
+  BRAID_TRY(comm->stagedProxy->issue(std::move(ops), cudaStream));
+  if (cudaStream != nullptr) return Status::ok();
+  BRAID_TRY(cuda::streamSynchronize(nullptr));
+  return comm->comm->asyncError();
 }
 
 }  // namespace
@@ -163,8 +165,9 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // operation (all-to-all-v and BRAID_ALGO's choices as lowered schedules), and every send
 // and receive once they exist (on 2 ranks a send or receive to the peer makes them too).
 // Whatever else a group holds (a reduction with a PreMulSum operation) is staged after
-// them. Without windows, everything is staged; on one rank, device buffers are copies on
-// the stream (runAlone).
+// them. Without windows, everything is staged (enqueued too: the proxy runs the host
+// collective when the stream gets there); on one rank, device buffers are copies on the
+// stream (runAlone).
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
   const int nranks = comm->comm->nranks();

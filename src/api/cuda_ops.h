@@ -1,7 +1,8 @@
 // Operations on the CUDA side: a call whose stream is a CUDA stream, or whose buffers live
-// in device memory, is staged through pinned host memory (exec/cuda_staging.h says how and
-// what it costs) and runs the host collective in between. In a build without CUDA, or on a
-// machine without a device, nothing here takes a call and the host path is unchanged.
+// in device memory, runs on the device windows (api/cuda_ipc.h), as copies on one rank,
+// or staged through pinned host memory by the communicator's proxy (api/cuda_proxy.h);
+// each is enqueued on the stream and returns. In a build without CUDA, or on a machine
+// without a device, nothing here takes a call and the host path is unchanged.
 #pragma once
 
 #include <vector>
@@ -37,8 +38,8 @@ Status copySelfSends(const SelfPairs& self, void* stream);
 Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const OpRequest& op,
                    int nranks, void* stream);
 
-// Runs `ops` staged and ordered on `stream` (NULL: the legacy default stream, complete on
-// return); device buffers with a host stream are invalid usage.
+// Runs `ops` ordered on `stream` (NULL: the legacy default stream, complete on return);
+// device buffers with a host stream are invalid usage.
 braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream);
 
 }  // namespace braid

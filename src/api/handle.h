@@ -22,6 +22,7 @@
 
 namespace braid {
 class DeviceWindows;
+class StagedProxy;
 }  // namespace braid
 
 struct braidComm {
@@ -34,6 +35,9 @@ struct braidComm {
   // deviceWindows.get() once made, for braidCommGetAsyncError from any thread.
   std::atomic<braid::DeviceWindows*> deviceWindowsLive{nullptr};
   bool deviceWindowsTried = false;
+  // Device calls the windows do not run (api/cuda_proxy.h), made at the first; destroyed
+  // before the members above, which its thread uses.
+  std::shared_ptr<braid::StagedProxy> stagedProxy;
   std::mutex opMu;                  // one operation at a time (streams run on workers)
   std::atomic<int> activeCalls{0};  // calls inside issueOps (acquireComm); destroy waits
   std::atomic<int> inflight{0};     // operations enqueued on streams, not yet finished

@@ -105,7 +105,6 @@ Expected<StagedBuffers> StagedBuffers::stageIn(const std::vector<StagedRegion>& 
                     .withContext("staging a device buffer into host memory: "));
     }
   }
-  BRAID_TRY(cuda::streamSynchronize(stream).withContext("waiting for the CUDA stream: "));
   return staged;
 }
 
@@ -130,12 +129,12 @@ const void* StagedBuffers::hostOf(const void* p) const {
   return p;
 }
 
-Status StagedBuffers::stageOut(void* stream) {
+Status StagedBuffers::copyBack(void* stream) {
   for (const StagedRegion& r : written_) {
     BRAID_TRY(cuda::copyAsync(const_cast<void*>(r.ptr), hostOf(r.ptr), r.bytes, stream)
                   .withContext("copying a result back to device memory: "));
   }
-  return cuda::streamSynchronize(stream).withContext("waiting for the CUDA stream: ");
+  return Status::ok();
 }
 
 }  // namespace braid

@@ -2,16 +2,17 @@
 // memory, ordered on a CUDA stream as NCCL orders a collective: work the stream ran before
 // the call is visible to it, and work the stream runs after sees its results.
 //
-// The first, simplest correct path. stageIn() copies every device region into pinned host
-// memory on the stream and waits for the stream; the caller runs the host collective on
-// hostOf() addresses; stageOut() copies the written regions back on the stream and waits
-// again. Cost: the calling thread blocks for the whole operation (NCCL returns at once),
-// and device data crosses PCIe twice, (input + output bytes) / pinned copy bandwidth on
-// top of the host collective. Device regions that overlap (NCCL's in-place layouts) are
-// staged as one span, so their relative placement, which the schedules test, survives.
-// Pinned memory comes from a per-process pool (kept until exit).
+// stageIn() enqueues copies of every device region into pinned host memory on the stream;
+// host code may use the hostOf() addresses once the stream has run them (the caller
+// synchronises, or has the stream signal it: api/cuda_proxy.h); copyBack() enqueues the
+// copies of the written regions back. Neither waits. Cost: device data crosses PCIe
+// twice, (input + output bytes) / pinned copy bandwidth on top of the host collective.
+// Device regions that overlap (NCCL's in-place layouts) are staged as one span, so their
+// relative placement, which the schedules test, survives. Pinned memory comes from a
+// per-process pool (kept until exit) and goes back to it when the StagedBuffers is
+// destroyed, which must be after the stream has run the copies.
 //
-// One StagedBuffers per call, used by one thread; the pool is thread-safe.
+// One StagedBuffers per call, used by one thread at a time; the pool is thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -37,9 +38,8 @@ std::vector<StagedSpan> mergeOverlapping(std::vector<StagedRegion> regions);
 
 class StagedBuffers {
  public:
-  // Classifies each region (host or device memory), copies the device ones to pinned
-  // memory on `stream` (a cudaStream_t; nullptr: the legacy default stream) and waits for
-  // the stream, so host regions, too, are safe to use when it returns.
+  // Classifies each region (host or device memory) and enqueues copies of the device ones
+  // to pinned memory on `stream` (a cudaStream_t; nullptr: the legacy default stream).
   static Expected<StagedBuffers> stageIn(const std::vector<StagedRegion>& regions, void* stream);
 
   StagedBuffers(StagedBuffers&& other) noexcept;
@@ -52,8 +52,8 @@ class StagedBuffers {
   void* hostOf(void* p) const { return const_cast<void*>(hostOf(static_cast<const void*>(p))); }
   size_t stagedBytes() const { return pinnedBytes_; }
 
-  // Copies the written device regions back on `stream` and waits for them.
-  Status stageOut(void* stream);
+  // Enqueues copies of the written device regions back on `stream`.
+  Status copyBack(void* stream);
 
  private:
   struct Span {

@@ -415,6 +415,30 @@ TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
   expectEveryRankPasses(n, env, asyncBody, 180);
 }
 
+// Ranks as two "nodes" (BRAID_HOST_ID by rank parity, as multinode_test makes them): no
+// device windows, every call staged through the proxy.
+int onTwoNodes(int (*body)()) {
+  const char* rank = getenv("BRAID_RANK");
+  const int r = rank == nullptr ? 0 : atoi(rank);
+  setenv("BRAID_HOST_ID", r % 2 == 0 ? "node0" : "node1", 1);
+  return body();
+}
+
+// The staged path (BRAID_CUDA_IPC=0, or ranks on two nodes) returns at once too, and
+// orders its calls across streams alike (api/cuda_proxy.h).
+TEST_P(CudaCollectives, StagedCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  env["BRAID_CUDA_IPC"] = "0";
+  expectEveryRankPasses(n, env, asyncBody, 180);
+  env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "60000";
+  expectEveryRankPasses(
+      n, env, [] { return onTwoNodes(asyncBody); }, 180);
+}
+
 // One rank: every collective and the self send/recv are copies enqueued on the stream
 // (its schedule's local steps), exact like the others.
 TEST(CudaOneRank, EveryCollectiveOnDeviceBuffersIsExact) {
@@ -443,14 +467,15 @@ TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
 // default, the windows in 4 KiB rounds with every all-reduce two-shot (many rounds, and
 // the slices of the two-shot uneven), staged through host memory, and the schedules
 // BRAID_ALGO names lowered to device work over 4 KiB slots (every family: ring, tree,
-// halving-doubling, Bruck, pairwise, linear, direct).
+// halving-doubling, Bruck, pairwise, linear, direct), and ranks on two nodes (staged).
 enum class DevicePath {
   kWindows,
   kWindowRounds,
   kStaged,
   kRingSchedules,
   kTreeSchedules,
-  kHalvingSchedules
+  kHalvingSchedules,
+  kTwoNodes
 };
 const char* pathName(DevicePath p) {
   switch (p) {
@@ -466,6 +491,8 @@ const char* pathName(DevicePath p) {
       return "tree_schedules";
     case DevicePath::kHalvingSchedules:
       return "halving_schedules";
+    case DevicePath::kTwoNodes:
+      return "two_nodes";
   }
   return "?";
 }
@@ -491,7 +518,12 @@ TEST_P(CudaPaths, EveryCollectiveOnDeviceBuffersIsExact) {
     env["BRAID_ALGO"] = algos;
     env["BRAID_CUDA_P2P_SLOT_BYTES"] = "4096";
   }
-  expectEveryRankPasses(n, env, everyCollectiveBody, 300);
+  if (path == DevicePath::kTwoNodes) {
+    expectEveryRankPasses(
+        n, env, [] { return onTwoNodes(everyCollectiveBody); }, 300);
+  } else {
+    expectEveryRankPasses(n, env, everyCollectiveBody, 300);
+  }
 }
 
 TEST_P(CudaCollectives, DeviceBuffersOnAHostStreamAreInvalidUsage) {
@@ -530,8 +562,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(2, 3, 4),
                        ::testing::Values(DevicePath::kWindows, DevicePath::kWindowRounds,
                                          DevicePath::kStaged, DevicePath::kRingSchedules,
-                                         DevicePath::kTreeSchedules,
-                                         DevicePath::kHalvingSchedules)),
+                                         DevicePath::kTreeSchedules, DevicePath::kHalvingSchedules,
+                                         DevicePath::kTwoNodes)),
     [](const auto& info) {
       return std::to_string(std::get<0>(info.param)) + "_ranks_" +
              pathName(std::get<1>(info.param));

@@ -1,0 +1,154 @@
+#include "api/cuda_proxy.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include "api/cuda_ops.h"
+#include "api/handle.h"
+#include "core/comm.h"
+#include "core/futex.h"
+#include "core/logging.h"
+#include "cuda/device.h"
+
+namespace braid {
+namespace {
+
+std::atomic<uint64_t>* word(uint64_t* w) { return reinterpret_cast<std::atomic<uint64_t>*>(w); }
+
+}  // namespace
+
+Expected<std::unique_ptr<StagedProxy>> StagedProxy::create(braidComm* comm) {
+  std::unique_ptr<StagedProxy> p(new StagedProxy(comm));
+  BRAID_ASSIGN_OR_RETURN(void* words, cuda::pinnedAlloc(sizeof(Words)));
+  p->words_ = static_cast<Words*>(words);
+  std::memset(p->words_, 0, sizeof(Words));
+  BRAID_ASSIGN_OR_RETURN(p->lastCall_, cuda::eventCreate());
+  p->thread_ = std::thread([raw = p.get()] { raw->loop(); });
+  return p;
+}
+
+StagedProxy::~StagedProxy() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(comm_->comm->config().timeoutMs);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (reclaimLocked(); !returning_.empty(); reclaimLocked()) {
+    if (std::chrono::steady_clock::now() > until) {
+      BRAID_WARN(
+          "%zu staged device calls never copied their results back (is a stream stuck?); "
+          "their pinned memory is left allocated",
+          returning_.size());
+      new std::deque<Ticket>(std::move(returning_));  // leaked: a stream may still write it
+      return;
+    }
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    lock.lock();
+  }
+  if (words_ != nullptr) (void)cuda::pinnedFree(words_);
+  if (lastCall_ != nullptr) (void)cuda::eventDestroy(lastCall_);
+}
+
+Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
+  const int rank = comm_->comm->rank(), nranks = comm_->comm->nranks();
+  // What runOps would refuse at once is refused here, before anything is enqueued.
+  BRAID_TRY(pairSelfSends(ops, rank).status());
+  std::vector<StagedRegion> regions;
+  for (const OpRequest& op : ops) {
+    for (const StagedRegion& r : regionsOf(op, rank, nranks)) regions.push_back(r);
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  for (reclaimLocked(); queue_.size() + returning_.size() >= kSlots; reclaimLocked()) {
+    cv_.wait_for(lock, std::chrono::microseconds(200));  // the oldest pair is in use
+  }
+  // After the communicator's last staged call, whatever its stream: a call may read what
+  // the one before wrote (as consecutive calls on the windows are ordered too).
+  if (issued_ > 0) BRAID_TRY(cuda::streamWaitEvent(stream, lastCall_));
+  Ticket t;
+  BRAID_ASSIGN_OR_RETURN(StagedBuffers staged, StagedBuffers::stageIn(regions, stream));
+  t.staged.emplace(std::move(staged));
+  t.number = ++issued_;
+  const uint64_t slot = t.number % kSlots;
+  Status st = cuda::streamWriteValue64(stream, &words_->ready[slot], t.number);
+  if (st.isOk()) st = cuda::streamWaitValue64(stream, &words_->done, t.number);
+  if (st.isOk()) st = t.staged->copyBack(stream);
+  if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->back[slot], t.number);
+  if (st.isOk()) st = cuda::eventRecord(lastCall_, stream);
+  if (st.isOk()) {
+    for (OpRequest& op : ops) {
+      op.send = t.staged->hostOf(op.send);
+      op.recv = t.staged->hostOf(op.recv);
+    }
+    t.ops = std::move(ops);
+  } else {  // the number is taken: let the proxy pass it, running nothing, once the
+            // stream is done with the pinned memory
+    (void)cuda::streamSynchronize(stream);
+    word(&words_->ready[slot])->store(t.number, std::memory_order_release);
+    word(&words_->back[slot])->store(t.number, std::memory_order_release);
+  }
+  queue_.push_back(std::move(t));
+  comm_->inflight.fetch_add(1);
+  cv_.notify_all();
+  return st;
+}
+
+bool StagedProxy::waitReady(uint64_t number) {
+  std::atomic<uint64_t>* ready = word(&words_->ready[number % kSlots]);
+  for (int spin = 0;; ++spin) {
+    const uint64_t v = ready->load(std::memory_order_acquire);
+    if (v == number) return true;
+    if (comm_->comm->aborted()) return false;
+    if (spin < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    // A GPU's stream write wakes nobody: sleep briefly and look again.
+    futexWait(reinterpret_cast<std::atomic<uint32_t>*>(ready), static_cast<uint32_t>(v), 50);
+  }
+}
+
+void StagedProxy::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    if (queue_.empty()) return;
+    Ticket& t = queue_.front();  // stays put while issue() appends
+    lock.unlock();
+    Status st = Status::ok();
+    if (!waitReady(t.number)) {
+      st = Status(braidRemoteError, "the communicator was aborted before a staged device call ran");
+    } else if (!t.ops.empty()) {
+      st = runOps(comm_, t.ops);
+    }
+    if (!st.isOk()) {
+      comm_->comm->raiseAsyncError(st);
+      finish(comm_, st);
+    }
+    word(&words_->done)->store(t.number, std::memory_order_release);
+    futexWakeAll(reinterpret_cast<std::atomic<uint32_t>*>(&words_->done));
+    lock.lock();
+    returning_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    reclaimLocked();
+    comm_->inflight.fetch_sub(1);
+    cv_.notify_all();
+  }
+}
+
+void StagedProxy::reclaimLocked() {
+  while (!returning_.empty()) {
+    const Ticket& t = returning_.front();
+    if (word(&words_->back[t.number % kSlots])->load(std::memory_order_acquire) != t.number) {
+      return;  // tickets of other streams may have come back; they wait their turn
+    }
+    returning_.pop_front();
+  }
+}
+
+}  // namespace braid
