@@ -35,19 +35,11 @@ bool DeviceWindows::supports(const OpRequest& op, int nranks) {
   return false;
 }
 
-// Orders this call after the communicator's last one (whatever stream that ran on).
-Status DeviceWindows::order(void* stream) {
-  // Also on the same stream handle: a destroyed stream's address may come back as a new
-  // stream while the old one's work still runs.
-  if (!anyCall_) return Status::ok();
-  return cuda::streamWaitEvent(stream, lastEvent_);
-}
+// Orders this call after the communicator's last device call (whatever stream that ran
+// on, windows or staged).
+Status DeviceWindows::order(void* stream) { return order_->after(stream); }
 
-Status DeviceWindows::finishCall(void* stream) {
-  BRAID_TRY(cuda::eventRecord(lastEvent_, stream));
-  anyCall_ = true;
-  return Status::ok();
-}
+Status DeviceWindows::finishCall(void* stream) { return order_->mark(stream); }
 
 Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream) {
   if (released()) {

@@ -64,6 +64,7 @@
 
 namespace braid {
 
+class DeviceOrder;
 class SharedRegion;
 class Transport;
 
@@ -163,8 +164,7 @@ class DeviceWindows {
   Counter* counters_ = nullptr;     // as the host sees them
   char* countersDevice_ = nullptr;  // as device work reaches them
   std::atomic<uint64_t> epoch_{0};  // barriers enqueued by this rank
-  void* lastEvent_ = nullptr;       // recorded at the end of every call
-  bool anyCall_ = false;
+  std::shared_ptr<DeviceOrder> order_;  // the communicator's (api/cuda_ops.h)
   // Device scratch: a window call's output for a receive buffer kernels cannot write, or
   // a lowered schedule's scratch.
   void* scratch_ = nullptr;

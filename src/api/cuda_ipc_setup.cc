@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/cuda_ipc.h"  // first of Braid's: the header this file implements
+#include "api/cuda_ops.h"
 #include "api/handle.h"
 #include "core/clock.h"
 #include "core/env.h"
@@ -177,14 +178,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
       why = "page-locking the barrier counters: " + dev.status().message();
     }
   }
-  if (why.empty()) {
-    Expected<void*> e = cuda::eventCreate();
-    if (e.isOk()) {
-      w->lastEvent_ = e.value();
-    } else {
-      why = e.status().message();
-    }
-  }
+  w->order_ = comm->deviceOrder;
   // Every rank uses the windows, or none does.
   uint8_t ok = why.empty() ? 1 : 0;
   OpRequest agree;
@@ -265,7 +259,6 @@ DeviceWindows::~DeviceWindows() {
   for (void* p : {scratch_, stage_}) {
     if (p != nullptr) (void)cuda::deviceFree(p);
   }
-  if (lastEvent_ != nullptr) (void)cuda::eventDestroy(lastEvent_);
   if (countersDevice_ != nullptr) (void)cuda::hostUnregister(flags_->base());
 }
 
@@ -365,8 +358,7 @@ void DeviceWindows::watch() {
 }
 
 Status DeviceWindows::flush() {
-  if (!anyCall_) return Status::ok();
-  return cuda::eventSynchronize(lastEvent_);
+  return order_->synchronize();
 }
 
 bool DeviceWindows::released() {

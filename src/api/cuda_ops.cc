@@ -27,8 +27,10 @@ Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stre
   {
     std::lock_guard<std::mutex> lock(comm->opMu);
     if (comm->stagedProxy == nullptr) {
-      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<StagedProxy> proxy, StagedProxy::create(comm));
+      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<StagedProxy> proxy,
+                             StagedProxy::create(comm, comm->deviceOrder));
       comm->stagedProxy = std::move(proxy);
+      comm->stagedProxyLive = comm->stagedProxy.get();
     }
   }
   void* cudaStream = stream;  // NULL: the legacy default stream
@@ -39,6 +41,39 @@ Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stre
 }
 
 }  // namespace
+
+Expected<std::shared_ptr<DeviceOrder>> DeviceOrder::create() {
+  std::shared_ptr<DeviceOrder> order(new DeviceOrder);
+  BRAID_ASSIGN_OR_RETURN(order->event_, cuda::eventCreate());
+  return order;
+}
+
+DeviceOrder::~DeviceOrder() {
+  if (event_ != nullptr) (void)cuda::eventDestroy(event_);
+}
+
+Status DeviceOrder::after(void* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Also on the same stream handle: a destroyed stream's address may come back as a new
+  // stream while the old one's work still runs.
+  return any_ ? cuda::streamWaitEvent(stream, event_) : Status::ok();
+}
+
+Status DeviceOrder::mark(void* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BRAID_TRY(cuda::eventRecord(event_, stream));
+  any_ = true;
+  return Status::ok();
+}
+
+Status DeviceOrder::synchronize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return any_ ? cuda::eventSynchronize(event_) : Status::ok();
+}
+
+void waitForStagedCalls(braidComm* comm) {
+  if (StagedProxy* proxy = comm->stagedProxyLive.load()) proxy->waitIdle();
+}
 
 Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank) {
   std::vector<const OpRequest*> group;
@@ -171,6 +206,12 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
   const int nranks = comm->comm->nranks();
+  {
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    if (comm->deviceOrder == nullptr) {
+      BRAID_ASSIGN_OR_RETURN(comm->deviceOrder, DeviceOrder::create());
+    }
+  }
   if (nranks == 1) {
     std::lock_guard<std::mutex> lock(comm->opMu);
     BRAID_ASSIGN_OR_RETURN(bool ran, runAlone(comm, ops, stream));
@@ -187,12 +228,15 @@ Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStrea
   }
   bool ran = false;
   if (!direct.empty()) {
-    std::lock_guard<std::mutex> lock(comm->opMu);
     // Making the windows is collective: only a call every rank makes may do it. A
     // collective is; so is a send or receive to the other rank of a 2-rank communicator,
     // which makes the matching call (torch's send/recv communicators over the NCCL
-    // drop-in are such pairs, and may never run a collective).
-    if (!comm->deviceWindowsTried && (collective || (nranks == 2 && paired))) {
+    // drop-in are such pairs, and may never run a collective). Its host collectives come
+    // after the staged calls' on every rank.
+    const bool makes = !comm->deviceWindowsTried && (collective || (nranks == 2 && paired));
+    if (makes) waitForStagedCalls(comm);
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    if (makes) {
       comm->deviceWindowsTried = true;
       comm->deviceWindows = DeviceWindows::create(comm);
       comm->deviceWindowsLive = comm->deviceWindows.get();

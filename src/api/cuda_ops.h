@@ -5,6 +5,8 @@
 // without a device, nothing here takes a call and the host path is unchanged.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "api/ops.h"
@@ -37,6 +39,33 @@ Status copySelfSends(const SelfPairs& self, void* stream);
 // operation (avg sums until the final value, divided by nranks). (api/cuda_schedule.cc)
 Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const OpRequest& op,
                    int nranks, void* stream);
+
+// A communicator's device calls in issue order, whatever streams they are on, as NCCL
+// orders a communicator's work: each call's stream first waits for the last call's event
+// (after), and the call then records it (mark). One per communicator, shared by the device
+// windows and the staged proxy. Thread-safe.
+class DeviceOrder {
+ public:
+  static Expected<std::shared_ptr<DeviceOrder>> create();
+  ~DeviceOrder();
+  DeviceOrder(const DeviceOrder&) = delete;
+  DeviceOrder& operator=(const DeviceOrder&) = delete;
+
+  Status after(void* stream);  // `stream` waits for the last call (nothing before any)
+  Status mark(void* stream);   // the work on `stream` so far is now the last call
+  Status synchronize();        // the host waits for the last call
+
+ private:
+  DeviceOrder() = default;
+  std::mutex mu_;
+  void* event_ = nullptr;
+  bool any_ = false;
+};
+
+// Waits until the communicator's staged device calls (api/cuda_proxy.h) have run their
+// host collectives, so that a host collective issued now runs after them on every rank.
+// Nothing when there are none. The caller does not hold comm->opMu.
+void waitForStagedCalls(braidComm* comm);
 
 // Runs `ops` ordered on `stream` (NULL: the legacy default stream, complete on return);
 // device buffers with a host stream are invalid usage.

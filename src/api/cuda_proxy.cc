@@ -18,12 +18,13 @@ std::atomic<uint64_t>* word(uint64_t* w) { return reinterpret_cast<std::atomic<u
 
 }  // namespace
 
-Expected<std::unique_ptr<StagedProxy>> StagedProxy::create(braidComm* comm) {
+Expected<std::unique_ptr<StagedProxy>> StagedProxy::create(braidComm* comm,
+                                                           std::shared_ptr<DeviceOrder> order) {
   std::unique_ptr<StagedProxy> p(new StagedProxy(comm));
+  p->order_ = std::move(order);
   BRAID_ASSIGN_OR_RETURN(void* words, cuda::pinnedAlloc(sizeof(Words)));
   p->words_ = static_cast<Words*>(words);
   std::memset(p->words_, 0, sizeof(Words));
-  BRAID_ASSIGN_OR_RETURN(p->lastCall_, cuda::eventCreate());
   p->thread_ = std::thread([raw = p.get()] { raw->loop(); });
   return p;
 }
@@ -52,7 +53,6 @@ StagedProxy::~StagedProxy() {
     lock.lock();
   }
   if (words_ != nullptr) (void)cuda::pinnedFree(words_);
-  if (lastCall_ != nullptr) (void)cuda::eventDestroy(lastCall_);
 }
 
 Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
@@ -67,9 +67,9 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   for (reclaimLocked(); queue_.size() + returning_.size() >= kSlots; reclaimLocked()) {
     cv_.wait_for(lock, std::chrono::microseconds(200));  // the oldest pair is in use
   }
-  // After the communicator's last staged call, whatever its stream: a call may read what
-  // the one before wrote (as consecutive calls on the windows are ordered too).
-  if (issued_ > 0) BRAID_TRY(cuda::streamWaitEvent(stream, lastCall_));
+  // After the communicator's last device call, whatever its stream: a call may read what
+  // the one before wrote.
+  BRAID_TRY(order_->after(stream));
   Ticket t;
   BRAID_ASSIGN_OR_RETURN(StagedBuffers staged, StagedBuffers::stageIn(regions, stream));
   t.staged.emplace(std::move(staged));
@@ -79,7 +79,7 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   if (st.isOk()) st = cuda::streamWaitValue64(stream, &words_->done, t.number);
   if (st.isOk()) st = t.staged->copyBack(stream);
   if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->back[slot], t.number);
-  if (st.isOk()) st = cuda::eventRecord(lastCall_, stream);
+  if (st.isOk()) st = order_->mark(stream);
   if (st.isOk()) {
     for (OpRequest& op : ops) {
       op.send = t.staged->hostOf(op.send);
@@ -96,6 +96,11 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   comm_->inflight.fetch_add(1);
   cv_.notify_all();
   return st;
+}
+
+void StagedProxy::waitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return queue_.empty(); });
 }
 
 bool StagedProxy::waitReady(uint64_t number) {

@@ -10,7 +10,9 @@
 // every rank shares: it waits for a ticket's ready word, runs the host collective on the
 // pinned copies (runOps), and writes the done word. Pinned memory goes back to the pool
 // once the back word shows that the stream has copied the results out. Each call's
-// stream work waits for the one before (an event), whatever stream that ran on.
+// stream work waits for the communicator's device call before it (DeviceOrder, shared with
+// the windows), whatever stream that ran on; host collectives issued after staged calls
+// wait for them (waitIdle), so every rank runs its host collectives in issue order.
 //
 // Never a silent hang: a host collective that fails (a dead peer, the timeout) raises the
 // communicator's asynchronous error and still writes the done word, so the stream goes
@@ -32,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/cuda_ops.h"
 #include "api/ops.h"
 #include "exec/cuda_staging.h"
 
@@ -39,7 +42,9 @@ namespace braid {
 
 class StagedProxy {
  public:
-  static Expected<std::unique_ptr<StagedProxy>> create(braidComm* comm);
+  // `order`: the communicator's (api/cuda_ops.h), shared with the device windows.
+  static Expected<std::unique_ptr<StagedProxy>> create(braidComm* comm,
+                                                       std::shared_ptr<DeviceOrder> order);
   // Stops the thread once every issued ticket has run (braidCommDestroy and abort drain
   // comm->inflight first), then waits for the streams' copies back (bounded by the
   // communicator's timeout; past it the pinned memory is leaked, never freed under a
@@ -52,6 +57,8 @@ class StagedProxy {
   // stream, or nullptr: the legacy default stream) and returns; counts the ticket in
   // comm->inflight until the proxy has run it.
   Status issue(std::vector<OpRequest> ops, void* stream);
+  // Blocks until every ticket issued so far has run its host collective.
+  void waitIdle();
 
  private:
   static constexpr uint64_t kSlots = 256;
@@ -75,8 +82,8 @@ class StagedProxy {
   void reclaimLocked();
 
   braidComm* comm_;
-  Words* words_ = nullptr;    // pinned: the GPU reaches it at the same address
-  void* lastCall_ = nullptr;  // an event after the last ticket's work on its stream
+  Words* words_ = nullptr;  // pinned: the GPU reaches it at the same address
+  std::shared_ptr<DeviceOrder> order_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Ticket> queue_;      // issued, not yet run

@@ -21,6 +21,7 @@
 #include "topo/view.h"
 
 namespace braid {
+class DeviceOrder;
 class DeviceWindows;
 class StagedProxy;
 }  // namespace braid
@@ -29,6 +30,9 @@ struct braidComm {
   std::unique_ptr<braid::Comm> comm;
   std::unique_ptr<braid::HostExecutor> exec;
   std::unique_ptr<braid::NodeWindows> windows;  // direct algorithms over shared memory
+  // Orders the communicator's device calls across streams (api/cuda_ops.h), made at the
+  // first device call; declared before its users below, so destroyed after them.
+  std::shared_ptr<braid::DeviceOrder> deviceOrder;
   // The direct GPU path (api/cuda_ipc.h), made at the first device call that can use it
   // (shared_ptr: the type is complete only there).
   std::shared_ptr<braid::DeviceWindows> deviceWindows;
@@ -38,6 +42,7 @@ struct braidComm {
   // Device calls the windows do not run (api/cuda_proxy.h), made at the first; destroyed
   // before the members above, which its thread uses.
   std::shared_ptr<braid::StagedProxy> stagedProxy;
+  std::atomic<braid::StagedProxy*> stagedProxyLive{nullptr};  // stagedProxy.get(), any thread
   std::mutex opMu;                  // one operation at a time (streams run on workers)
   std::atomic<int> activeCalls{0};  // calls inside issueOps (acquireComm); destroy waits
   std::atomic<int> inflight{0};     // operations enqueued on streams, not yet finished

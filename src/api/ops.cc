@@ -181,6 +181,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
 // issueOps once the call is counted.
 braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
+  waitForStagedCalls(comm);  // host collectives in issue order on every rank
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
   comm->inflight.fetch_add(1);
   stream->impl->enqueue([comm, ops = std::move(ops)] {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "api/cuda_ops.h"
 #include "api/ops.h"
 #include "core/bootstrap.h"
 #include "core/env.h"
@@ -23,6 +24,7 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
 namespace {
 
 Status allGatherBytes(braidComm* comm, const void* mine, void* all, size_t bytes) {
+  waitForStagedCalls(comm);  // host collectives in issue order on every rank
   OpRequest op;
   op.collective = algo::Collective::kAllGather;
   op.send = mine;
@@ -97,6 +99,7 @@ Status shrink(braidComm* comm, const int* exclude, int excludeCount, braidComm_t
   }
   // The parent's operations in flight end first (at once with BRAID_SHRINK_ABORT).
   if (flags & BRAID_SHRINK_ABORT) c.requestAbort();
+  waitForStagedCalls(comm);  // at once after an abort
   std::lock_guard<std::mutex> lock(comm->opMu);
   const int leader = members.front();
   std::string packed;

@@ -222,9 +222,9 @@ class Gate {
   }
   bool ok() const { return mem_.isOk(); }
   bool hold(void* stream) { return cuda::streamWaitValue64(stream, mem_.value(), 1).isOk(); }
-  void arm() {
-    opener_ = std::thread([w = word()] {
-      for (int i = 0; i < 2000 && w->load() == 0; ++i) usleep(10000);
+  void arm(int ms = 20000) {
+    opener_ = std::thread([w = word(), ms] {
+      for (int i = 0; i < ms / 10 && w->load() == 0; ++i) usleep(10000);
       w->store(1);
     });
   }
@@ -290,6 +290,56 @@ int asyncBody() {
     if ((out[i] != want || out[k + i] != want * static_cast<float>(n)) && wrong++ < 3) {
       fprintf(stderr, "rank %d: [%zu] = %g, %g; want %g, %g\n", r, i, out[i], out[k + i], want,
               want * static_cast<float>(n));
+    }
+  }
+  (void)cuda::streamDestroy(s1.value());
+  (void)cuda::streamDestroy(s2.value());
+  (void)cuda::deviceFree(mem.value());
+  braidCommDestroy(comm);
+  return ok && wrong == 0 ? 0 : 1;
+}
+
+// Staged calls, then the windows, on another stream: on 3+ ranks a send/recv before any
+// device collective is staged (the proxy), and the all-reduce that follows on another
+// stream, reading what it received, makes the windows. Rank 0's first stream is held for
+// 300 ms and the others call the all-reduce 100 ms late, so the send/recv runs after the
+// all-reduce call on rank 0 and before it elsewhere: the windows' set-up (host
+// collectives) must wait for the staged calls' on every rank, or rank 0 sets up while the
+// others wait in the send/recv for it, until the timeout. The all-reduce must see the
+// received data: its stream waits for the staged call's copies back (a communicator's
+// device calls are ordered across streams whichever path runs them).
+int stagedThenWindowsBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  const size_t k = size_t{4} << 20;
+  Expected<void*> s1 = cuda::streamCreate(), s2 = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(3 * k * 4);
+  if (!s1.isOk() || !s2.isOk() || !mem.isOk()) return 3;
+  auto* d = static_cast<int32_t*>(mem.value());
+  std::vector<int32_t> host(k);
+  for (size_t i = 0; i < k; ++i) host[i] = static_cast<int32_t>((r + 1) * 10 + i % 7);
+  Gate gate;
+  bool ok = gate.ok() && (r != 0 || gate.hold(s1.value()));
+  if (r == 0) gate.arm(300);
+  ok = cuda::copyAsync(d, host.data(), k * 4, s1.value()).isOk() && ok;
+  braidGroupStart();
+  braidSend(d, k, braidInt32, (r + 1) % n, comm, static_cast<braidStream_t>(s1.value()));
+  braidRecv(d + k, k, braidInt32, (r + n - 1) % n, comm, static_cast<braidStream_t>(s1.value()));
+  ok = braidGroupEnd() == braidSuccess && ok;
+  if (r != 0) usleep(100000);  // the send/recv has run here by now
+  ok = ok && braidAllReduce(d + k, d + 2 * k, k, braidInt32, braidSum, comm,
+                            static_cast<braidStream_t>(s2.value())) == braidSuccess;
+  ok = ok && cuda::copyAsync(host.data(), d + 2 * k, k * 4, s2.value()).isOk() &&
+       cuda::streamSynchronize(s2.value()).isOk() && cuda::streamSynchronize(s1.value()).isOk();
+  if (!ok) fprintf(stderr, "rank %d: a call failed: %s\n", r, braidGetLastError(comm));
+  size_t wrong = 0;
+  for (size_t i = 0; ok && i < k; ++i) {
+    const auto want = static_cast<int32_t>(10 * n * (n + 1) / 2 + n * static_cast<int>(i % 7));
+    if (host[i] != want && wrong++ < 3) {
+      fprintf(stderr, "rank %d: [%zu] = %d, want %d\n", r, i, host[i], want);
     }
   }
   (void)cuda::streamDestroy(s1.value());
@@ -446,6 +496,15 @@ TEST(CudaOneRank, EveryCollectiveOnDeviceBuffersIsExact) {
   Env env = jobEnv(1);
   env["BRAID_TIMEOUT_MS"] = "60000";
   expectEveryRankPasses(1, env, everyCollectiveBody, 300);
+}
+
+TEST(CudaOrder, StagedCallsThenTheWindowsOnAnotherStreamKeepTheirOrder) {
+  SKIP_WITHOUT_DEVICE();
+  for (int n : {3, 4}) {
+    Env env = jobEnv(n);
+    env["BRAID_TIMEOUT_MS"] = "10000";
+    expectEveryRankPasses(n, env, stagedThenWindowsBody, 120);
+  }
 }
 
 TEST(CudaPairs, ASendAndReceiveMakeTheWindowsOnTwoRanks) {
