@@ -57,7 +57,9 @@ StagedProxy::~StagedProxy() {
 
 Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   const int rank = comm_->comm->rank(), nranks = comm_->comm->nranks();
-  // What runOps would refuse at once is refused here, before anything is enqueued.
+  // What runOps would refuse at once is refused here, before anything is enqueued: a
+  // communicator that failed (as the windows refuse calls once released), a bad group.
+  BRAID_TRY(comm_->comm->asyncError());
   BRAID_TRY(pairSelfSends(ops, rank).status());
   std::vector<StagedRegion> regions;
   for (const OpRequest& op : ops) {

@@ -421,8 +421,10 @@ int stuckPeerBody() {
     return 4;
   }
   int rc = 0;
+  const bool dies = getenv("TEST_PEER_DIES") != nullptr;
   if (r == n - 1) {
-    sleep(8);  // alive and answering, but not calling
+    if (dies) _exit(0);  // gone, its sockets closed by the kernel
+    sleep(8);            // alive and answering, but not calling
   } else {
     const uint64_t t0 = nowNs();
     braidResult_t a = braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st);
@@ -434,8 +436,14 @@ int stuckPeerBody() {
     const std::string msg = braidGetLastError(comm);
     fprintf(stderr, "rank %d: call %d, synced %d after %.1f s, async error %d, later call %d: %s\n",
             r, a, synced, sec, async, later, msg.c_str());
-    const bool says = msg.find("device windows") != std::string::npos;
-    rc = a == braidSuccess && synced && sec < 30 && async != braidSuccess &&
+    // The windows release their barriers; the staged path's host collective times out.
+    const char* ipc = getenv("BRAID_CUDA_IPC");
+    const bool staged = ipc != nullptr && std::string(ipc) == "0";
+    const std::string last = "rank " + std::to_string(n - 1);
+    const bool says = dies     ? msg.find(last) != std::string::npos
+                      : staged ? msg.find("timed out waiting for " + last) != std::string::npos
+                               : msg.find("device windows") != std::string::npos;
+    rc = a == braidSuccess && synced && sec < (dies ? 10 : 30) && async != braidSuccess &&
                  later != braidSuccess && says
              ? 0
              : 1;
@@ -520,6 +528,31 @@ TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
   Env env = jobEnv(n);
   env["BRAID_TIMEOUT_MS"] = "3000";
   expectEveryRankPasses(n, env, stuckPeerBody, 120);
+}
+
+// The same on the staged path: the proxy's host collective times out, raises the error
+// and lets the stream go on.
+TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHangStaged) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "3000";
+  env["BRAID_CUDA_IPC"] = "0";
+  expectEveryRankPasses(n, env, stuckPeerBody, 120);
+}
+
+// A peer that dies after the first call: the others' device calls, through the windows
+// and staged, end in an error naming it, their streams finished, well within the timeout.
+TEST_P(CudaCollectives, APeerThatDiesEndsInAnErrorNotAHang) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  for (const char* ipc : {"1", "0"}) {
+    Env env = jobEnv(n);
+    env["BRAID_TIMEOUT_MS"] = "20000";
+    env["BRAID_CUDA_IPC"] = ipc;
+    env["TEST_PEER_DIES"] = "1";
+    expectEveryRankPasses(n, env, stuckPeerBody, 120);
+  }
 }
 
 // The paths a device call can take: the device windows (CUDA IPC) as configured by
