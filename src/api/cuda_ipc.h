@@ -1,7 +1,8 @@
 // DeviceWindows: the direct GPU path for ranks of one node (CUDA IPC), ordered on the
 // caller's CUDA stream and returning at once, as NCCL's calls do.
 //
-// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 128 MiB) in two
+// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 128 MiB, or 2 MiB
+// when a send/recv on a 2-rank communicator makes it; the ranks check they agree) in two
 // halves, and every peer maps it with CUDA IPC, so device data never leaves the GPU(s). A
 // round of a call copies this rank's input into its own window's half (round % 2) on the
 // stream, passes a barrier, and then the reduction or copy kernels read the peers' halves
@@ -74,7 +75,12 @@ class DeviceWindows {
   // the collective, its operation; never from this rank's buffers).
   static bool supports(const OpRequest& op, int nranks);
   // Collective over comm; the caller holds comm->opMu. Null: use the staged path.
-  static std::unique_ptr<DeviceWindows> create(braidComm* comm);
+  // forPointToPoint: a send or receive on a 2-rank communicator makes them (smaller
+  // halves, kPointToPointWindowBytes, unless BRAID_CUDA_WINDOW_BYTES says). The ranks
+  // check that their layouts agree; where not, none uses the windows.
+  static std::unique_ptr<DeviceWindows> create(braidComm* comm, bool forPointToPoint);
+  static constexpr int64_t kWindowBytes = int64_t{128} << 20;
+  static constexpr int64_t kPointToPointWindowBytes = int64_t{2} << 20;
   // Waits for this rank's enqueued work, then for every rank to let go of the windows
   // (bounded by the timeout; skipped after a failure, when the window is left allocated
   // rather than freed under a peer that may still map it).
@@ -161,9 +167,9 @@ class DeviceWindows {
   // The barrier counters (rank q's at counters_[q]), in a page every rank maps.
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<SharedRegion> flags_;
-  Counter* counters_ = nullptr;     // as the host sees them
-  char* countersDevice_ = nullptr;  // as device work reaches them
-  std::atomic<uint64_t> epoch_{0};  // barriers enqueued by this rank
+  Counter* counters_ = nullptr;         // as the host sees them
+  char* countersDevice_ = nullptr;      // as device work reaches them
+  std::atomic<uint64_t> epoch_{0};      // barriers enqueued by this rank
   std::shared_ptr<DeviceOrder> order_;  // the communicator's (api/cuda_ops.h)
   // Device scratch: a window call's output for a receive buffer kernels cannot write, or
   // a lowered schedule's scratch.

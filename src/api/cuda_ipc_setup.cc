@@ -26,8 +26,9 @@ constexpr size_t kNameBytes = 64;
 
 // What each rank tells the others at set-up (all-gathered as bytes).
 struct SetupRecord {
-  int32_t ok;      // 1: this rank's window exists
-  int32_t device;  // the CUDA device it lives on (this process's numbering)
+  int32_t ok;                     // 1: this rank's window exists
+  int32_t device;                 // the CUDA device it lives on (this process's numbering)
+  uint64_t halfBytes, slotBytes;  // its layout, which every rank must share
   cuda::DeviceUuid uuid;
   cuda::IpcHandle handle;
   char flagsName[kNameBytes];  // rank 0: the counters' region
@@ -52,7 +53,7 @@ char* DeviceWindows::device(const std::atomic<uint64_t>& counter) const {
          (reinterpret_cast<const char*>(&counter) - reinterpret_cast<const char*>(counters_));
 }
 
-std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
+std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPointToPoint) {
   Comm& c = *comm->comm;
   auto refuse = [](const std::string& why) {
     BRAID_INFO("device windows (CUDA IPC) off: %s; device buffers are staged through host memory",
@@ -65,7 +66,11 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
     return refuse(std::to_string(c.nranks()) + " ranks (at most " +
                   std::to_string(cuda::kMaxReduceInputs) + ")");
   }
-  const int64_t bytes = envInt("BRAID_CUDA_WINDOW_BYTES", 128 << 20);
+  // Windows a send or receive made (a 2-rank communicator, as torch makes one per pair for
+  // send/recv, that may never run a collective) default to 2 MiB, not 128: their calls
+  // go through the send slots. A collective on them later runs in 1 MiB rounds.
+  const int64_t bytes =
+      envInt("BRAID_CUDA_WINDOW_BYTES", forPointToPoint ? kPointToPointWindowBytes : kWindowBytes);
   if (bytes < 8192) return refuse("BRAID_CUDA_WINDOW_BYTES is below 8192");
 
   std::unique_ptr<DeviceWindows> w(new DeviceWindows());
@@ -100,6 +105,8 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
     Expected<cuda::IpcHandle> h = cuda::ipcHandle(w->own_);
     if (h.isOk()) {
       mine.ok = 1;
+      mine.halfBytes = w->halfBytes_;
+      mine.slotBytes = w->slotBytes_;
       mine.device = device.value();
       mine.uuid = uuid.value();
       mine.handle = h.value();
@@ -139,6 +146,13 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm) {
       w->windows_[static_cast<size_t>(q)] = static_cast<char*>(w->own_);
     } else if (r.ok != 1) {
       why = "rank " + std::to_string(q) + " has no window";
+    } else if (r.halfBytes != mine.halfBytes || r.slotBytes != mine.slotBytes) {
+      why = "rank " + std::to_string(q) + "'s window has halves of " + std::to_string(r.halfBytes) +
+            " bytes and send slots of " + std::to_string(r.slotBytes) + ", this rank's " +
+            std::to_string(mine.halfBytes) + " and " + std::to_string(mine.slotBytes) +
+            " (BRAID_CUDA_WINDOW_BYTES and BRAID_CUDA_P2P_SLOT_BYTES must agree, and the first "
+            "device call on a 2-rank communicator must be a collective on both ranks or a "
+            "send/recv on both)";
     } else {
       Expected<void*> p = cuda::ipcOpen(r.handle);
       if (p.isOk()) {
@@ -357,9 +371,7 @@ void DeviceWindows::watch() {
   }
 }
 
-Status DeviceWindows::flush() {
-  return order_->synchronize();
-}
+Status DeviceWindows::flush() { return order_->synchronize(); }
 
 bool DeviceWindows::released() {
   if (released_.load()) return true;

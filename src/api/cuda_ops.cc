@@ -238,7 +238,7 @@ Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStrea
     std::lock_guard<std::mutex> lock(comm->opMu);
     if (makes) {
       comm->deviceWindowsTried = true;
-      comm->deviceWindows = DeviceWindows::create(comm);
+      comm->deviceWindows = DeviceWindows::create(comm, !collective);
       comm->deviceWindowsLive = comm->deviceWindows.get();
     }
     if (comm->deviceWindows != nullptr) {

@@ -42,9 +42,10 @@ const std::vector<EnvVar>& envTable() {
       {"BRAID_CUDA_IPC", nullptr, "1",
        "0: device buffers of ranks on one node are staged through host memory instead of "
        "read from the peers' device windows (CUDA IPC)"},
-      {"BRAID_CUDA_WINDOW_BYTES", nullptr, "67108864",
-       "bytes of device memory per rank that peers on the node map (CUDA IPC); larger calls "
-       "go in rounds of this"},
+      {"BRAID_CUDA_WINDOW_BYTES", nullptr, nullptr,
+       "bytes of device memory per rank that peers on the node map (CUDA IPC), two halves; "
+       "larger calls go in rounds of a half (default 134217728, or 2097152 for windows a "
+       "send/recv makes on a 2-rank communicator)"},
       {"BRAID_CUDA_TWO_SHOT_BYTES", nullptr, "1048576",
        "device all-reduce of at least this many bytes with 3 or more ranks on different GPUs "
        "is two-shot (reduce a slice, then gather) rather than one-shot; set, it applies to "

@@ -40,6 +40,10 @@ inline bool gpuReaches(const void* p, size_t bytes) {
   return bytes == 0 || regionOf(p, bytes) != Region::kPageable;
 }
 
+// Bytes of device memory this process allocated and has not freed (its peers' mappings
+// not counted).
+size_t deviceBytesInUse();
+
 // Records a fault (a kernel touching memory a GPU cannot reach); the first one sticks.
 void fault(const std::string& what);
 // The sticky fault as an error, or ok.

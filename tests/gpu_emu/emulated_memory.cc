@@ -46,6 +46,14 @@ class Allocations {
     map_.erase(it);
     return true;
   }
+  size_t deviceBytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t total = 0;
+    for (const auto& [base, a] : map_) {
+      if (a.region == Region::kDevice && !a.mapped) total += a.bytes;
+    }
+    return total;
+  }
   // The allocation holding `p`, with its start, or false.
   bool holding(const void* p, uintptr_t* base, Allocation* out) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -96,6 +104,8 @@ Region regionOf(const void* p, size_t bytes, bool* overrun) {
   }
   return a.region;
 }
+
+size_t deviceBytesInUse() { return Allocations::get().deviceBytes(); }
 
 void fault(const std::string& what) {
   std::lock_guard<std::mutex> lock(faultMu);
