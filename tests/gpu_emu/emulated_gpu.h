@@ -13,8 +13,9 @@
 // - Kernels and stream memory operations fault on pageable host memory (not device,
 //   pinned or registered) and on a device range they overrun; a fault is sticky, as a
 //   GPU's is: every later synchronisation returns it.
-// - Copies follow CUDA's pageable rules: from pageable memory the data is taken when the
-//   copy is enqueued; to pageable memory the call returns once the copy is done.
+// - Copies follow CUDA's pageable rules: from pageable memory the stream is synchronised
+//   and the data taken before the call returns; to pageable memory the call returns once
+//   the copy is done.
 // Not modelled: the GPU's memory ordering (all of this is coherent host memory), kernel
 // concurrency, timing, and host code touching device memory (which works here).
 //

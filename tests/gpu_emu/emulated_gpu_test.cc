@@ -34,14 +34,26 @@ TEST(EmulatedGpu, StreamsRunInOrderAndSynchronizeWaitsForAll) {
   void* s = streamCreate().value();
   auto* d = static_cast<int*>(deviceAlloc(4 * sizeof(int)).value());
   int host[4] = {1, 2, 3, 4}, back[4] = {};
-  Gate gate(s);
   ASSERT_TRUE(copyAsync(d, host, sizeof(host), s).isOk());
   host[0] = 99;  // taken at the call, as CUDA stages pageable memory
+  Gate gate(s);
+  const int seven = 7;
+  ASSERT_TRUE(launchCopy(d + 3, d + 1, sizeof(int), s).isOk());  // queued behind the gate
   EXPECT_FALSE(streamIdle(s).value());
-  gate.open();
+  // A copy from pageable memory first waits for the stream: it returns after the gate.
+  std::atomic<bool> opened{false};
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    opened = true;
+    gate.open();
+  });
+  ASSERT_TRUE(copyAsync(d + 2, &seven, sizeof(int), s).isOk());
+  EXPECT_TRUE(opened.load());
+  opener.join();
   ASSERT_TRUE(copyAsync(back, d, sizeof(back), s).isOk());  // to pageable: returns when done
   EXPECT_EQ(back[0], 1);
-  EXPECT_EQ(back[3], 4);
+  EXPECT_EQ(back[2], 7);
+  EXPECT_EQ(back[3], 2);
   EXPECT_TRUE(streamIdle(s).value());
   EXPECT_TRUE(deviceFree(d).isOk());
   EXPECT_TRUE(streamDestroy(s).isOk());
@@ -63,9 +75,10 @@ TEST(EmulatedGpu, EventsOrderOneStreamAfterAnother) {
   void* a = streamCreate().value();
   void* b = streamCreate().value();
   auto* d = static_cast<int*>(deviceAlloc(8).value());
-  const int one = 1;
+  auto* one = static_cast<int*>(pinnedAlloc(4).value());
+  *one = 1;
   Gate gate(a);
-  ASSERT_TRUE(copyAsync(d, &one, 4, a).isOk());
+  ASSERT_TRUE(copyAsync(d, one, 4, a).isOk());
   void* e = eventCreate().value();
   ASSERT_TRUE(eventRecord(e, a).isOk());
   ASSERT_TRUE(streamWaitEvent(b, e).isOk());
@@ -77,6 +90,7 @@ TEST(EmulatedGpu, EventsOrderOneStreamAfterAnother) {
   EXPECT_EQ(got[1], 1);
   EXPECT_TRUE(eventDestroy(e).isOk());
   EXPECT_TRUE(deviceFree(d).isOk());
+  EXPECT_TRUE(pinnedFree(one).isOk());
 }
 
 TEST(EmulatedGpu, KernelsOnPageableMemoryFaultAndTheFaultSticks) {

@@ -219,15 +219,17 @@ Status copyAsync(void* dst, const void* src, size_t bytes, void* stream) {
   if (overrun) return emu::emulated(emu::unreachable("a copy's source", src, bytes));
   const emu::Region to = emu::regionOf(dst, bytes, &overrun);
   if (overrun) return emu::emulated(emu::unreachable("a copy's destination", dst, bytes));
-  std::function<void()> op;
-  if (from == emu::Region::kPageable) {  // CUDA stages pageable data at the call
+  if (from == emu::Region::kPageable) {
+    // CUDA synchronises the stream, then stages the pageable data: the call returns with
+    // the stream's earlier work done and the data taken.
+    BRAID_TRY(emu::drain(stream));
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
                                                       static_cast<const char*>(src) + bytes);
-    op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
+    BRAID_TRY(
+        emu::enqueue(stream, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); }));
   } else {
-    op = [dst, src, bytes] { std::memmove(dst, src, bytes); };
+    BRAID_TRY(emu::enqueue(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); }));
   }
-  BRAID_TRY(emu::enqueue(stream, std::move(op)));
   // To pageable memory CUDA's copy returns once it is done.
   return to == emu::Region::kPageable ? emu::drain(stream) : Status::ok();
 }

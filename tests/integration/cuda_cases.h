@@ -79,6 +79,7 @@ struct Case {
   size_t k;
   bool inPlace;
   int root;
+  bool hostMemory = false;  // the buffers in pageable host memory, still on the CUDA stream
 };
 
 // all-to-all-v counts: rank s sends m(s, d) elements to rank d, packed.
@@ -108,7 +109,9 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
   std::vector<char> image(bytes, 0x5a);
   char* hostIn = image.data() + outBytes;
   for (size_t i = 0; i < inElems; ++i) put(c.t, hostIn, i, input(c.t, vop, r, n, i));
-  Expected<void*> mem = cuda::deviceAlloc(bytes);
+  std::vector<char> hostBuffers(c.hostMemory ? bytes : 0);
+  Expected<void*> mem = c.hostMemory ? Expected<void*>(static_cast<void*>(hostBuffers.data()))
+                                     : cuda::deviceAlloc(bytes);
   if (!mem.isOk()) {
     fprintf(stderr, "rank %d: %s\n", r, mem.status().message().c_str());
     return 1u << 30;
@@ -157,9 +160,11 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
       break;
   }
   copied = copied && cuda::copyAsync(image.data(), base, bytes, stream).isOk() &&
-           cuda::streamSynchronize(stream).isOk() && cuda::deviceFree(base).isOk();
+           cuda::streamSynchronize(stream).isOk() &&
+           (c.hostMemory || cuda::deviceFree(base).isOk());
   if (res != braidSuccess || !copied) {
-    fprintf(stderr, "rank %d: %s failed: %s\n", r, kNames[c.coll], braidGetLastError(comm));
+    fprintf(stderr, "rank %d: %s%s failed: %s\n", r, kNames[c.coll],
+            c.hostMemory ? " on host memory" : "", braidGetLastError(comm));
     return 1u << 30;
   }
   auto in = [&](int p, size_t i) { return input(c.t, vop, p, n, i); };

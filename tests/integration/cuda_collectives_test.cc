@@ -177,6 +177,15 @@ int everyCollectiveBody() {
       }
     }
   }
+  // Host buffers on the CUDA stream (an extension: NCCL would fault): device work must
+  // reach them only through device copies, whichever path runs the call.
+  for (int coll = 0; coll < kNumColls; ++coll) {
+    for (size_t k : {size_t{1}, size_t{1009}}) {
+      Case c{coll, braidFloat32, braidSum, k, false, ++seq % n};
+      c.hostMemory = true;
+      wrong += runOnDevice(comm, stream.value(), c);
+    }
+  }
   wrong += ringExchange(comm, stream.value(), 5000);
   wrong += allPairsExchange(comm, stream.value(), 5000);
   // The barrier, and a NULL stream (the legacy default stream, complete on return).
