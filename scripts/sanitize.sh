@@ -11,7 +11,7 @@
 #   tsan  ThreadSanitizer, in build-tsan/, on the threaded parts: the liveness
 #         watch and progress queries, the root service, abort from another
 #         thread, host streams, groups, split, shrink, the dump thread, socket
-#         streams.
+#         streams, and the GPU path's threads over the emulated GPU.
 # Only test targets are built (no perf, train, python; BRAID_ENABLE_CUDA=OFF).
 # Any report fails the run: a sanitizer error stops the process, undefined
 # behaviour does not recover, and a rank that stops exits non-zero, which every
@@ -43,7 +43,11 @@ asan_tests='^(Emulated|AllReduceStreams|Transports/KilledRank|Bootstrap|PeerList
 not_here='^Braidrun\.ExitsNonZeroAndOthersNameTheRankKilledMidAllReduce$'  # runs a perf tool
 # Under TSan a process takes a second to start: unit binaries run whole.
 tsan_unit=(socket_transport_test api_errors_test)
-tsan_targets=("${tsan_unit[@]}" allreduce_test failure_test groups_test security_test)
+tsan_targets=("${tsan_unit[@]}" allreduce_test failure_test groups_test security_test
+  cuda_collectives_emu_test)
+# The GPU path's threads over the emulated GPU (the staged proxy, the windows' watch, the
+# emulation's stream workers) at 3 ranks.
+tsan_emulated='^Emulated\.(Ranks/CudaCollectives\.(Staged|DeviceCalls)[^ ]*/3_ranks|CudaOrder\.|CudaPairs\.|Ranks/CudaPaths\.[^ ]*/3_ranks_(staged|windows))'
 tsan_tests='^(AllReduceStreams|Transports/KilledRank|Bootstrap|PeerListener|Abort|Timeout|CallCheck|Shrink|Dump|Groups|Barrier|Split|ReplayedId)\.|^Ranks/AllReduceProcesses\.EveryTypeOpAndCountIsExact/(shm|socket)_3( |$)'
 
 # libpciaccess (hwloc's pci plugin) keeps its allocations in globals that
@@ -95,6 +99,7 @@ for kind in "${kinds[@]}"; do
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"
       run_unit "${tsan_unit[@]}"
       ctest --output-on-failure -R "$tsan_tests"
+      ctest --output-on-failure -R "$tsan_emulated"
       unset TSAN_OPTIONS
       ;;
     *)
