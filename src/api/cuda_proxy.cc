@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <list>
 
 #include "api/cuda_ops.h"
 #include "api/handle.h"
@@ -36,16 +37,21 @@ StagedProxy::~StagedProxy() {
     cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(comm_->comm->config().timeoutMs);
+  // After an abort or a failure a stream may be held anywhere (a gate, a dead peer's
+  // data): go at once. Otherwise give the streams the timeout to copy their results out.
+  const bool broken = comm_->comm->aborted() || comm_->comm->failed();
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(broken ? 0 : comm_->comm->config().timeoutMs);
   std::unique_lock<std::mutex> lock(mu_);
   for (reclaimLocked(); !returning_.empty(); reclaimLocked()) {
     if (std::chrono::steady_clock::now() > until) {
-      BRAID_WARN(
-          "%zu staged device calls never copied their results back (is a stream stuck?); "
-          "their pinned memory is left allocated",
-          returning_.size());
-      new std::deque<Ticket>(std::move(returning_));  // leaked: a stream may still write it
+      if (!broken) {
+        BRAID_WARN(
+            "%zu staged device calls never copied their results back (is a stream stuck?); "
+            "their pinned memory is left allocated",
+            returning_.size());
+      }
+      keepForever(std::move(returning_), words_);  // a stream may still write them
       return;
     }
     lock.unlock();
@@ -53,6 +59,18 @@ StagedProxy::~StagedProxy() {
     lock.lock();
   }
   if (words_ != nullptr) (void)cuda::pinnedFree(words_);
+}
+
+void StagedProxy::keepForever(std::deque<Ticket> tickets, Words* words) {
+  // Reachable from here, so leak checkers do not count them.
+  struct Kept {
+    std::deque<Ticket> tickets;
+    Words* words;
+  };
+  static auto* kept = new std::list<Kept>;  // a list: Tickets do not copy
+  static std::mutex keptMu;
+  std::lock_guard<std::mutex> lock(keptMu);
+  kept->push_back(Kept{std::move(tickets), words});
 }
 
 Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
@@ -128,11 +146,9 @@ void StagedProxy::loop() {
     Ticket& t = queue_.front();  // stays put while issue() appends
     lock.unlock();
     Status st = Status::ok();
-    if (!waitReady(t.number)) {
-      st = Status(braidRemoteError, "the communicator was aborted before a staged device call ran");
-    } else if (!t.ops.empty()) {
-      st = runOps(comm_, t.ops);
-    }
+    // Aborted before the stream got here: the call is dropped (the user asked for it, so
+    // nothing is reported); its stream goes on when it can.
+    if (waitReady(t.number) && !t.ops.empty()) st = runOps(comm_, t.ops);
     if (!st.isOk()) {
       comm_->comm->raiseAsyncError(st);
       finish(comm_, st);

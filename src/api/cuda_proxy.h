@@ -47,8 +47,8 @@ class StagedProxy {
                                                        std::shared_ptr<DeviceOrder> order);
   // Stops the thread once every issued ticket has run (braidCommDestroy and abort drain
   // comm->inflight first), then waits for the streams' copies back (bounded by the
-  // communicator's timeout; past it the pinned memory is leaked, never freed under a
-  // stream that may still write it).
+  // communicator's timeout, not at all after an abort or a failure; what has not come
+  // back is kept until exit, never freed under a stream that may still write it).
   ~StagedProxy();
   StagedProxy(const StagedProxy&) = delete;
   StagedProxy& operator=(const StagedProxy&) = delete;
@@ -80,6 +80,9 @@ class StagedProxy {
   bool waitReady(uint64_t number);
   // Drops the tickets whose copies back the streams have finished. Holds mu_.
   void reclaimLocked();
+  // Keeps what streams may still write (pinned memory of tickets not back, the words)
+  // until the process exits.
+  static void keepForever(std::deque<Ticket> tickets, Words* words);
 
   braidComm* comm_;
   Words* words_ = nullptr;  // pinned: the GPU reaches it at the same address

@@ -476,6 +476,32 @@ int stuckPeerBody() {
   return rc;
 }
 
+// braidCommAbort while a staged call is held back on its stream (a gate) returns at once:
+// it does not wait for the stream, and what the stream will still write (pinned copies,
+// the proxy's words) stays allocated; once the gate opens the stream finishes.
+int abortHeldBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(1 << 20);
+  Gate gate;
+  if (!s.isOk() || !mem.isOk() || !gate.ok() || !gate.hold(s.value())) return 3;
+  float* d = static_cast<float*>(mem.value());
+  braidResult_t a = braidAllReduce(d, d, 1 << 18, braidFloat32, braidSum, comm,
+                                   static_cast<braidStream_t>(s.value()));
+  const uint64_t t0 = nowNs();
+  braidResult_t aborted = braidCommAbort(comm);
+  const double sec = static_cast<double>(nowNs() - t0) / 1e9;
+  gate.open();
+  const bool synced = cuda::streamSynchronize(s.value()).isOk();
+  fprintf(stderr, "call %d, abort %d after %.2f s, stream synced %d\n", a, aborted, sec, synced);
+  (void)cuda::streamDestroy(s.value());
+  (void)cuda::deviceFree(mem.value());
+  // A peer that aborted first may already be gone when this rank calls.
+  const bool called = a == braidSuccess || a == braidRemoteError;
+  return called && aborted == braidSuccess && sec < 10 && synced ? 0 : 1;
+}
+
 // Runs `body` as n ranks with `env` and expects every rank to exit 0.
 void expectEveryRankPasses(int n, const Env& env, int (*body)(), int timeoutSec) {
   auto outcomes = runRanks(
@@ -572,6 +598,15 @@ TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
     env["BRAID_CUDA_IPC"] = ipc;
     expectEveryRankPasses(n, env, stuckPeerBody, 120);
   }
+}
+
+TEST_P(CudaCollectives, AnAbortReturnsWhileAStagedCallIsHeldOnItsStream) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "30000";
+  env["BRAID_CUDA_IPC"] = "0";
+  expectEveryRankPasses(n, env, abortHeldBody, 120);
 }
 
 // A peer that dies after the first call: the others' device calls, through the windows
