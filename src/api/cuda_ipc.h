@@ -83,7 +83,8 @@ class DeviceWindows {
   static constexpr int64_t kPointToPointWindowBytes = int64_t{2} << 20;
   // Waits for this rank's enqueued work, then for every rank to let go of the windows
   // (bounded by the timeout; skipped after a failure, when the window is left allocated
-  // rather than freed under a peer that may still map it).
+  // rather than freed under a peer that may still map it). After an abort it waits for
+  // nothing and frees nothing the streams may still touch.
   ~DeviceWindows();
   DeviceWindows(const DeviceWindows&) = delete;
   DeviceWindows& operator=(const DeviceWindows&) = delete;
@@ -116,6 +117,9 @@ class DeviceWindows {
   static constexpr uint64_t kReleased = uint64_t{1} << 62;
 
   DeviceWindows() = default;
+  // After an abort: keeps what queued device work may still touch (the counters' region;
+  // the device memory is simply not freed) until the process exits.
+  void keepAfterAbort();
   Status runOne(const OpRequest& op, void* stream);
   // Whether op runs as a lowered schedule (true: which algorithm in *alg).
   Expected<bool> lowers(const OpRequest& op, algo::Algorithm* alg);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <string>
 
 #include "api/cuda_ipc.h"  // first of Braid's: the header this file implements
@@ -230,10 +231,13 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
 
 DeviceWindows::~DeviceWindows() {
   const bool started = watcher_.joinable();
+  const bool aborted = started && comm_->aborted();
   if (started && (comm_->aborted() || comm_->failed())) {
     release(comm_->failed() ? comm_->asyncError() : Status(braidInvalidUsage, "aborted"));
   }
-  Status st = started ? flush() : Status::ok();
+  // braidCommAbort does not wait for the streams (a stream may be held by the caller's own
+  // work); what their queued work may still touch stays allocated instead.
+  Status st = started && !aborted ? flush() : Status::ok();
   if (started) {
     {
       std::lock_guard<std::mutex> lock(watchMu_);
@@ -241,6 +245,10 @@ DeviceWindows::~DeviceWindows() {
     }
     watchCv_.notify_all();
     watcher_.join();
+  }
+  if (aborted) {
+    keepAfterAbort();
+    return;
   }
   for (int q = 0; q < nranks_; ++q) {
     char* p = windows_.empty() ? nullptr : windows_[static_cast<size_t>(q)];
@@ -274,6 +282,20 @@ DeviceWindows::~DeviceWindows() {
     if (p != nullptr) (void)cuda::deviceFree(p);
   }
   if (countersDevice_ != nullptr) (void)cuda::hostUnregister(flags_->base());
+}
+
+void DeviceWindows::keepAfterAbort() {
+  BRAID_INFO(
+      "device windows: aborted; this rank's window, its mappings of the peers' and the "
+      "counters stay until exit (queued device work may still use them)");
+  struct Kept {
+    std::unique_ptr<Transport> shm;
+    std::unique_ptr<SharedRegion> flags;
+  };
+  static auto* kept = new std::list<Kept>;  // reachable: leak checkers do not count it
+  static std::mutex keptMu;
+  std::lock_guard<std::mutex> lock(keptMu);
+  kept->push_back(Kept{std::move(shm_), std::move(flags_)});
 }
 
 // Releases every rank's barriers for good and raises the communicator's error (any
