@@ -301,6 +301,9 @@ void DeviceWindows::keepAfterAbort() {
 // Releases every rank's barriers for good and raises the communicator's error (any
 // thread; idempotent).
 void DeviceWindows::release(const Status& why) {
+  // The error first (sticky: the first cause stays), so whoever sees the windows released,
+  // or a stream past a released barrier, finds it raised.
+  comm_->raiseAsyncError(why);
   if (released_.exchange(true)) return;
   for (int q = 0; q < nranks_; ++q) {
     counters_[q].value.store(kReleased, std::memory_order_release);
@@ -309,7 +312,6 @@ void DeviceWindows::release(const Status& why) {
       consumed(q, r).store(kReleased, std::memory_order_release);
     }
   }
-  comm_->raiseAsyncError(why);
   BRAID_WARN("%s", why.message().c_str());
 }
 
@@ -399,11 +401,14 @@ bool DeviceWindows::released() {
   if (released_.load()) return true;
   for (int q = 0; q < nranks_; ++q) {
     if (counters_[q].value.load(std::memory_order_acquire) < kReleased) continue;
-    if (!released_.exchange(true)) {
-      comm_->raiseAsyncError(Status(braidRemoteError,
-                                    "device windows: another rank released the GPU barriers "
-                                    "(a peer failed or timed out); results since are undefined"));
-    }
+    // Raised before released_ is set, by whichever thread gets here (the watch thread and
+    // a caller may both): a caller that sees released_ finds the error there. (Setting
+    // released_ first let braidCommGetAsyncError, right after its stream passed a released
+    // barrier, report success while the watch thread had yet to raise it.)
+    comm_->raiseAsyncError(Status(braidRemoteError,
+                                  "device windows: another rank released the GPU barriers "
+                                  "(a peer failed or timed out); results since are undefined"));
+    released_.store(true);
     return true;
   }
   return false;
