@@ -31,7 +31,7 @@ mapfile -t unit < <(ls tests/unit/*/*_test.cc | grep -v /perf/ | xargs -n1 basen
   grep -vxF -f <(printf '%s\n' "${sweeps[@]}"))
 unit=("${sweeps[@]}" "${unit[@]}")
 integration=(allreduce_test collectives_test failure_test groups_test limits_test security_test
-  multinode_test braidrun_test braidrun cuda_collectives_emu_test)
+  multinode_test braidrun_test braidrun cuda_collectives_emu_test cuda_failures_emu_test)
 # The GPU path over the emulated GPU (tests/gpu_emu): its host code runs in these builds too.
 emulated=(emulated_gpu_test)
 # Integration tests that need what these builds leave out (perf tools) or

@@ -117,9 +117,6 @@ class DeviceWindows {
   static constexpr uint64_t kReleased = uint64_t{1} << 62;
 
   DeviceWindows() = default;
-  // After an abort: keeps what queued device work may still touch (the counters' region;
-  // the device memory is simply not freed) until the process exits.
-  void keepAfterAbort();
   Status runOne(const OpRequest& op, void* stream);
   // Whether op runs as a lowered schedule (true: which algorithm in *alg).
   Expected<bool> lowers(const OpRequest& op, algo::Algorithm* alg);

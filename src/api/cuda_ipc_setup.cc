@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <list>
 #include <string>
 
 #include "api/cuda_ipc.h"  // first of Braid's: the header this file implements
@@ -246,8 +245,12 @@ DeviceWindows::~DeviceWindows() {
     watchCv_.notify_all();
     watcher_.join();
   }
-  if (aborted) {
-    keepAfterAbort();
+  if (aborted) {  // queued device work may still use the windows and the counters
+    BRAID_INFO(
+        "device windows: aborted; this rank's window, its mappings of the peers' and the "
+        "counters stay until exit");
+    keepUntilExit(std::shared_ptr<Transport>(std::move(shm_)));
+    keepUntilExit(std::shared_ptr<SharedRegion>(std::move(flags_)));
     return;
   }
   for (int q = 0; q < nranks_; ++q) {
@@ -282,20 +285,6 @@ DeviceWindows::~DeviceWindows() {
     if (p != nullptr) (void)cuda::deviceFree(p);
   }
   if (countersDevice_ != nullptr) (void)cuda::hostUnregister(flags_->base());
-}
-
-void DeviceWindows::keepAfterAbort() {
-  BRAID_INFO(
-      "device windows: aborted; this rank's window, its mappings of the peers' and the "
-      "counters stay until exit (queued device work may still use them)");
-  struct Kept {
-    std::unique_ptr<Transport> shm;
-    std::unique_ptr<SharedRegion> flags;
-  };
-  static auto* kept = new std::list<Kept>;  // reachable: leak checkers do not count it
-  static std::mutex keptMu;
-  std::lock_guard<std::mutex> lock(keptMu);
-  kept->push_back(Kept{std::move(shm_), std::move(flags_)});
 }
 
 // Releases every rank's barriers for good and raises the communicator's error (any

@@ -71,6 +71,13 @@ Status DeviceOrder::synchronize() {
   return any_ ? cuda::eventSynchronize(event_) : Status::ok();
 }
 
+void keepUntilExit(std::shared_ptr<void> thing) {
+  static auto* kept = new std::vector<std::shared_ptr<void>>;
+  static std::mutex keptMu;
+  std::lock_guard<std::mutex> lock(keptMu);
+  kept->push_back(std::move(thing));
+}
+
 void waitForStagedCalls(braidComm* comm) {
   if (StagedProxy* proxy = comm->stagedProxyLive.load()) proxy->waitIdle();
 }

@@ -62,6 +62,11 @@ class DeviceOrder {
   bool any_ = false;
 };
 
+// Keeps `thing` until the process exits: memory that queued device work may still write
+// after its owner is gone (an abort, a stream that never finished). Reachable, so leak
+// checkers do not count it. Thread-safe.
+void keepUntilExit(std::shared_ptr<void> thing);
+
 // Waits until the communicator's staged device calls (api/cuda_proxy.h) have run their
 // host collectives, so that a host collective issued now runs after them on every rank.
 // Nothing when there are none. The caller does not hold comm->opMu.

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <list>
 
 #include "api/cuda_ops.h"
 #include "api/handle.h"
@@ -51,7 +50,9 @@ StagedProxy::~StagedProxy() {
             "their pinned memory is left allocated",
             returning_.size());
       }
-      keepForever(std::move(returning_), words_);  // a stream may still write them
+      // A stream may still write them: the pinned copies and the words stay.
+      keepUntilExit(std::make_shared<std::deque<Ticket>>(std::move(returning_)));
+      keepUntilExit(std::shared_ptr<void>(words_, [](void*) {}));
       return;
     }
     lock.unlock();
@@ -59,18 +60,6 @@ StagedProxy::~StagedProxy() {
     lock.lock();
   }
   if (words_ != nullptr) (void)cuda::pinnedFree(words_);
-}
-
-void StagedProxy::keepForever(std::deque<Ticket> tickets, Words* words) {
-  // Reachable from here, so leak checkers do not count them.
-  struct Kept {
-    std::deque<Ticket> tickets;
-    Words* words;
-  };
-  static auto* kept = new std::list<Kept>;  // a list: Tickets do not copy
-  static std::mutex keptMu;
-  std::lock_guard<std::mutex> lock(keptMu);
-  kept->push_back(Kept{std::move(tickets), words});
 }
 
 Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {

@@ -80,9 +80,6 @@ class StagedProxy {
   bool waitReady(uint64_t number);
   // Drops the tickets whose copies back the streams have finished. Holds mu_.
   void reclaimLocked();
-  // Keeps what streams may still write (pinned memory of tickets not back, the words)
-  // until the process exits.
-  static void keepForever(std::deque<Ticket> tickets, Words* words);
 
   braidComm* comm_;
   Words* words_ = nullptr;  // pinned: the GPU reaches it at the same address

@@ -45,6 +45,9 @@ inline bool gpuReaches(const void* p, size_t bytes) {
 // not counted).
 size_t deviceBytesInUse();
 
+// An error of this emulation: braidUnhandledCudaError, "emulated GPU: " + what.
+Status emulated(const std::string& what);
+
 // Records a fault (a kernel touching memory a GPU cannot reach); the first one sticks.
 void fault(const std::string& what);
 // The sticky fault as an error, or ok.

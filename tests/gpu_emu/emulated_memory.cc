@@ -75,10 +75,6 @@ class Allocations {
 std::mutex faultMu;
 std::string faultText;  // empty: no fault
 
-Status emulated(const std::string& what) {
-  return Status(braidUnhandledCudaError, "emulated GPU: " + what);
-}
-
 // What an IPC handle carries: whose allocation it is and how to reach it.
 struct HandleBody {
   char magic[8];
@@ -103,6 +99,10 @@ Region regionOf(const void* p, size_t bytes, bool* overrun) {
     return Region::kPageable;
   }
   return a.region;
+}
+
+Status emulated(const std::string& what) {
+  return Status(braidUnhandledCudaError, "emulated GPU: " + what);
 }
 
 size_t deviceBytesInUse() { return Allocations::get().deviceBytes(); }

@@ -22,10 +22,6 @@ namespace braid::cuda {
 namespace emu {
 namespace {
 
-Status emulated(const std::string& what) {
-  return Status(braidUnhandledCudaError, "emulated GPU: " + what);
-}
-
 // One stream: a worker thread running its operations in order. Never destroyed (a
 // destroyed stream's worker finishes its queue and ends), so an event or a late
 // operation never meets freed memory.

@@ -14,26 +14,12 @@
 #include "algorithms/registry.h"
 #include "algorithms/schedule_json.h"
 #include "braid/braid.h"
+#include "colls.h"
 #include "spawn.h"
 #include "tests/common/reference.h"
 
 namespace braid::test {
 namespace {
-
-enum Coll {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kReduce,
-  kGather,
-  kScatter,
-  kAllToAll,
-  kAllToAllv,
-  kNumColls
-};
-const char* kCollNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
-                            "gather",    "scatter",   "alltoall",      "alltoallv"};
 
 bool reduces(int c) { return c == kAllReduce || c == kReduceScatter || c == kReduce; }
 

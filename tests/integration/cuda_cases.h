@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "braid/braid.h"
+#include "colls.h"
 #include "cuda/device.h"
 #include "tests/common/reference.h"
 #include "tests/unit/cuda/float8_reference.h"
@@ -55,22 +56,6 @@ inline double reduced(braidDataType_t t, braidRedOp_t op, int n, size_t i) {
   if (op == braidAvg) acc = static_cast<float>(acc) / static_cast<float>(n);  // rounds once
   return float8Decode(float8Encode(acc, formatOf(t)), formatOf(t));
 }
-
-enum Coll {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kReduce,
-  kGather,
-  kScatter,
-  kAllToAll,
-  kAllToAllv,
-  kNumColls
-};
-inline const char* const kNames[] = {"allreduce", "allgather", "reducescatter",
-                                     "broadcast", "reduce",    "gather",
-                                     "scatter",   "alltoall",  "alltoallv"};
 
 struct Case {
   int coll;
@@ -163,7 +148,7 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
            cuda::streamSynchronize(stream).isOk() &&
            (c.hostMemory || cuda::deviceFree(base).isOk());
   if (res != braidSuccess || !copied) {
-    fprintf(stderr, "rank %d: %s%s failed: %s\n", r, kNames[c.coll],
+    fprintf(stderr, "rank %d: %s%s failed: %s\n", r, kCollNames[c.coll],
             c.hostMemory ? " on host memory" : "", braidGetLastError(comm));
     return 1u << 30;
   }
@@ -210,7 +195,7 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
     double got = get(c.t, image.data() + recvAt, j);
     if (got != want && !(std::isnan(got) && std::isnan(want)) && wrong++ < 3) {
       fprintf(stderr, "rank %d %s n=%d k=%zu t=%d op=%d root=%d inPlace=%d: [%zu]=%g want %g\n", r,
-              kNames[c.coll], n, k, c.t, c.op, c.root, c.inPlace, j, got, want);
+              kCollNames[c.coll], n, k, c.t, c.op, c.root, c.inPlace, j, got, want);
     }
   }
   return wrong;

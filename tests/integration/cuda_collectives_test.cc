@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "cuda/device.h"
 #include "cuda_cases.h"
+#include "cuda_harness.h"
 #include "spawn.h"
 #ifdef BRAID_EMULATED_GPU
 #include "tests/gpu_emu/emulated_gpu.h"
@@ -27,35 +28,6 @@
 
 namespace braid::test {
 namespace {
-
-// ---- Device detection in a child process: "" when a device is there, else the reason.
-std::string probeDevice() {
-  int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    const cuda::DeviceStatus& s = cuda::deviceStatus();
-    std::string msg = s.count > 0 ? "" : s.reason.empty() ? "no device" : s.reason;
-    ssize_t w = write(fds[1], msg.data(), msg.size());
-    _exit(w == static_cast<ssize_t>(msg.size()) ? 0 : 1);
-  }
-  close(fds[1]);
-  std::string reason;
-  char buf[512];
-  ssize_t got;
-  while ((got = read(fds[0], buf, sizeof(buf))) > 0) reason.append(buf, got);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return reason;
-}
-
-#define SKIP_WITHOUT_DEVICE()                        \
-  do {                                               \
-    static const std::string reason = probeDevice(); \
-    if (!reason.empty()) GTEST_SKIP() << reason;     \
-  } while (0)
 
 // Send/receive around the ring in one group, on device buffers on `stream`, in three
 // messages each way.
@@ -219,37 +191,6 @@ int hostStreamBody() {
   }
   return 0;
 }
-
-// A word of pinned memory a stream can be held on: hold(stream) makes the stream's later
-// work wait until open(); arm() opens it anyway after 20 s, on a thread of its own, so a
-// call that waited for its stream still returns (and the test fails on its time).
-class Gate {
- public:
-  Gate() : mem_(cuda::pinnedAlloc(4096)) {
-    if (mem_.isOk()) word()->store(0);
-  }
-  ~Gate() {
-    open();
-    if (mem_.isOk()) (void)cuda::pinnedFree(mem_.value());
-  }
-  bool ok() const { return mem_.isOk(); }
-  bool hold(void* stream) { return cuda::streamWaitValue64(stream, mem_.value(), 1).isOk(); }
-  void arm(int ms = 20000) {
-    opener_ = std::thread([w = word(), ms] {
-      for (int i = 0; i < ms / 10 && w->load() == 0; ++i) usleep(10000);
-      w->store(1);
-    });
-  }
-  void open() {
-    if (mem_.isOk()) word()->store(1);
-    if (opener_.joinable()) opener_.join();
-  }
-
- private:
-  std::atomic<uint64_t>* word() { return static_cast<std::atomic<uint64_t>*>(mem_.value()); }
-  Expected<void*> mem_;
-  std::thread opener_;
-};
 
 // A device all-reduce returns before its stream runs it (the stream is held by a gate,
 // a stream wait on a pinned word this thread opens afterwards), and a second call on
@@ -423,95 +364,6 @@ int pairFirstBody() {
   return ok && wrong == 0 ? 0 : 1;
 }
 
-// The last rank never makes the call: the others' calls return, their streams finish
-// within the timeout (the barriers are released) and the communicator reports the error.
-int stuckPeerBody() {
-  braidComm_t comm = nullptr;
-  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
-  int n = 0, r = 0;
-  braidCommCount(comm, &n);
-  braidCommUserRank(comm, &r);
-  Expected<void*> s = cuda::streamCreate();
-  Expected<void*> mem = cuda::deviceAlloc(4096);
-  if (!s.isOk() || !mem.isOk()) return 3;
-  auto* st = static_cast<braidStream_t>(s.value());
-  float* d = static_cast<float*>(mem.value());
-  // One call every rank makes, so the windows are set up everywhere.
-  if (braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st) != braidSuccess ||
-      !cuda::streamSynchronize(s.value()).isOk()) {
-    return 4;
-  }
-  int rc = 0;
-  const bool dies = getenv("TEST_PEER_DIES") != nullptr;
-  if (r == n - 1) {
-    if (dies) _exit(0);  // gone, its sockets closed by the kernel
-    sleep(8);            // alive and answering, but not calling
-  } else {
-    const uint64_t t0 = nowNs();
-    braidResult_t a = braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st);
-    const bool synced = cuda::streamSynchronize(s.value()).isOk();
-    const double sec = static_cast<double>(nowNs() - t0) / 1e9;
-    braidResult_t async = braidSuccess;
-    braidCommGetAsyncError(comm, &async);
-    braidResult_t later = braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st);
-    const std::string msg = braidGetLastError(comm);
-    fprintf(stderr, "rank %d: call %d, synced %d after %.1f s, async error %d, later call %d: %s\n",
-            r, a, synced, sec, async, later, msg.c_str());
-    // The windows release their barriers; the staged path's host collective times out.
-    const char* ipc = getenv("BRAID_CUDA_IPC");
-    const bool staged = ipc != nullptr && std::string(ipc) == "0";
-    const std::string last = "rank " + std::to_string(n - 1);
-    const bool says = dies     ? msg.find(last) != std::string::npos
-                      : staged ? msg.find("timed out waiting for " + last) != std::string::npos
-                               : msg.find("device windows") != std::string::npos;
-    // A death may be known before the call: then the call itself fails, naming it.
-    rc = (a == braidSuccess || dies) && synced && sec < (dies ? 10 : 30) && async != braidSuccess &&
-                 later != braidSuccess && says
-             ? 0
-             : 1;
-  }
-  (void)cuda::streamDestroy(s.value());
-  (void)cuda::deviceFree(mem.value());
-  braidCommDestroy(comm);
-  return rc;
-}
-
-// braidCommAbort while a call is held back on its stream (a gate), staged or on the
-// windows, returns at once: it does not wait for the stream, and what the stream will
-// still touch (pinned copies, the proxy's words, the windows and their counters) stays
-// allocated; once the gate opens the stream finishes.
-int abortHeldBody() {
-  braidComm_t comm = nullptr;
-  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
-  Expected<void*> s = cuda::streamCreate();
-  Expected<void*> mem = cuda::deviceAlloc(1 << 20);
-  Gate gate;
-  if (!s.isOk() || !mem.isOk() || !gate.ok() || !gate.hold(s.value())) return 3;
-  float* d = static_cast<float*>(mem.value());
-  braidResult_t a = braidAllReduce(d, d, 1 << 18, braidFloat32, braidSum, comm,
-                                   static_cast<braidStream_t>(s.value()));
-  const uint64_t t0 = nowNs();
-  braidResult_t aborted = braidCommAbort(comm);
-  const double sec = static_cast<double>(nowNs() - t0) / 1e9;
-  gate.open();
-  const bool synced = cuda::streamSynchronize(s.value()).isOk();
-  fprintf(stderr, "call %d, abort %d after %.2f s, stream synced %d\n", a, aborted, sec, synced);
-  (void)cuda::streamDestroy(s.value());
-  (void)cuda::deviceFree(mem.value());
-  // A peer that aborted first may already be gone when this rank calls.
-  const bool called = a == braidSuccess || a == braidRemoteError;
-  return called && aborted == braidSuccess && sec < 10 && synced ? 0 : 1;
-}
-
-// Runs `body` as n ranks with `env` and expects every rank to exit 0.
-void expectEveryRankPasses(int n, const Env& env, int (*body)(), int timeoutSec) {
-  auto outcomes = runRanks(
-      n, env, [body](int) { return body(); }, timeoutSec);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
-  }
-}
-
 class CudaCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
@@ -520,15 +372,6 @@ TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
   Env env = jobEnv(n);
   env["BRAID_TIMEOUT_MS"] = "60000";
   expectEveryRankPasses(n, env, asyncBody, 180);
-}
-
-// Ranks as two "nodes" (BRAID_HOST_ID by rank parity, as multinode_test makes them): no
-// device windows, every call staged through the proxy.
-int onTwoNodes(int (*body)()) {
-  const char* rank = getenv("BRAID_RANK");
-  const int r = rank == nullptr ? 0 : atoi(rank);
-  setenv("BRAID_HOST_ID", r % 2 == 0 ? "node0" : "node1", 1);
-  return body();
 }
 
 // The staged path (BRAID_CUDA_IPC=0, or ranks on two nodes) returns at once too, and
@@ -586,44 +429,6 @@ TEST(CudaPairs, ASendAndReceiveMakeTheWindowsOnTwoRanks) {
   Env env = jobEnv(2);
   env["BRAID_TIMEOUT_MS"] = "60000";
   expectEveryRankPasses(2, env, pairFirstBody, 180);
-}
-
-// A peer that never calls: through the windows, the watch thread releases the barriers;
-// staged, the proxy's host collective times out, raises the error and lets the stream go.
-TEST_P(CudaCollectives, APeerThatNeverCallsEndsInAnErrorNotAHang) {
-  SKIP_WITHOUT_DEVICE();
-  const int n = GetParam();
-  for (const char* ipc : {"1", "0"}) {
-    Env env = jobEnv(n);
-    env["BRAID_TIMEOUT_MS"] = "3000";
-    env["BRAID_CUDA_IPC"] = ipc;
-    expectEveryRankPasses(n, env, stuckPeerBody, 120);
-  }
-}
-
-TEST_P(CudaCollectives, AnAbortReturnsWhileACallIsHeldOnItsStream) {
-  SKIP_WITHOUT_DEVICE();
-  const int n = GetParam();
-  for (const char* ipc : {"0", "1"}) {
-    Env env = jobEnv(n);
-    env["BRAID_TIMEOUT_MS"] = "30000";
-    env["BRAID_CUDA_IPC"] = ipc;
-    expectEveryRankPasses(n, env, abortHeldBody, 60);
-  }
-}
-
-// A peer that dies after the first call: the others' device calls, through the windows
-// and staged, end in an error naming it, their streams finished, well within the timeout.
-TEST_P(CudaCollectives, APeerThatDiesEndsInAnErrorNotAHang) {
-  SKIP_WITHOUT_DEVICE();
-  const int n = GetParam();
-  for (const char* ipc : {"1", "0"}) {
-    Env env = jobEnv(n);
-    env["BRAID_TIMEOUT_MS"] = "20000";
-    env["BRAID_CUDA_IPC"] = ipc;
-    env["TEST_PEER_DIES"] = "1";
-    expectEveryRankPasses(n, env, stuckPeerBody, 120);
-  }
 }
 
 // The paths a device call can take: the device windows (CUDA IPC) as configured by

@@ -1,0 +1,145 @@
+// Device calls when something goes wrong, with 2, 3 and 4 ranks as processes sharing one
+// GPU, through the device windows and staged: a peer that never calls, a peer that dies,
+// and an abort while a call is held on its stream. Never a hang: an error that names the
+// rank, streams that finish. Skips where there is no GPU (Emulated.* runs it over the
+// emulated GPU, tests/gpu_emu).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "braid/braid.h"
+#include "core/clock.h"
+#include "cuda/device.h"
+#include "cuda_harness.h"
+#include "spawn.h"
+
+namespace braid::test {
+namespace {
+
+// The last rank never makes the call: the others' calls return, their streams finish
+// within the timeout (the barriers are released) and the communicator reports the error.
+int stuckPeerBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(4096);
+  if (!s.isOk() || !mem.isOk()) return 3;
+  auto* st = static_cast<braidStream_t>(s.value());
+  float* d = static_cast<float*>(mem.value());
+  // One call every rank makes, so the windows are set up everywhere.
+  if (braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st) != braidSuccess ||
+      !cuda::streamSynchronize(s.value()).isOk()) {
+    return 4;
+  }
+  int rc = 0;
+  const bool dies = getenv("TEST_PEER_DIES") != nullptr;
+  if (r == n - 1) {
+    if (dies) _exit(0);  // gone, its sockets closed by the kernel
+    sleep(8);            // alive and answering, but not calling
+  } else {
+    const uint64_t t0 = nowNs();
+    braidResult_t a = braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st);
+    const bool synced = cuda::streamSynchronize(s.value()).isOk();
+    const double sec = static_cast<double>(nowNs() - t0) / 1e9;
+    braidResult_t async = braidSuccess;
+    braidCommGetAsyncError(comm, &async);
+    braidResult_t later = braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st);
+    const std::string msg = braidGetLastError(comm);
+    fprintf(stderr, "rank %d: call %d, synced %d after %.1f s, async error %d, later call %d: %s\n",
+            r, a, synced, sec, async, later, msg.c_str());
+    // The windows release their barriers; the staged path's host collective times out.
+    const char* ipc = getenv("BRAID_CUDA_IPC");
+    const bool staged = ipc != nullptr && std::string(ipc) == "0";
+    const std::string last = "rank " + std::to_string(n - 1);
+    const bool says = dies     ? msg.find(last) != std::string::npos
+                      : staged ? msg.find("timed out waiting for " + last) != std::string::npos
+                               : msg.find("device windows") != std::string::npos;
+    // A death may be known before the call: then the call itself fails, naming it.
+    rc = (a == braidSuccess || dies) && synced && sec < (dies ? 10 : 30) && async != braidSuccess &&
+                 later != braidSuccess && says
+             ? 0
+             : 1;
+  }
+  (void)cuda::streamDestroy(s.value());
+  (void)cuda::deviceFree(mem.value());
+  braidCommDestroy(comm);
+  return rc;
+}
+
+// braidCommAbort while a call is held back on its stream (a gate), staged or on the
+// windows, returns at once: it does not wait for the stream, and what the stream will
+// still touch (pinned copies, the proxy's words, the windows and their counters) stays
+// allocated; once the gate opens the stream finishes.
+int abortHeldBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(1 << 20);
+  Gate gate;
+  if (!s.isOk() || !mem.isOk() || !gate.ok() || !gate.hold(s.value())) return 3;
+  float* d = static_cast<float*>(mem.value());
+  braidResult_t a = braidAllReduce(d, d, 1 << 18, braidFloat32, braidSum, comm,
+                                   static_cast<braidStream_t>(s.value()));
+  const uint64_t t0 = nowNs();
+  braidResult_t aborted = braidCommAbort(comm);
+  const double sec = static_cast<double>(nowNs() - t0) / 1e9;
+  gate.open();
+  const bool synced = cuda::streamSynchronize(s.value()).isOk();
+  fprintf(stderr, "call %d, abort %d after %.2f s, stream synced %d\n", a, aborted, sec, synced);
+  (void)cuda::streamDestroy(s.value());
+  (void)cuda::deviceFree(mem.value());
+  // A peer that aborted first may already be gone when this rank calls.
+  const bool called = a == braidSuccess || a == braidRemoteError;
+  return called && aborted == braidSuccess && sec < 10 && synced ? 0 : 1;
+}
+
+class CudaFailures : public ::testing::TestWithParam<int> {};
+
+// A peer that never calls: through the windows, the watch thread releases the barriers;
+// staged, the proxy's host collective times out, raises the error and lets the stream go.
+TEST_P(CudaFailures, APeerThatNeverCallsEndsInAnErrorNotAHang) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  for (const char* ipc : {"1", "0"}) {
+    Env env = jobEnv(n);
+    env["BRAID_TIMEOUT_MS"] = "3000";
+    env["BRAID_CUDA_IPC"] = ipc;
+    expectEveryRankPasses(n, env, stuckPeerBody, 120);
+  }
+}
+
+TEST_P(CudaFailures, AnAbortReturnsWhileACallIsHeldOnItsStream) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  for (const char* ipc : {"0", "1"}) {
+    Env env = jobEnv(n);
+    env["BRAID_TIMEOUT_MS"] = "30000";
+    env["BRAID_CUDA_IPC"] = ipc;
+    expectEveryRankPasses(n, env, abortHeldBody, 60);
+  }
+}
+
+// A peer that dies after the first call: the others' device calls, through the windows
+// and staged, end in an error naming it, their streams finished, well within the timeout.
+TEST_P(CudaFailures, APeerThatDiesEndsInAnErrorNotAHang) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = GetParam();
+  for (const char* ipc : {"1", "0"}) {
+    Env env = jobEnv(n);
+    env["BRAID_TIMEOUT_MS"] = "20000";
+    env["BRAID_CUDA_IPC"] = ipc;
+    env["TEST_PEER_DIES"] = "1";
+    expectEveryRankPasses(n, env, stuckPeerBody, 120);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CudaFailures, ::testing::Values(2, 3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
+
+}  // namespace
+}  // namespace braid::test
