@@ -76,8 +76,20 @@ typedef enum BRAID_ENUM_BASE {
   braidMax = 2,
   braidMin = 3,
   braidAvg = 4,
-  braidNumOps = 5
+  braidNumOps = 5,
+  /* Values from braidNumOps up are premul-sum operations a communicator made
+   * (braidRedOpCreatePreMulSum); none is above this. */
+  braidMaxRedOp = 0x7fffffff
 } braidRedOp_t;
+
+/* Where a premul-sum's scalar lives (NCCL's ncclScalarResidence_t values). */
+typedef enum BRAID_ENUM_BASE {
+  /* Read through the pointer by every call that uses the op, when the call
+   * runs (in stream order): device memory, or host memory that stays valid. */
+  braidScalarDevice = 0,
+  /* Copied when the op is made. */
+  braidScalarHostImmediate = 1
+} braidScalarResidence_t;
 
 typedef struct braidComm* braidComm_t;
 #define BRAID_COMM_NULL NULL
@@ -158,6 +170,17 @@ braidResult_t braidCommUserRank(const braidComm_t comm, int* rank);
 /* An error raised asynchronously (a peer died, an operation on a stream
  * failed): braidSuccess, or the error; its text is braidGetLastError(comm). */
 braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError);
+
+/* A reduction for comm's all-reduce, reduce-scatter and reduce on `datatype`:
+ * the sum over ranks of each rank's input times its own scalar (NCCL's
+ * ncclRedOpCreatePreMulSum). The scalar is one element of `datatype`; each
+ * rank passes its own. Integers wrap; float16, bfloat16 and float8 multiply
+ * in float32 and round once. The op may be destroyed once the last call using
+ * it has returned (inside a group too: the call keeps what it needs). */
+braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDataType_t datatype,
+                                        braidScalarResidence_t residence, braidComm_t comm);
+/* Destroys an op made by braidRedOpCreatePreMulSum on comm. */
+braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm);
 
 /* Host streams: an ordered queue of operations run by a worker thread. */
 braidResult_t braidStreamCreate(braidStream_t* stream);

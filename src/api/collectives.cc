@@ -6,6 +6,7 @@
 
 #include "api/cuda_ops.h"
 #include "api/ops.h"
+#include "api/premul.h"
 #include "core/stream.h"
 #include "exec/reduce.h"
 
@@ -32,14 +33,6 @@ Status checkType(braidDataType_t datatype) {
     return invalidArgument("datatype " + std::to_string(static_cast<int>(datatype)) +
                            " is not a braidDataType_t (0.." + std::to_string(braidNumTypes - 1) +
                            ")");
-  }
-  return Status::ok();
-}
-
-Status checkOp(braidRedOp_t op) {
-  if (static_cast<int>(op) < 0 || op >= braidNumOps) {
-    return invalidArgument("op " + std::to_string(static_cast<int>(op)) +
-                           " is not a braidRedOp_t (0.." + std::to_string(braidNumOps - 1) + ")");
   }
   return Status::ok();
 }
@@ -118,7 +111,7 @@ Call collective(braidComm* comm, braidStream_t stream, Collective c, const void*
   if (!checkCommon(call)) return call;
   const bool reduces = c == Collective::kAllReduce || c == Collective::kReduceScatter ||
                        c == Collective::kReduce;
-  if (reduces) call.status = checkOp(op);
+  if (reduces) call.status = resolveRedOp(comm, op, datatype, &call.op.op, &call.op.preMul);
   const bool rooted = c == Collective::kBroadcast || c == Collective::kReduce ||
                       c == Collective::kGather || c == Collective::kScatter;
   if (call.status.isOk() && rooted) call.status = checkRank(root, call.nranks(), "root");

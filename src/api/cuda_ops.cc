@@ -5,6 +5,7 @@
 #include "algorithms/registry.h"
 #include "api/cuda_ipc.h"
 #include "api/cuda_proxy.h"
+#include "api/premul.h"
 #include "cuda/device.h"
 #include "exec/device_program.h"
 #include "exec/reduce.h"
@@ -203,15 +204,13 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 }
 
 // Calls the device windows run (set up at the first device collective) are enqueued on
-// the stream and return at once: every collective of 2 to 8 ranks with a built-in
-// operation (all-to-all-v and BRAID_ALGO's choices as lowered schedules), and every send
-// and receive once they exist (on 2 ranks a send or receive to the peer makes them too).
-// Whatever else a group holds (a reduction with a PreMulSum operation) is staged after
-// them. Without windows, everything is staged (enqueued too: the proxy runs the host
-// collective when the stream gets there); on one rank, device buffers are copies on the
-// stream (runAlone).
-Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
+// the stream and return at once: every collective of 2 to 8 ranks (all-to-all-v and
+// BRAID_ALGO's choices as lowered schedules), and every send and receive once they exist
+// (on 2 ranks a send or receive to the peer makes them too). Whatever else a group holds
+// is staged after them. Without windows, everything is staged (enqueued too: the proxy
+// runs the host collective when the stream gets there); on one rank, device buffers are
+// copies on the stream (runAlone). A premul-sum's input was scaled on the stream first.
+Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   const int nranks = comm->comm->nranks();
   {
     std::lock_guard<std::mutex> lock(comm->opMu);
@@ -257,6 +256,16 @@ Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStrea
   if (!rest.empty()) BRAID_TRY(runStaged(comm, std::move(rest), stream));
   // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
   return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
+}
+
+Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
+  if (!anyPreMul(ops.data(), ops.size())) return runPaths(comm, std::move(ops), stream);
+  std::vector<void*> scaled;  // stream-ordered device copies, freed after the call
+  Status st = scaleOnDevice(&ops, comm->comm->rank(), comm->comm->nranks(), stream, &scaled);
+  if (st.isOk()) st = runPaths(comm, std::move(ops), stream);
+  Status freed = freeScaled(scaled, stream);
+  return st.isOk() ? freed : st;
 }
 
 braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {

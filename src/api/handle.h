@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "algorithms/registry.h"
 #include "algorithms/schedule.h"
@@ -51,6 +52,15 @@ struct braidComm {
   braid::topo::MergedTopology topology;  // every rank's view, merged at init
   braid::Selector selector;              // BRAID_ALGO, then the cost model on `topology`
   uint8_t barrierByte = 0;               // the barrier's all-reduce buffer
+  // Premul-sum ops (braidRedOpCreatePreMulSum, api/premul.h), under preMulMu.
+  struct PreMulOp {
+    braidRedOp_t handle;
+    braidDataType_t datatype;
+    unsigned char value[8];  // braidScalarHostImmediate's scalar
+    const void* scalarPtr;   // braidScalarDevice's: read at each call
+  };
+  std::mutex preMulMu;
+  std::vector<PreMulOp> preMulOps;
   bool checkCalls = false;               // BRAID_CHECK=1: ranks compare each collective call first
   // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
   std::array<uint8_t, 16> loggedAlgorithm{};

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "api/cuda_ops.h"
+#include "api/premul.h"
 #include "api/schedule_dump.h"
 #include "core/logging.h"
 #include "core/stream.h"
@@ -181,6 +182,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
 // issueOps once the call is counted.
 braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
+  if (Status st = checkHostScalars(ops); !st.isOk()) return finish(comm, st);
   waitForStagedCalls(comm);  // host collectives in issue order on every rank
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
   comm->inflight.fetch_add(1);
@@ -324,6 +326,12 @@ Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
 }
 
 Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
+  if (anyPreMul(ops, n)) {  // scaled copies, the scalars read now
+    std::vector<std::vector<char>> copies;
+    std::vector<OpRequest> scaled =
+        scaleOnHost(ops, n, comm->comm->rank(), comm->comm->nranks(), &copies);
+    return runOpsLocked(comm, scaled.data(), scaled.size());
+  }
   std::vector<const OpRequest*> p2p;
   for (size_t i = 0; i < n; ++i) {
     if (ops[i].kind == OpRequest::Kind::kCollective) {

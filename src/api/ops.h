@@ -10,6 +10,15 @@
 
 namespace braid {
 
+// A premul-sum's scaling (braidRedOpCreatePreMulSum), resolved when the call is made: the
+// collective runs as braidSum over each rank's input times its scalar, `value` or what
+// scalarPtr points at when the call runs (api/premul.h).
+struct PreMulScale {
+  bool on = false;
+  unsigned char value[8] = {};
+  const void* scalarPtr = nullptr;
+};
+
 struct OpRequest {
   enum class Kind { kCollective, kSend, kRecv };
   Kind kind = Kind::kCollective;
@@ -22,6 +31,7 @@ struct OpRequest {
   int root = 0;                                                          // collectives with a root
   int peer = -1;                                                         // send / recv
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;  // all-to-all-v
+  PreMulScale preMul;  // with op braidSum
 };
 
 // comm's schedule for (args, alg): built at its first use (and then written by

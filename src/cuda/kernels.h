@@ -27,6 +27,14 @@ constexpr int kMaxReduceInputs = 8;
 Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
                     braidDataType_t datatype, braidRedOp_t op, int divisor, void* stream);
 
+// dst[i] = src[i] * scalar, a premul-sum's scaling (braidRedOpCreatePreMulSum), computed as
+// the host's ReduceKernels::scale does (integers wrap; float16, bfloat16 and float8 in
+// float32, rounded once). The scalar is one element of `datatype`: read on the device,
+// when the kernel runs, through scalarDevice (device-accessible memory), or taken from
+// scalarValue's bytes at the launch; exactly one of the two is given. dst may be src.
+Status launchScale(void* dst, const void* src, size_t count, braidDataType_t datatype,
+                   const void* scalarDevice, const void* scalarValue, void* stream);
+
 // dst[0..bytes) = src[0..bytes), in 16-byte vectors where both share an offset modulo 16.
 // The buffers must not overlap.
 Status launchCopy(void* dst, const void* src, size_t bytes, void* stream);

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "cuda/kernels.h"
@@ -96,6 +97,44 @@ Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
   if (err == -1) err = detail::launchReduceHalf(p, datatype, op, blocks, stream);
   if (err == -1) err = detail::launchReduceFloat8(p, datatype, op, blocks, stream);
   if (err != 0) return launchFailure("reduce kernel", err);
+  return Status::ok();
+}
+
+Status launchScale(void* dst, const void* src, size_t count, braidDataType_t datatype,
+                   const void* scalarDevice, const void* scalarValue, void* stream) {
+  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes) {
+    return invalidArgument("scale kernel: datatype " + std::to_string(datatype) +
+                           " is not a braidDataType_t");
+  }
+  if ((scalarDevice == nullptr) == (scalarValue == nullptr)) {
+    return invalidArgument("scale kernel: exactly one of scalarDevice and scalarValue is given");
+  }
+  if (count == 0) return Status::ok();
+  const size_t es = kElemSize[datatype];
+  for (const void* q : {src, static_cast<const void*>(dst)}) {
+    if (q == nullptr || reinterpret_cast<uintptr_t>(q) % es != 0) {
+      return invalidArgument("scale kernel: a buffer is NULL or not aligned to its " +
+                             std::to_string(es) + "-byte elements");
+    }
+  }
+  detail::ScaleParams p{};
+  p.src = src;
+  p.dst = dst;
+  p.scalarPtr = scalarDevice;
+  if (scalarValue != nullptr) std::memcpy(p.value, scalarValue, es);
+  p.count = count;
+  const bool sameOffset =
+      reinterpret_cast<uintptr_t>(src) % 16 == reinterpret_cast<uintptr_t>(dst) % 16;
+  const size_t lanes = 16 / es;
+  p.head = sameOffset ? headOf(dst, es, count) : count;
+  p.nvec = (count - p.head) / lanes;
+  const size_t scalars = count - p.nvec * lanes;
+  const unsigned blocks = blocksFor(p.nvec > scalars ? p.nvec : scalars);
+  int err = detail::launchScaleInt(p, datatype, blocks, stream);
+  if (err == -1) err = detail::launchScaleFloat(p, datatype, blocks, stream);
+  if (err == -1) err = detail::launchScaleHalf(p, datatype, blocks, stream);
+  if (err == -1) err = detail::launchScaleFloat8(p, datatype, blocks, stream);
+  if (err != 0) return launchFailure("scale kernel", err);
   return Status::ok();
 }
 

@@ -29,6 +29,8 @@ Expected<void*> deviceAlloc(size_t) { return notBuilt(); }
 Status deviceFree(void*) { return notBuilt(); }
 Expected<void*> pinnedAlloc(size_t) { return notBuilt(); }
 Status pinnedFree(void*) { return notBuilt(); }
+Expected<void*> deviceAllocAsync(size_t, void*) { return notBuilt(); }
+Status deviceFreeAsync(void*, void*) { return notBuilt(); }
 Expected<IpcHandle> ipcHandle(void*) { return notBuilt(); }
 Expected<void*> ipcOpen(const IpcHandle&) { return notBuilt(); }
 Status ipcClose(void*) { return notBuilt(); }
@@ -52,5 +54,8 @@ Status launchReduce(void*, const void* const*, int, size_t, braidDataType_t, bra
   return notBuilt();
 }
 Status launchCopy(void*, const void*, size_t, void*) { return notBuilt(); }
+Status launchScale(void*, const void*, size_t, braidDataType_t, const void*, const void*, void*) {
+  return notBuilt();
+}
 
 }  // namespace braid::cuda

@@ -23,6 +23,18 @@ struct ReduceParams {
   size_t nvec;
 };
 
+// One scaling (a premul-sum's): dst[i] = src[i] * the scalar, read through scalarPtr on the
+// device when not NULL, else `value`'s bytes. Split as ReduceParams are.
+struct ScaleParams {
+  const void* src;
+  void* dst;
+  const void* scalarPtr;
+  unsigned char value[8];
+  size_t count;
+  size_t head;
+  size_t nvec;
+};
+
 // Each launches on `stream` and returns the cudaError_t of the launch as an int (0: done),
 // or -1 when `datatype` is not of its family.
 int launchReduceInt(const ReduceParams& p, braidDataType_t datatype, braidRedOp_t op,
@@ -33,6 +45,12 @@ int launchReduceHalf(const ReduceParams& p, braidDataType_t datatype, braidRedOp
                      unsigned blocks, void* stream);
 int launchReduceFloat8(const ReduceParams& p, braidDataType_t datatype, braidRedOp_t op,
                        unsigned blocks, void* stream);
+int launchScaleInt(const ScaleParams& p, braidDataType_t datatype, unsigned blocks, void* stream);
+int launchScaleFloat(const ScaleParams& p, braidDataType_t datatype, unsigned blocks,
+                     void* stream);
+int launchScaleHalf(const ScaleParams& p, braidDataType_t datatype, unsigned blocks, void* stream);
+int launchScaleFloat8(const ScaleParams& p, braidDataType_t datatype, unsigned blocks,
+                      void* stream);
 // Bytes [0, head) and [head + 16 * nvec, bytes) one by one, the vectors between as vectors.
 int launchCopyBytes(void* dst, const void* src, size_t bytes, size_t head, size_t nvec,
                     unsigned blocks, void* stream);

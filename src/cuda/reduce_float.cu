@@ -15,4 +15,16 @@ int launchReduceFloat(const ReduceParams& p, braidDataType_t datatype, braidRedO
   }
 }
 
+int launchScaleFloat(const ScaleParams& p, braidDataType_t datatype, unsigned blocks,
+                     void* stream) {
+  switch (datatype) {
+    case braidFloat32:
+      return launchScaleAs<Plain<float>>(p, blocks, stream);
+    case braidFloat64:
+      return launchScaleAs<Plain<double>>(p, blocks, stream);
+    default:
+      return -1;
+  }
+}
+
 }  // namespace braid::cuda::detail

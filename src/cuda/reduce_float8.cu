@@ -35,4 +35,16 @@ int launchReduceFloat8(const ReduceParams& p, braidDataType_t datatype, braidRed
   }
 }
 
+int launchScaleFloat8(const ScaleParams& p, braidDataType_t datatype, unsigned blocks,
+                      void* stream) {
+  switch (datatype) {
+    case braidFloat8e4m3:
+      return launchScaleAs<Float8<__NV_E4M3>>(p, blocks, stream);
+    case braidFloat8e5m2:
+      return launchScaleAs<Float8<__NV_E5M2>>(p, blocks, stream);
+    default:
+      return -1;
+  }
+}
+
 }  // namespace braid::cuda::detail

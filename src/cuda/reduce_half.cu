@@ -38,4 +38,15 @@ int launchReduceHalf(const ReduceParams& p, braidDataType_t datatype, braidRedOp
   }
 }
 
+int launchScaleHalf(const ScaleParams& p, braidDataType_t datatype, unsigned blocks, void* stream) {
+  switch (datatype) {
+    case braidFloat16:
+      return launchScaleAs<Half>(p, blocks, stream);
+    case braidBfloat16:
+      return launchScaleAs<Bfloat>(p, blocks, stream);
+    default:
+      return -1;
+  }
+}
+
 }  // namespace braid::cuda::detail

@@ -23,4 +23,23 @@ int launchReduceInt(const ReduceParams& p, braidDataType_t datatype, braidRedOp_
   }
 }
 
+int launchScaleInt(const ScaleParams& p, braidDataType_t datatype, unsigned blocks, void* stream) {
+  switch (datatype) {
+    case braidInt8:
+      return launchScaleAs<Plain<int8_t>>(p, blocks, stream);
+    case braidUint8:
+      return launchScaleAs<Plain<uint8_t>>(p, blocks, stream);
+    case braidInt32:
+      return launchScaleAs<Plain<int32_t>>(p, blocks, stream);
+    case braidUint32:
+      return launchScaleAs<Plain<uint32_t>>(p, blocks, stream);
+    case braidInt64:
+      return launchScaleAs<Plain<int64_t>>(p, blocks, stream);
+    case braidUint64:
+      return launchScaleAs<Plain<uint64_t>>(p, blocks, stream);
+    default:
+      return -1;
+  }
+}
+
 }  // namespace braid::cuda::detail

@@ -179,4 +179,44 @@ int launchOps(const ReduceParams& p, braidRedOp_t op, unsigned blocks, void* str
   return static_cast<int>(cudaGetLastError());
 }
 
+// A premul-sum's scaling: each element times the scalar, as the type's product (integers
+// wrap; narrow types in float32, where the product is exact, rounded once), as the host's
+// ReduceKernels::scale computes it.
+template <typename E>
+__global__ void __launch_bounds__(kThreads) scaleKernel(ScaleParams p) {
+  using S = typename E::Storage;
+  using A = typename E::Acc;
+  constexpr int kLanes = 16 / sizeof(S);
+  union Vec {
+    uint4 u;
+    S e[kLanes];
+  };
+  S raw;
+  memcpy(&raw, p.scalarPtr != nullptr ? p.scalarPtr : static_cast<const void*>(p.value),
+         sizeof(S));
+  const A s = E::widen(raw);
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (size_t v = tid; v < p.nvec; v += stride) {
+    const size_t at = p.head + v * kLanes;
+    Vec in, out;
+    in.u = *reinterpret_cast<const uint4*>(static_cast<const S*>(p.src) + at);
+#pragma unroll
+    for (int i = 0; i < kLanes; ++i) out.e[i] = E::narrow(wrapMul(E::widen(in.e[i]), s));
+    *reinterpret_cast<uint4*>(static_cast<S*>(p.dst) + at) = out.u;
+  }
+  const size_t tailStart = p.head + p.nvec * kLanes;
+  const size_t scalars = p.head + (p.count - tailStart);
+  for (size_t j = tid; j < scalars; j += stride) {
+    const size_t i = j < p.head ? j : tailStart + (j - p.head);
+    static_cast<S*>(p.dst)[i] = E::narrow(wrapMul(E::widen(static_cast<const S*>(p.src)[i]), s));
+  }
+}
+
+template <typename E>
+int launchScaleAs(const ScaleParams& p, unsigned blocks, void* stream) {
+  scaleKernel<E><<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+  return static_cast<int>(cudaGetLastError());
+}
+
 }  // namespace braid::cuda::detail

@@ -26,11 +26,17 @@ using ReduceFinalFn = void (*)(void* dst0, void* dst1, const void* a, const void
                                size_t count, int divisor);
 // dst[i] = src[i] / divisor (avg over one rank, or a copy for other ops); dst may be src.
 using FinalizeFn = void (*)(void* dst, const void* src, size_t count, int divisor);
+// dst[i] = src[i] * scalar (one element of the datatype, any alignment): a premul-sum's
+// scaling (braidRedOpCreatePreMulSum). Computed as the datatype's product (integers wrap;
+// float16, bfloat16 and float8 in float32, where the product of two is exact, rounded
+// once), whatever the op. dst may be src.
+using ScaleFn = void (*)(void* dst, const void* src, size_t count, const void* scalar);
 
 struct ReduceKernels {
   ReduceFn reduce;
   ReduceFinalFn reduceFinal;
   FinalizeFn finalize;
+  ScaleFn scale;
 };
 
 // Kernels for a valid (datatype, op); callers validate first.

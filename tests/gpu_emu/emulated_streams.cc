@@ -354,4 +354,49 @@ Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
   });
 }
 
+Status launchScale(void* dst, const void* src, size_t count, braidDataType_t datatype,
+                   const void* scalarDevice, const void* scalarValue, void* stream) {
+  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes ||
+      (scalarDevice == nullptr) == (scalarValue == nullptr)) {
+    return Status(braidInvalidArgument, "scale kernel: bad datatype, or not one scalar");
+  }
+  if (count == 0) return Status::ok();
+  const size_t es = datatypeSize(datatype), bytes = count * es;
+  if (src == nullptr || dst == nullptr || reinterpret_cast<uintptr_t>(src) % es != 0 ||
+      reinterpret_cast<uintptr_t>(dst) % es != 0) {
+    return Status(braidInvalidArgument, "scale kernel: a buffer is NULL or not aligned");
+  }
+  std::string why = emu::unreachable("the scale kernel's source", src, bytes);
+  if (why.empty()) why = emu::unreachable("the scale kernel's destination", dst, bytes);
+  if (why.empty() && scalarDevice != nullptr) {
+    why = emu::unreachable("the scale kernel's scalar", scalarDevice, es);
+  }
+  unsigned char value[8] = {};
+  if (scalarValue != nullptr) std::memcpy(value, scalarValue, es);  // taken at the launch
+  const auto d = reinterpret_cast<uintptr_t>(dst), a = reinterpret_cast<uintptr_t>(src);
+  if (why.empty() && d != a && d < a + bytes && a < d + bytes) {
+    why = "the scale kernel's destination overlaps its source partially";
+  }
+  return emu::enqueue(stream, [=]() mutable {
+    if (!why.empty()) return emu::fault(why);
+    if (scalarDevice != nullptr) std::memcpy(value, scalarDevice, es);  // read as it runs
+    reduceKernels(datatype, braidSum).scale(dst, src, count, value);
+  });
+}
+
+Expected<void*> deviceAllocAsync(size_t bytes, void* stream) {
+  BRAID_TRY(emu::enqueue(stream, [] {}));  // a live stream
+  return deviceAlloc(bytes);  // usable at once: later work on the stream may use it
+}
+
+Status deviceFreeAsync(void* p, void* stream) {
+  if (p == nullptr) return Status::ok();
+  if (memoryKind(p) != MemoryKind::kDevice) {
+    return emu::emulated("deviceFreeAsync of a pointer deviceAllocAsync did not return");
+  }
+  return emu::enqueue(stream, [p] {
+    if (!deviceFree(p).isOk()) emu::fault("deviceFreeAsync of a pointer no allocation returned");
+  });
+}
+
 }  // namespace braid::cuda

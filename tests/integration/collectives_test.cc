@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -213,6 +214,116 @@ int everyAlgorithmBody() {
   return wrong == 0 ? 0 : 1;
 }
 
+// Premul-sum ops (braidRedOpCreatePreMulSum) on host buffers: the sum of every rank's
+// input times that rank's own scalar, by value or read through a pointer when the call
+// runs, and inside a group whose op is destroyed before the group ends.
+double preMulScalar(braidDataType_t t, int rank) {
+  const bool narrow = t == braidFloat16 || t == braidBfloat16 || t == braidInt8 || t == braidUint8;
+  return narrow ? 2 - rank % 2 : rank + 2;  // every scaled sum stays exact in the type
+}
+
+size_t checkPreMul(const char* what, braidDataType_t t, int n, int r, size_t k, int root,
+                   int c, const void* out) {
+  size_t wrong = 0;
+  for (size_t j = 0; j < k && (c != kReduce || r == root); ++j) {
+    const size_t i = c == kReduceScatter ? r * k + j : j;
+    double want = 0;
+    for (int p = 0; p < n; ++p) want += preMulScalar(t, p) * inputValue(t, braidSum, p, n, i);
+    const double got = load(t, out, j);
+    if (got != want && wrong++ < 3) {
+      fprintf(stderr, "rank %d %s %s t=%d k=%zu: [%zu]=%g want %g\n", r, what, kCollNames[c], t,
+              k, j, got, want);
+    }
+  }
+  return wrong;
+}
+
+int preMulBody() {
+  braidComm_t comm;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int n = 0, r = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &r);
+  size_t wrong = 0;
+  int seq = 0;
+  auto run = [&](int c, braidDataType_t t, size_t k, bool inPlace, braidRedOp_t op,
+                 braidStream_t stream, std::vector<char>* out, std::vector<char>* in) {
+    const size_t es = elemSize(t), inElems = c == kReduceScatter ? n * k : k;
+    in->assign(inElems * es + 1, 0);
+    for (size_t i = 0; i < inElems; ++i) store(t, in->data(), i, inputValue(t, braidSum, r, n, i));
+    out->assign(inElems * es + 1, 0x5a);
+    const void* send = in->data();
+    char* recv = out->data();
+    if (inPlace) {
+      std::memcpy(out->data(), in->data(), inElems * es);
+      send = out->data();
+      if (c == kReduceScatter) recv += r * k * es;
+    }
+    const int root = ++seq % n;
+    braidResult_t res = c == kAllReduce ? braidAllReduce(send, recv, k, t, op, comm, stream)
+                        : c == kReduceScatter
+                            ? braidReduceScatter(send, recv, k, t, op, comm, stream)
+                            : braidReduce(send, recv, k, t, op, root, comm, stream);
+    if (res != braidSuccess) {
+      fprintf(stderr, "rank %d: premul %s: %s\n", r, kCollNames[c], braidGetLastError(comm));
+      return std::pair<size_t, int>{size_t{1} << 30, root};
+    }
+    return std::pair<size_t, int>{recv - out->data(), root};
+  };
+  const braidDataType_t kTypes[] = {braidFloat32, braidFloat16, braidBfloat16, braidInt8,
+                                    braidUint8,   braidInt32,   braidUint64,   braidFloat64};
+  std::vector<char> out, in;
+  for (int c : {kAllReduce, kReduceScatter, kReduce}) {
+    for (braidDataType_t t : kTypes) {
+      for (size_t k : {size_t{0}, size_t{1}, size_t{1009}, size_t{70001}}) {
+        if (k != 1009 && t != braidFloat32) continue;
+        for (bool inPlace : {false, true}) {
+          unsigned char scalar[8] = {};
+          store(t, scalar, 0, preMulScalar(t, r));
+          braidRedOp_t op;
+          if (braidRedOpCreatePreMulSum(&op, scalar, t, braidScalarHostImmediate, comm) !=
+              braidSuccess) {
+            return 3;
+          }
+          store(t, scalar, 0, 9);  // held by value: changes nothing
+          auto [at, root] = run(c, t, k, inPlace, op, nullptr, &out, &in);
+          wrong += at >= out.size() ? at : checkPreMul("value", t, n, r, k, root, c, &out[at]);
+          if (braidRedOpDestroy(op, comm) != braidSuccess) return 4;
+        }
+      }
+    }
+  }
+  // By pointer (braidScalarDevice on host memory), on a host stream, read when it runs.
+  double scalar = 9;
+  braidRedOp_t op;
+  braidStream_t stream;
+  if (braidStreamCreate(&stream) != braidSuccess ||
+      braidRedOpCreatePreMulSum(&op, &scalar, braidFloat64, braidScalarDevice, comm) !=
+          braidSuccess) {
+    return 5;
+  }
+  scalar = preMulScalar(braidFloat64, r);
+  auto [at, root] = run(kAllReduce, braidFloat64, 1009, false, op, stream, &out, &in);
+  braidStreamSynchronize(stream);
+  wrong += at >= out.size() ? at : checkPreMul("pointer", braidFloat64, n, r, 1009, root,
+                                               kAllReduce, &out[at]);
+  // In a group, destroyed before the group ends: the call kept its scalar.
+  braidGroupStart();
+  auto grouped = run(kReduceScatter, braidFloat64, 333, false, op, nullptr, &out, &in);
+  braidRedOpDestroy(op, comm);
+  if (braidGroupEnd() != braidSuccess) {
+    fprintf(stderr, "rank %d: group: %s\n", r, braidGetLastError(comm));
+    return 6;
+  }
+  wrong += grouped.first >= out.size()
+               ? grouped.first
+               : checkPreMul("group", braidFloat64, n, r, 333, grouped.second, kReduceScatter,
+                             &out[grouped.first]);
+  braidStreamDestroy(stream);
+  braidCommDestroy(comm);
+  return wrong == 0 ? 0 : 1;
+}
+
 struct Job {
   int nranks;
   const char* transport;
@@ -242,6 +353,15 @@ TEST_P(Collectives, EveryAlgorithmOfEveryCollectiveIsExact) {
   Env env = envFor(j);
   auto outcomes = runRanks(
       j.nranks, env, [](int) { return everyAlgorithmBody(); }, 300);
+  for (int r = 0; r < j.nranks; ++r) {
+    EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
+  }
+}
+
+TEST_P(Collectives, PreMulSumScalesEachRanksInputByItsOwnScalar) {
+  Job j = GetParam();
+  auto outcomes = runRanks(
+      j.nranks, envFor(j), [](int) { return preMulBody(); }, 120);
   for (int r = 0; r < j.nranks; ++r) {
     EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << outcomes[r].output;
   }

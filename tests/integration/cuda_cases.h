@@ -57,6 +57,21 @@ inline double reduced(braidDataType_t t, braidRedOp_t op, int n, size_t i) {
   return float8Decode(float8Encode(acc, formatOf(t)), formatOf(t));
 }
 
+// A premul-sum's scalar on `rank` (braidRedOpCreatePreMulSum): a different one per rank,
+// never 1 on rank 0 (so one rank scales too), small enough that every scaled sum of the
+// sum inputs stays exact in the type.
+inline double preMulScalar(braidDataType_t t, int rank) {
+  return isFloat8(t) ? 2 - rank % 2 : rank + 2;
+}
+
+inline double preMulReduced(braidDataType_t t, int n, size_t i) {
+  double acc = 0;
+  for (int r = 0; r < n; ++r) acc += preMulScalar(t, r) * input(t, braidSum, r, n, i);
+  return acc;
+}
+
+enum class PreMul { kNone, kHostImmediate, kDeviceScalar };
+
 struct Case {
   int coll;
   braidDataType_t t;
@@ -65,6 +80,10 @@ struct Case {
   bool inPlace;
   int root;
   bool hostMemory = false;  // the buffers in pageable host memory, still on the CUDA stream
+  // A reduction with a premul-sum op (c.op ignored), its scalar by value or in device
+  // memory; the op is destroyed as soon as the call returns, and a device scalar is
+  // overwritten on the stream right after the call (the call must not see either).
+  PreMul preMul = PreMul::kNone;
 };
 
 // all-to-all-v counts: rank s sends m(s, d) elements to rank d, packed.
@@ -78,7 +97,8 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
   braidCommUserRank(comm, &r);
   const size_t es = sizeOf(c.t), k = c.k;
   const bool reduces = c.coll == kAllReduce || c.coll == kReduceScatter || c.coll == kReduce;
-  const braidRedOp_t vop = reduces ? c.op : braidSum;
+  const bool preMul = reduces && c.preMul != PreMul::kNone;
+  const braidRedOp_t vop = preMul ? braidSum : reduces ? c.op : braidSum;
   std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
   size_t vin = 0, vout = 0;
   for (int p = 0; p < n; ++p) {
@@ -115,21 +135,38 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
   auto* s = static_cast<braidStream_t>(stream);
   bool copied = cuda::copyAsync(base, image.data(), bytes, stream).isOk();
   braidResult_t res = braidSuccess;
-  switch (c.coll) {
+  braidRedOp_t op = c.op;
+  unsigned char scalar[8] = {}, later[8] = {};
+  put(c.t, scalar, 0, preMulScalar(c.t, r));
+  put(c.t, later, 0, 3);
+  void* deviceScalar = nullptr;
+  if (preMul && c.preMul == PreMul::kDeviceScalar) {
+    Expected<void*> d = cuda::deviceAlloc(64);
+    deviceScalar = d.isOk() ? d.value() : nullptr;
+    copied = copied && deviceScalar != nullptr &&
+             cuda::copyAsync(deviceScalar, scalar, es, stream).isOk();
+  }
+  if (preMul && copied) {
+    res = braidRedOpCreatePreMulSum(
+        &op, deviceScalar != nullptr ? deviceScalar : scalar, c.t,
+        deviceScalar != nullptr ? braidScalarDevice : braidScalarHostImmediate, comm);
+    put(c.t, scalar, 0, 5);  // a value is copied when the op is made
+  }
+  switch (res != braidSuccess ? -1 : c.coll) {
     case kAllReduce:
-      res = braidAllReduce(send, recv, k, c.t, c.op, comm, s);
+      res = braidAllReduce(send, recv, k, c.t, op, comm, s);
       break;
     case kAllGather:
       res = braidAllGather(send, recv, k, c.t, comm, s);
       break;
     case kReduceScatter:
-      res = braidReduceScatter(send, recv, k, c.t, c.op, comm, s);
+      res = braidReduceScatter(send, recv, k, c.t, op, comm, s);
       break;
     case kBroadcast:
       res = braidBroadcast(send, recv, k, c.t, c.root, comm, s);
       break;
     case kReduce:
-      res = braidReduce(send, recv, k, c.t, c.op, c.root, comm, s);
+      res = braidReduce(send, recv, k, c.t, op, c.root, comm, s);
       break;
     case kGather:
       res = braidGather(send, recv, k, c.t, c.root, comm, s);
@@ -144,9 +181,14 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
       res = braidAlltoAllv(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), c.t, comm, s);
       break;
   }
+  if (preMul && res == braidSuccess) res = braidRedOpDestroy(op, comm);
+  if (deviceScalar != nullptr) {
+    copied = copied && cuda::copyAsync(deviceScalar, later, es, stream).isOk();
+  }
   copied = copied && cuda::copyAsync(image.data(), base, bytes, stream).isOk() &&
            cuda::streamSynchronize(stream).isOk() &&
-           (c.hostMemory || cuda::deviceFree(base).isOk());
+           (c.hostMemory || cuda::deviceFree(base).isOk()) &&
+           (deviceScalar == nullptr || cuda::deviceFree(deviceScalar).isOk());
   if (res != braidSuccess || !copied) {
     fprintf(stderr, "rank %d: %s%s failed: %s\n", r, kCollNames[c.coll],
             c.hostMemory ? " on host memory" : "", braidGetLastError(comm));
@@ -159,13 +201,14 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
     bool defined = true;
     switch (c.coll) {
       case kAllReduce:
-        want = reduced(c.t, c.op, n, j);
+        want = preMul ? preMulReduced(c.t, n, j) : reduced(c.t, c.op, n, j);
         break;
       case kReduce:
-        want = reduced(c.t, c.op, n, j), defined = r == c.root;
+        want = preMul ? preMulReduced(c.t, n, j) : reduced(c.t, c.op, n, j);
+        defined = r == c.root;
         break;
       case kReduceScatter:
-        want = reduced(c.t, c.op, n, r * k + j);
+        want = preMul ? preMulReduced(c.t, n, r * k + j) : reduced(c.t, c.op, n, r * k + j);
         break;
       case kAllGather:
         want = in(j / k, j % k);
@@ -194,8 +237,10 @@ inline size_t runOnDevice(braidComm_t comm, void* stream, const Case& c) {
     if (!defined) continue;
     double got = get(c.t, image.data() + recvAt, j);
     if (got != want && !(std::isnan(got) && std::isnan(want)) && wrong++ < 3) {
-      fprintf(stderr, "rank %d %s n=%d k=%zu t=%d op=%d root=%d inPlace=%d: [%zu]=%g want %g\n", r,
-              kCollNames[c.coll], n, k, c.t, c.op, c.root, c.inPlace, j, got, want);
+      fprintf(stderr,
+              "rank %d %s n=%d k=%zu t=%d op=%d premul=%d root=%d inPlace=%d: [%zu]=%g want %g\n",
+              r, kCollNames[c.coll], n, k, c.t, c.op, static_cast<int>(c.preMul), c.root,
+              c.inPlace, j, got, want);
     }
   }
   return wrong;

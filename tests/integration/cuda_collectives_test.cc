@@ -158,6 +158,26 @@ int everyCollectiveBody() {
       wrong += runOnDevice(comm, stream.value(), c);
     }
   }
+  // Premul-sum ops: each rank's input scaled on the device by its own scalar, then summed.
+  for (int coll : {kAllReduce, kReduceScatter, kReduce}) {
+    for (PreMul how : {PreMul::kHostImmediate, PreMul::kDeviceScalar}) {
+      for (braidDataType_t t : {braidFloat32, braidBfloat16, braidInt8, braidUint32, braidFloat64,
+                                braidFloat16, braidFloat8e4m3, braidFloat8e5m2}) {
+        Case c{coll, t, braidSum, 1009, (seq & 1) != 0, ++seq % n};
+        c.preMul = how;
+        wrong += runOnDevice(comm, stream.value(), c);
+      }
+      for (size_t k : {size_t{0}, size_t{1}, size_t{70001}}) {
+        Case c{coll, braidFloat32, braidSum, k, (seq & 1) != 0, ++seq % n};
+        c.preMul = how;
+        wrong += runOnDevice(comm, stream.value(), c);
+      }
+      Case c{coll, braidFloat32, braidSum, 1009, false, ++seq % n};
+      c.preMul = how;
+      c.hostMemory = true;
+      wrong += runOnDevice(comm, stream.value(), c);
+    }
+  }
   wrong += ringExchange(comm, stream.value(), 5000);
   wrong += allPairsExchange(comm, stream.value(), 5000);
   // The barrier, and a NULL stream (the legacy default stream, complete on return).

@@ -21,13 +21,10 @@ struct Call {
   braidRedOp_t op;
   int root;  // root, or peer for send/recv
   braidStream_t stream;
-  bool isPreMul;
-  PreMulOp preMul;  // a copy: NCCL lets the op be destroyed once the call returns
 };
 
 // Checks datatype and op (comm is live) and fills *call; the buffers and
-// ranks are Braid's to check. A premul-sum on CUDA device memory is refused
-// (the scaling runs on the host).
+// ranks are Braid's to check.
 ncclResult_t makeCall(Kind kind, ncclComm* comm, const void* send, void* recv, size_t count,
                       ncclDataType_t datatype, ncclRedOp_t op, int root, cudaStream_t stream,
                       Call* call);
@@ -35,10 +32,8 @@ ncclResult_t makeCall(Kind kind, ncclComm* comm, const void* send, void* recv, s
 // Inside ncclGroupStart/End: keeps the call for ncclGroupEnd and returns true.
 bool queueInGroup(const Call& call);
 
-// Issues one call on Braid, now, on its stream. Inside a Braid group the
-// scaled copy of a premul-sum input must live until braidGroupEnd: it is
-// appended to *scratch (NULL outside a group: the call completes first).
-braidResult_t issueCall(braidComm_t inner, const Call& call, std::vector<std::vector<char>>* scratch);
+// Issues one call on Braid, now, on its stream.
+braidResult_t issueCall(braidComm_t inner, const Call& call);
 
 // The whole call: group-queued, or issued and its result mapped.
 ncclResult_t runCall(Kind kind, ncclComm_t comm, const void* send, void* recv, size_t count,

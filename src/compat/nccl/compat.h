@@ -4,7 +4,7 @@
 //
 // The drop-in sees Braid only through include/braid/braid.h. An ncclComm wraps
 // a braidComm_t and adds what NCCL has and Braid does not: non-blocking
-// creation (ncclInProgress), premul-sum ops, windows, a CUDA device number.
+// creation (ncclInProgress), windows, a CUDA device number.
 //
 // Thread-safety: as NCCL. Calls on one communicator come from one thread at a
 // time, except ncclCommAbort, ncclCommGetAsyncError and ncclGetLastError,
@@ -35,14 +35,12 @@ struct Job {
   std::string error;
 };
 
-// A premul-sum op (ncclRedOpCreatePreMulSum): sum after scaling each rank's
-// input by a scalar of `datatype`, held by value or read through `scalarPtr`
-// when the call runs (ncclScalarDevice).
+// A premul-sum op (ncclRedOpCreatePreMulSum): Braid's op of the same value
+// (braidRedOpCreatePreMulSum), and its datatype, so that a call is checked
+// when it is made, also inside a group (which Braid sees only at its end).
 struct PreMulOp {
   ncclRedOp_t handle;
   braidDataType_t datatype;
-  unsigned char scalar[8];
-  const void* scalarPtr;  // non-NULL: read the scalar here at each call
 };
 
 }  // namespace braid::nccl
@@ -73,7 +71,6 @@ struct ncclComm {
   std::string lastError;
   std::vector<braid::nccl::PreMulOp> preMulOps;
   std::vector<ncclWindow_t> windows;  // freed with the communicator
-  int nextOp = ncclNumOps;
 };
 
 namespace braid::nccl {
@@ -131,10 +128,12 @@ ncclResult_t toNccl(braidResult_t result);
 // NCCL's datatypes and ops on Braid's. On failure, returns the code (message
 // recorded on comm).
 ncclResult_t toBraidType(ncclComm* comm, ncclDataType_t datatype, braidDataType_t* out);
-// A built-in op maps to *out; a premul-sum handle of comm fills *preMul
-// (whose datatype must be `datatype`) and sets *out to braidSum.
+// A built-in op, or a live premul-sum op of comm made for `datatype`, maps to
+// Braid's op of the same value.
 ncclResult_t toBraidOp(ncclComm* comm, ncclRedOp_t op, braidDataType_t datatype,
-                       braidRedOp_t* out, PreMulOp* preMul, bool* isPreMul);
+                       braidRedOp_t* out);
+// Bytes per element of a Braid datatype.
+size_t elementSize(braidDataType_t datatype);
 
 // The configuration a communicator is made with.
 struct Settings {

@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <thread>
 
-#include "compat/nccl/scale.h"
 
 namespace braid::nccl {
 namespace {
@@ -17,6 +16,11 @@ struct GroupInit {
   bool blocking;
 };
 thread_local std::vector<GroupInit> tInits;
+struct DeferredOp {
+  ncclComm* comm;
+  braidRedOp_t op;
+};
+thread_local std::vector<DeferredOp> tDeferredOps;
 
 struct Bucket {
   ncclComm* comm;
@@ -44,23 +48,13 @@ ncclResult_t runBucket(const Bucket& b) {
   ncclResult_t r;
   braidComm_t inner = guard.ready(&r);
   if (inner == nullptr) return r;
-  std::vector<std::vector<char>> scratch;  // premul-sum copies, read until braidGroupEnd
   braidResult_t first = braidGroupStart();
   for (const Call& c : b.calls) {
-    braidResult_t one = issueCall(inner, c, &scratch);
+    braidResult_t one = issueCall(inner, c);
     if (first == braidSuccess) first = one;
   }
   braidResult_t end = braidGroupEnd();
   if (first == braidSuccess) first = end;
-  // Braid runs a communicator's group on its first call's stream: the copies
-  // stay until every stream of the group has run them.
-  if (!scratch.empty()) {
-    for (const Call& c : b.calls) {
-      if (c.stream == nullptr) continue;
-      braidResult_t s = braidStreamSynchronize(c.stream);
-      if (first == braidSuccess) first = s;
-    }
-  }
   return fromBraid(b.comm, first);
 }
 
@@ -145,6 +139,19 @@ ncclResult_t estimate(const Bucket& b, double* us) {
   return ncclSuccess;
 }
 
+// The premul-sum ops destroyed inside the group that ends now (an op whose
+// communicator is gone went with it).
+void destroyDeferredOps() {
+  std::vector<DeferredOp> deferred;
+  deferred.swap(tDeferredOps);
+  for (const DeferredOp& d : deferred) {
+    CommGuard guard(d.comm, "ncclGroupEnd");
+    if (!guard.ok()) continue;
+    ncclResult_t r;
+    if (braidComm_t inner = guard.ready(&r, true)) (void)braidRedOpDestroy(d.op, inner);
+  }
+}
+
 constexpr unsigned int kSimInfoMagic = 0x74685283;
 
 }  // namespace
@@ -160,6 +167,8 @@ bool queueInGroup(const Call& call) {
 void addGroupInit(ncclComm* comm, std::shared_ptr<Job> job, bool blocking) {
   tInits.push_back({comm, std::move(job), blocking});
 }
+
+void deferOpDestroy(ncclComm* comm, braidRedOp_t op) { tDeferredOps.push_back({comm, op}); }
 
 }  // namespace braid::nccl
 
@@ -181,6 +190,7 @@ ncclResult_t ncclGroupEnd() {
   inits.swap(tInits);
   ncclResult_t created = finishInits(inits);
   ncclResult_t ran = runBuckets(byComm(std::move(calls)));
+  destroyDeferredOps();
   return ran != ncclSuccess ? ran : created;
 }
 
@@ -208,6 +218,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (priced == ncclSuccess) simInfo->estimatedTime = static_cast<float>(us);
   if (--tDepth > 0) return priced;
   tCalls.clear();
+  destroyDeferredOps();
   std::vector<GroupInit> inits;
   inits.swap(tInits);
   ncclResult_t created = finishInits(inits);

@@ -1,11 +1,10 @@
 // NCCL's datatypes and reduction ops on Braid's, and premul-sum ops
-// (ncclRedOpCreatePreMulSum): Braid has no such op, so a call with one scales
-// a copy of its input (call.cc) and sums.
+// (ncclRedOpCreatePreMulSum) over Braid's (braidRedOpCreatePreMulSum).
 #include <algorithm>
 #include <cstring>
 
 #include "compat/nccl/compat.h"
-#include "compat/nccl/scale.h"
+#include "compat/nccl/group.h"
 
 namespace braid::nccl {
 namespace {
@@ -37,37 +36,37 @@ ncclResult_t toBraidType(ncclComm* comm, ncclDataType_t datatype, braidDataType_
   return ncclSuccess;
 }
 
+size_t elementSize(braidDataType_t datatype) {
+  // Indexed by Braid's datatype values (NCCL's): int8, uint8, int32, uint32,
+  // int64, uint64, float16, float32, float64, bfloat16, float8 e4m3, e5m2.
+  static constexpr size_t kSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  static_assert(sizeof(kSizes) / sizeof(kSizes[0]) == braidNumTypes, "a datatype has no size");
+  return kSizes[datatype];
+}
+
 ncclResult_t toBraidOp(ncclComm* comm, ncclRedOp_t op, braidDataType_t datatype,
-                       braidRedOp_t* out, PreMulOp* preMul, bool* isPreMul) {
+                       braidRedOp_t* out) {
   const int o = static_cast<int>(op);
-  if (o >= 0 && o < ncclNumOps) {
-    *out = static_cast<braidRedOp_t>(o);
-    *isPreMul = false;
-    return ncclSuccess;
-  }
-  bool found = false;
+  *out = static_cast<braidRedOp_t>(o);  // Braid's values are NCCL's, premul-sum ops too
+  if (o >= 0 && o < ncclNumOps) return ncclSuccess;
+  int madeFor = -1;
   {
     std::lock_guard<std::mutex> lock(comm->mu);
     for (const PreMulOp& p : comm->preMulOps) {
-      if (p.handle != op) continue;
-      *preMul = p;
-      found = true;
-      break;
+      if (p.handle == op) madeFor = p.datatype;
     }
   }
-  if (!found) {
+  if (madeFor < 0) {
     return fail(comm, ncclInvalidArgument,
                 "op " + std::to_string(o) +
                     " is neither a built-in ncclRedOp_t (0..4) nor a live op from "
                     "ncclRedOpCreatePreMulSum on this communicator");
   }
-  if (preMul->datatype != datatype) {
+  if (madeFor != datatype) {
     return fail(comm, ncclInvalidArgument,
-                "op " + std::to_string(o) + " was created for " + typeName(preMul->datatype) +
+                "op " + std::to_string(o) + " was created for " + typeName(madeFor) +
                     " and is used with " + typeName(datatype));
   }
-  *out = braidSum;
-  *isPreMul = true;
   return ncclSuccess;
 }
 
@@ -81,50 +80,53 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
   CommGuard guard(comm, "ncclRedOpCreatePreMulSum");
   if (!guard.ok()) return guard.result();
+  ncclResult_t r;
+  braidComm_t inner = guard.ready(&r);
+  if (inner == nullptr) return r;
   braidDataType_t type;
   if (op == nullptr) return fail(comm, ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op is NULL");
-  if (scalar == nullptr) {
-    return fail(comm, ncclInvalidArgument, "ncclRedOpCreatePreMulSum: scalar is NULL");
-  }
-  if (ncclResult_t r = toBraidType(comm, datatype, &type); r != ncclSuccess) return r;
-  if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate) {
-    return fail(comm, ncclInvalidArgument,
-                "ncclRedOpCreatePreMulSum: residence " + std::to_string(residence) +
-                    " is neither ncclScalarDevice nor ncclScalarHostImmediate");
-  }
-  PreMulOp p{};
-  p.datatype = type;
-  if (residence == ncclScalarHostImmediate) {
-    std::memcpy(p.scalar, scalar, elementSize(type));
-  } else {
-    p.scalarPtr = scalar;  // dereferenced by each collective that uses the op
-  }
+  if (ncclResult_t t = toBraidType(comm, datatype, &type); t != ncclSuccess) return t;
+  // ncclScalarResidence_t's values are braidScalarResidence_t's; Braid checks them.
+  braidRedOp_t made;
+  r = fromBraid(comm, braidRedOpCreatePreMulSum(&made, scalar, type,
+                                                static_cast<braidScalarResidence_t>(residence),
+                                                inner));
+  if (r != ncclSuccess) return r;
+  *op = static_cast<ncclRedOp_t>(made);
   std::lock_guard<std::mutex> lock(comm->mu);
-  if (comm->nextOp == ncclMaxRedOp) {
-    return fail(nullptr, ncclInvalidUsage, "ncclRedOpCreatePreMulSum: no op handles left");
-  }
-  p.handle = static_cast<ncclRedOp_t>(comm->nextOp++);
-  comm->preMulOps.push_back(p);
-  *op = p.handle;
+  comm->preMulOps.push_back({*op, type});
   return ncclSuccess;
 }
 
+// Inside a group, Braid's op lives until the group's calls are issued
+// (ncclGroupEnd); new calls cannot name it from now on.
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   CommGuard guard(comm, "ncclRedOpDestroy");
   if (!guard.ok()) return guard.result();
+  ncclResult_t r;
+  braidComm_t inner = guard.ready(&r);
+  if (inner == nullptr) return r;
+  bool found = false;
   {
     std::lock_guard<std::mutex> lock(comm->mu);
     auto it = std::find_if(comm->preMulOps.begin(), comm->preMulOps.end(),
                            [op](const PreMulOp& p) { return p.handle == op; });
     if (it != comm->preMulOps.end()) {
       comm->preMulOps.erase(it);
-      return ncclSuccess;
+      found = true;
     }
   }
-  return fail(comm, ncclInvalidArgument,
-              "ncclRedOpDestroy: op " + std::to_string(static_cast<int>(op)) +
-                  " is not an op from ncclRedOpCreatePreMulSum on this communicator "
-                  "(built-in ops are not destroyed)");
+  if (!found) {
+    return fail(comm, ncclInvalidArgument,
+                "ncclRedOpDestroy: op " + std::to_string(static_cast<int>(op)) +
+                    " is not an op from ncclRedOpCreatePreMulSum on this communicator "
+                    "(built-in ops are not destroyed)");
+  }
+  if (inGroup()) {
+    deferOpDestroy(comm, static_cast<braidRedOp_t>(op));
+    return ncclSuccess;
+  }
+  return fromBraid(comm, braidRedOpDestroy(static_cast<braidRedOp_t>(op), inner));
 }
 
 }  // extern "C"

@@ -260,6 +260,83 @@ TEST_F(ApiErrors, AllReduceArguments) {
   });
 }
 
+// braidRedOpCreatePreMulSum / braidRedOpDestroy, and calls naming a premul-sum op that
+// is not theirs to use: each refused by name, changing nothing.
+TEST_F(ApiErrors, PreMulSumArguments) {
+  braidComm_t c = comm_;
+  braidComm_t other = makeOneRankComm();
+  ASSERT_NE(other, nullptr);
+  const float two = 2;
+  braidRedOp_t made = braidSum, fromOther = braidSum, destroyed = braidSum;
+  ASSERT_EQ(braidRedOpCreatePreMulSum(&made, const_cast<float*>(&two), braidFloat32,
+                                      braidScalarHostImmediate, c),
+            braidSuccess);
+  EXPECT_GE(static_cast<int>(made), braidNumOps);
+  ASSERT_EQ(braidRedOpCreatePreMulSum(&fromOther, const_cast<float*>(&two), braidFloat32,
+                                      braidScalarHostImmediate, other),
+            braidSuccess);
+  ASSERT_EQ(braidRedOpCreatePreMulSum(&destroyed, const_cast<float*>(&two), braidFloat32,
+                                      braidScalarDevice, c),
+            braidSuccess);
+  ASSERT_EQ(braidRedOpDestroy(destroyed, c), braidSuccess);
+  braidRedOp_t out = braidSum;
+  auto create = [&out](void* scalar, int type, int residence, braidComm_t comm,
+                       braidRedOp_t* where = nullptr) {
+    return [=, &out] {
+      return braidRedOpCreatePreMulSum(where != nullptr ? where : &out, scalar,
+                                       static_cast<braidDataType_t>(type),
+                                       static_cast<braidScalarResidence_t>(residence), comm);
+    };
+  };
+  void* scalar = const_cast<float*>(&two);
+  runTable({
+      {"create: NULL comm", create(scalar, braidFloat32, 1, nullptr), braidInvalidArgument,
+       "comm"},
+      {"create: NULL op",
+       [&] {
+         return braidRedOpCreatePreMulSum(nullptr, scalar, braidFloat32, braidScalarHostImmediate,
+                                          c);
+       },
+       braidInvalidArgument, "op is NULL", c},
+      {"create: NULL scalar", create(nullptr, braidFloat32, 1, c), braidInvalidArgument,
+       "scalar is NULL", c},
+      {"create: datatype 12", create(scalar, 12, 1, c), braidInvalidArgument, "datatype 12", c},
+      {"create: residence 2", create(scalar, braidFloat32, 2, c), braidInvalidArgument,
+       "residence 2", c},
+      {"destroy: a built-in op", [c] { return braidRedOpDestroy(braidSum, c); },
+       braidInvalidArgument, "built-in", c},
+      {"destroy: twice", [c, destroyed] { return braidRedOpDestroy(destroyed, c); },
+       braidInvalidArgument, "not a live op", c},
+      {"destroy: another comm's op", [c, fromOther] { return braidRedOpDestroy(fromOther, c); },
+       braidInvalidArgument, "not a live op", c},
+      {"all-reduce: another datatype",
+       [this, c, made] { return allReduce(send_.data(), recv_.data(), 4, braidInt32, made, c); },
+       braidInvalidArgument, "made for float32 and is used with int32", c},
+      {"all-reduce: a destroyed op",
+       [this, c, destroyed] {
+         return allReduce(send_.data(), recv_.data(), 4, braidFloat32, destroyed, c);
+       },
+       braidInvalidArgument, "braidRedOpCreatePreMulSum", c},
+      {"all-reduce: another comm's op",
+       [this, c, fromOther] {
+         return allReduce(send_.data(), recv_.data(), 4, braidFloat32, fromOther, c);
+       },
+       braidInvalidArgument, "braidRedOpCreatePreMulSum", c},
+  });
+  EXPECT_EQ(out, braidSum) << "a failed create wrote its op";
+  // One rank: the sum is the input times the scalar.
+  const float in[3] = {1.5f, -3.0f, 0.25f};
+  float result[3] = {};
+  ASSERT_EQ(braidAllReduce(in, result, 3, braidFloat32, made, c, nullptr), braidSuccess)
+      << braidGetLastError(c);
+  EXPECT_EQ(result[0], 3.0f);
+  EXPECT_EQ(result[1], -6.0f);
+  EXPECT_EQ(result[2], 0.5f);
+  EXPECT_EQ(braidRedOpDestroy(made, c), braidSuccess);
+  EXPECT_EQ(braidRedOpDestroy(fromOther, other), braidSuccess);
+  EXPECT_EQ(braidCommDestroy(other), braidSuccess);
+}
+
 TEST_F(ApiErrors, StreamArguments) {
   int local = 0;
   braidStream_t notAStream = reinterpret_cast<braidStream_t>(&local);

@@ -229,6 +229,38 @@ TEST_P(ReduceKernelTest, TwoInputsMatchHostKernelsOnRandomBits) {
   }
 }
 
+// The scale kernel (a premul-sum's) gives the host's ReduceKernels::scale bit for bit on
+// random bits, in place and out, unaligned too, with the scalar by value or read on the
+// device (op ignored: run once per datatype).
+TEST_P(ReduceKernelTest, ScaleMatchesHostKernelsOnRandomBits) {
+  if (op() != braidSum) GTEST_SKIP() << "scaling does not depend on the op";
+  SKIP_WITHOUT_DEVICE();
+  const size_t es = datatypeSize(dt()), count = 100003;
+  std::mt19937 rng(std::get<0>(GetParam()) + 77);
+  std::vector<char> in((count + 1) * es), host(count * es);
+  for (char& c : in) c = static_cast<char>(rng());
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    char scalar[8];
+    for (char& c : scalar) c = static_cast<char>(rng());
+    if (round == 0) std::memcpy(scalar, in.data() + es, es);  // a value the input holds
+    const size_t skew = round == 3 ? es : 0;  // unaligned: no 16-byte vectors
+    reduceKernels(dt(), braidSum).scale(host.data(), in.data() + skew, count, scalar);
+    DeviceBuf src(in.size()), dst(count * es + 16), dscalar(8);
+    toDevice(src.p, in.data(), in.size());
+    toDevice(dscalar.p, scalar, 8);
+    const bool inPlace = round == 2, onDevice = round % 2 == 1;
+    void* out = inPlace ? src.at(skew) : dst.p;
+    Status st = cuda::launchScale(out, src.at(skew), count, dt(), onDevice ? dscalar.p : nullptr,
+                                  onDevice ? nullptr : scalar, nullptr);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    std::vector<char> got = fromDevice(out, count * es);
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_TRUE(sameOrBothNan(dt(), &got[i * es], &host[i * es])) << "element " << i;
+    }
+  }
+}
+
 std::string paramName(const ::testing::TestParamInfo<std::tuple<int, int>>& info) {
   return std::string(datatypeName(static_cast<braidDataType_t>(std::get<0>(info.param)))) + "_" +
          redOpName(static_cast<braidRedOp_t>(std::get<1>(info.param)));
@@ -325,6 +357,16 @@ TEST(CudaDeviceTest, LaunchArgumentsAreCheckedBeforeAnyLaunch) {
        "aligned"},
       {"NULL input", cuda::launchReduce(a, withNull, 2, 4, braidFloat32, braidSum, 1, nullptr),
        "NULL"},
+      {"scale: no scalar", cuda::launchScale(a, b, 4, braidFloat32, nullptr, nullptr, nullptr),
+       "exactly one"},
+      {"scale: two scalars", cuda::launchScale(a, b, 4, braidFloat32, a, b, nullptr),
+       "exactly one"},
+      {"scale: datatype 12",
+       cuda::launchScale(a, b, 4, static_cast<braidDataType_t>(12), nullptr, b, nullptr),
+       "datatype 12"},
+      {"scale: misaligned",
+       cuda::launchScale(reinterpret_cast<char*>(a) + 1, b, 3, braidFloat32, nullptr, b, nullptr),
+       "aligned"},
   };
   for (const Case& c : cases) {
     if (!cuda::compiled()) {

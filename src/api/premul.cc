@@ -1,0 +1,195 @@
+#include "api/premul.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "api/cuda_ops.h"
+#include "cuda/device.h"
+#include "cuda/kernels.h"
+#include "exec/reduce.h"
+
+namespace braid {
+namespace {
+
+// Bytes of op's input on this rank (all-reduce and reduce: count; reduce-scatter: all).
+size_t inputBytes(const OpRequest& op, int rank, int nranks) {
+  return regionsOf(op, rank, nranks).front().bytes;
+}
+
+// The scalar as the host reads it now.
+void hostScalar(const PreMulScale& s, size_t es, unsigned char* out) {
+  std::memcpy(out, s.scalarPtr != nullptr ? s.scalarPtr : s.value, es);
+}
+
+}  // namespace
+
+Status resolveRedOp(braidComm* comm, braidRedOp_t op, braidDataType_t datatype,
+                    braidRedOp_t* resolved, PreMulScale* scale) {
+  const int o = static_cast<int>(op);
+  if (o >= 0 && o < braidNumOps) {
+    *resolved = op;
+    return Status::ok();
+  }
+  std::lock_guard<std::mutex> lock(comm->preMulMu);
+  for (const braidComm::PreMulOp& p : comm->preMulOps) {
+    if (p.handle != op) continue;
+    if (p.datatype != datatype) {
+      return invalidArgument("op " + std::to_string(o) + " was made for " +
+                             datatypeName(p.datatype) + " and is used with " +
+                             datatypeName(datatype));
+    }
+    *resolved = braidSum;
+    scale->on = true;
+    std::memcpy(scale->value, p.value, sizeof(scale->value));
+    scale->scalarPtr = p.scalarPtr;
+    return Status::ok();
+  }
+  return invalidArgument("op " + std::to_string(o) + " is neither a braidRedOp_t (0.." +
+                         std::to_string(braidNumOps - 1) +
+                         ") nor a live op from braidRedOpCreatePreMulSum on this comm");
+}
+
+bool anyPreMul(const OpRequest* ops, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (ops[i].preMul.on) return true;
+  }
+  return false;
+}
+
+Status checkHostScalars(const std::vector<OpRequest>& ops) {
+  for (const OpRequest& op : ops) {
+    if (op.preMul.on && op.preMul.scalarPtr != nullptr && cuda::compiled() && cuda::hasDevice() &&
+        cuda::isDeviceMemory(op.preMul.scalarPtr)) {
+      return invalidUsage(
+          "the premul-sum op's scalar is in device memory but this call runs on the host (host "
+          "buffers, no CUDA stream); pass a cudaStream_t, or make the op with a host scalar");
+    }
+  }
+  return Status::ok();
+}
+
+std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int nranks,
+                                   std::vector<std::vector<char>>* copies) {
+  std::vector<OpRequest> out(ops, ops + n);
+  copies->reserve(n);
+  for (OpRequest& op : out) {
+    if (!op.preMul.on) continue;
+    const size_t es = datatypeSize(op.datatype), bytes = inputBytes(op, rank, nranks);
+    unsigned char scalar[8];
+    hostScalar(op.preMul, es, scalar);
+    copies->emplace_back(std::max<size_t>(bytes, 1));
+    if (bytes != 0) {
+      reduceKernels(op.datatype, braidSum)
+          .scale(copies->back().data(), op.send, bytes / es, scalar);
+    }
+    op.send = copies->back().data();
+    op.preMul.on = false;
+  }
+  return out;
+}
+
+Status scaleOnDevice(std::vector<OpRequest>* ops, int rank, int nranks, void* stream,
+                     std::vector<void*>* scratch) {
+  for (OpRequest& op : *ops) {
+    if (!op.preMul.on) continue;
+    op.preMul.on = false;
+    const size_t es = datatypeSize(op.datatype), bytes = inputBytes(op, rank, nranks);
+    if (bytes == 0) continue;
+    BRAID_ASSIGN_OR_RETURN(void* copy, cuda::deviceAllocAsync(bytes, stream));
+    scratch->push_back(copy);
+    const void* src = op.send;
+    if (!cuda::isDeviceMemory(src)) {  // host input on a CUDA stream: on the device first
+      BRAID_TRY(cuda::copyAsync(copy, src, bytes, stream));
+      src = copy;
+    }
+    const PreMulScale& s = op.preMul;
+    if (s.scalarPtr != nullptr && cuda::isDeviceMemory(s.scalarPtr)) {
+      BRAID_TRY(
+          cuda::launchScale(copy, src, bytes / es, op.datatype, s.scalarPtr, nullptr, stream));
+    } else {
+      unsigned char scalar[8];
+      hostScalar(s, es, scalar);
+      BRAID_TRY(cuda::launchScale(copy, src, bytes / es, op.datatype, nullptr, scalar, stream));
+    }
+    op.send = copy;
+  }
+  return Status::ok();
+}
+
+Status freeScaled(const std::vector<void*>& scratch, void* stream) {
+  Status first = Status::ok();
+  for (void* p : scratch) {
+    Status st = cuda::deviceFreeAsync(p, stream);
+    if (first.isOk()) first = st;
+  }
+  return first;
+}
+
+}  // namespace braid
+
+using namespace braid;
+
+extern "C" {
+
+braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDataType_t datatype,
+                                        braidScalarResidence_t residence, braidComm_t comm) {
+  Status st = Status::ok();
+  if (comm == nullptr || !isLiveComm(comm)) {
+    st = invalidArgument("comm is not a live communicator (NULL, destroyed, or aborted)");
+  } else if (op == nullptr) {
+    st = invalidArgument("op is NULL");
+  } else if (scalar == nullptr) {
+    st = invalidArgument("scalar is NULL");
+  } else if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes) {
+    st =
+        invalidArgument("datatype " + std::to_string(static_cast<int>(datatype)) +
+                        " is not a braidDataType_t (0.." + std::to_string(braidNumTypes - 1) + ")");
+  } else if (residence != braidScalarDevice && residence != braidScalarHostImmediate) {
+    st = invalidArgument("residence " + std::to_string(static_cast<int>(residence)) +
+                         " is neither braidScalarDevice nor braidScalarHostImmediate");
+  }
+  if (!st.isOk()) return finish(isLiveComm(comm) ? comm : nullptr, st);
+  braidComm::PreMulOp p{};
+  p.datatype = datatype;
+  if (residence == braidScalarHostImmediate) {
+    std::memcpy(p.value, scalar, datatypeSize(datatype));
+  } else {
+    p.scalarPtr = scalar;
+  }
+  // Handles are unique in the process, so another communicator's op is refused by name.
+  static std::atomic<int> next{braidNumOps};
+  int handle = next.load();
+  do {
+    if (handle == static_cast<int>(braidMaxRedOp)) {
+      return finish(comm, invalidUsage("this process has made every premul-sum op handle "
+                                       "(braidMaxRedOp); none is left"));
+    }
+  } while (!next.compare_exchange_weak(handle, handle + 1));
+  p.handle = static_cast<braidRedOp_t>(handle);
+  std::lock_guard<std::mutex> lock(comm->preMulMu);
+  comm->preMulOps.push_back(p);
+  *op = p.handle;
+  return braidSuccess;
+}
+
+braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm) {
+  if (comm == nullptr || !isLiveComm(comm)) {
+    return finish(nullptr,
+                  invalidArgument("comm is not a live communicator (NULL, destroyed, or aborted)"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(comm->preMulMu);
+    auto it = std::find_if(comm->preMulOps.begin(), comm->preMulOps.end(),
+                           [op](const braidComm::PreMulOp& p) { return p.handle == op; });
+    if (it != comm->preMulOps.end()) {
+      comm->preMulOps.erase(it);
+      return braidSuccess;
+    }
+  }
+  return finish(comm, invalidArgument("op " + std::to_string(static_cast<int>(op)) +
+                                      " is not a live op from braidRedOpCreatePreMulSum on this "
+                                      "comm (built-in ops are not destroyed)"));
+}
+
+}  // extern "C"
