@@ -1,10 +1,13 @@
 """Turns user objects into (address, count, datatype) for the C API.
 
 Accepted: NumPy arrays, any object with ``__dlpack__`` (PyTorch, JAX, CuPy,
-NumPy >= 1.22 ...), and any object with the buffer protocol (bytearray,
+NumPy >= 1.22 ...), any object with ``__cuda_array_interface__`` (CuPy, Numba,
+PyTorch CUDA tensors), and any object with the buffer protocol (bytearray,
 array.array, memoryview ...). Every buffer must be contiguous; an output
 buffer must be writable. The returned Buffer keeps whatever owns the memory
-alive until the operation using it has finished.
+alive until the operation using it has finished (for device memory on a CUDA
+stream: until the call is enqueued; the caller keeps the memory until the
+stream has run it, as with NCCL).
 """
 
 import ctypes
@@ -29,8 +32,10 @@ _DLPACK = {(0, 8): INT8, (1, 8): UINT8, (0, 32): INT32, (1, 32): UINT32, (0, 64)
            (1, 64): UINT64, (2, 16): FLOAT16, (2, 32): FLOAT32, (2, 64): FLOAT64,
            (4, 16): BFLOAT16, (6, 8): UINT8}
 
-# DLPack device types.
-DEVICE_CPU, DEVICE_CUDA, DEVICE_CUDA_HOST = 1, 2, 3
+# DLPack device types (kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged).
+DEVICE_CPU, DEVICE_CUDA, DEVICE_CUDA_HOST, DEVICE_CUDA_MANAGED = 1, 2, 3, 13
+# Memory a CUDA stream orders (Braid detects it per call): device and managed memory.
+DEVICE_KINDS = (DEVICE_CUDA, DEVICE_CUDA_MANAGED)
 
 
 class _DLDevice(ctypes.Structure):
@@ -122,6 +127,32 @@ def _from_dlpack(obj, what):
                   tensor.device.device_type, (obj, capsule), shape)
 
 
+def _cuda_array_interface(obj):
+    """obj's __cuda_array_interface__, or None: absent, or not expressible (PyTorch raises
+    for bfloat16 and for tensors that require grad; DLPack then says what it can)."""
+    try:
+        return obj.__cuda_array_interface__
+    except (AttributeError, TypeError, RuntimeError):
+        return None
+
+
+def _from_cuda_array_interface(obj, cai, writable, what):
+    shape = tuple(int(n) for n in cai["shape"])
+    dt = np.dtype(cai["typestr"])
+    code = numpy_dtype_code(dt)
+    strides = cai.get("strides")
+    if strides is not None and not _compact(shape, [s // dt.itemsize for s in strides],
+                                            len(shape)):
+        raise ValueError(f"braid: {what} must be C-contiguous")
+    address, readonly = cai["data"]
+    if writable and readonly:
+        raise ValueError(f"braid: {what} is read-only")
+    count = 1
+    for n in shape:
+        count *= n
+    return Buffer(int(address or 0), count, code, DEVICE_CUDA, obj, shape)
+
+
 def as_buffer(obj, writable=False, what="buffer"):
     """A Buffer over obj's memory, without copying.
 
@@ -130,6 +161,9 @@ def as_buffer(obj, writable=False, what="buffer"):
     """
     if isinstance(obj, np.ndarray):
         return _from_numpy(obj, writable, what)
+    cai = _cuda_array_interface(obj)
+    if cai is not None:  # before DLPack, which may synchronise a stream to export
+        return _from_cuda_array_interface(obj, cai, writable, what)
     if hasattr(obj, "__dlpack__"):
         return _from_dlpack(obj, what)
     try:

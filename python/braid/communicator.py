@@ -2,7 +2,13 @@
 
 Every collective takes host buffers (NumPy arrays, buffer-protocol objects,
 DLPack objects) and runs blocking by default; with ``async_op=True`` it
-returns a Work at once. ``out=None`` means in place where the output has the
+returns a Work at once. Device buffers (CUDA memory through DLPack or
+``__cuda_array_interface__``: CuPy, Numba, PyTorch) take ``stream=``, a CUDA
+stream (its handle as an int, or a torch / CuPy / Numba stream object): the
+call is enqueued on that stream in this communicator's order and returns, as
+NCCL's do; what the caller puts on the stream afterwards sees the result.
+Without a stream, device buffers use CUDA's legacy default stream and the
+call returns complete. ``out=None`` means in place where the output has the
 size of the input (all_reduce, broadcast, reduce, all_to_all), and a new NumPy
 array where it does not (all_gather, reduce_scatter). Operations of one
 communicator run in the order they are called, which must be the same on
@@ -42,13 +48,22 @@ def _in_group():
     return getattr(_group_state, "depth", 0) > 0
 
 
-def _host_only(*bufs):
-    for b in bufs:
-        if b.device not in (_buffers.DEVICE_CPU, _buffers.DEVICE_CUDA_HOST):
-            raise errors.InvalidUsageError(
-                f"braid: buffer on DLPack device type {b.device}: the Python package passes "
-                "host memory only (no CUDA stream argument yet); device buffers work "
-                "through the C API or torch's 'nccl' backend over libnccl.so.2", 5)
+def _stream_handle(stream):
+    """The cudaStream_t of ``stream`` as an int (None: the NULL stream)."""
+    if stream is None or isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr", "handle"):  # torch, CuPy, Numba
+        value = getattr(stream, attr, None)
+        if isinstance(value, ctypes.c_void_p):
+            value = value.value
+        if isinstance(value, int):
+            return value
+    raise TypeError(f"braid: stream {stream!r} is neither an int (a cudaStream_t) nor a torch, "
+                    "CuPy or Numba stream")
+
+
+def _on_device(*bufs):
+    return any(b is not None and b.device in _buffers.DEVICE_KINDS for b in bufs)
 
 
 class Communicator:
@@ -148,10 +163,14 @@ class Communicator:
 
     # ---- running a call -------------------------------------------------------------------
 
-    def _launch(self, what, call, result, keep, async_op, after=None, fusable=False):
+    def _launch(self, what, call, result, keep, async_op, after=None, fusable=False,
+                stream=None, bufs=()):
         """Runs call(handle) -> braidResult_t in order, then after(); returns result or a Work.
 
         fusable: a point-to-point call, which may join a group with its neighbours.
+        stream (an int) or device memory among bufs: the call is issued now, behind the
+        calls already queued, so that it is on its stream before this returns (async_op:
+        a finished Work); not fused.
         """
 
         def run():
@@ -169,6 +188,10 @@ class Communicator:
             run()
             _group_state.keep.append(keep)
             return result
+        if stream is not None or _on_device(*bufs):
+            work = Work(run, self._executor, result, keep)
+            self._executor.run(work)
+            return work if async_op else result
         work = Work(run, self._executor, result, keep, fusable)
         if async_op:
             return self._executor.submit(work)
@@ -188,71 +211,74 @@ class Communicator:
         src = _buffers.as_buffer(send, what=f"{what} input")
         dst = src if out is None else _buffers.as_buffer(out, writable=True,
                                                          what=f"{what} output")
-        _host_only(src, dst)
         return src, dst, (send if out is None else out)
 
     # ---- collectives ----------------------------------------------------------------------
 
-    def all_reduce(self, send, out=None, op="sum", async_op=False):
+    def all_reduce(self, send, out=None, op="sum", async_op=False, stream=None):
         """Every rank gets op over all ranks' ``send``, element-wise.
 
         In place when out is None (send is overwritten). Returns the output, or a
         Work when async_op.
         """
+        st = _stream_handle(stream)
         src, dst, result = self._reduce_args(send, out, "all_reduce")
         code = _op_code(op)
         return self._launch(
             "all_reduce",
             lambda c: _lib.lib.braidAllReduce(src.address, dst.address, src.count, src.dtype,
-                                              code, c, None),
-            result, (src, dst), async_op)
+                                              code, c, st),
+            result, (src, dst), async_op, stream=st, bufs=(src, dst))
 
-    def broadcast(self, buf, root=0, out=None, async_op=False):
+    def broadcast(self, buf, root=0, out=None, async_op=False, stream=None):
         """Every rank gets root's ``buf`` (in place when out is None)."""
+        st = _stream_handle(stream)
         src, dst, result = self._reduce_args(buf, out, "broadcast")
         return self._launch(
             "broadcast",
             lambda c: _lib.lib.braidBroadcast(src.address, dst.address, src.count, src.dtype,
-                                              int(root), c, None),
-            result, (src, dst), async_op)
+                                              int(root), c, st),
+            result, (src, dst), async_op, stream=st, bufs=(src, dst))
 
-    def reduce(self, send, root=0, out=None, op="sum", async_op=False):
+    def reduce(self, send, root=0, out=None, op="sum", async_op=False, stream=None):
         """Root gets op over all ranks' ``send`` (in place when out is None).
 
         The output is written on root only.
         """
+        st = _stream_handle(stream)
         src, dst, result = self._reduce_args(send, out, "reduce")
         code = _op_code(op)
         return self._launch(
             "reduce",
             lambda c: _lib.lib.braidReduce(src.address, dst.address, src.count, src.dtype, code,
-                                           int(root), c, None),
-            result, (src, dst), async_op)
+                                           int(root), c, st),
+            result, (src, dst), async_op, stream=st, bufs=(src, dst))
 
-    def all_gather(self, send, out=None, async_op=False):
+    def all_gather(self, send, out=None, async_op=False, stream=None):
         """Every rank gets all ranks' ``send`` concatenated in rank order.
 
         out: size * len(send) elements; None allocates a NumPy array of shape
         (size, *send.shape). In place when send is block ``rank`` of out.
         """
+        st = _stream_handle(stream)
         src = _buffers.as_buffer(send, what="all_gather input")
         if out is None:
             out = _buffers.empty_like(src, src.count * self._size, (self._size, *src.shape))
         dst = _buffers.as_buffer(out, writable=True, what="all_gather output")
-        _host_only(src, dst)
         self._check_count(dst, src.count * self._size, "all_gather output")
         return self._launch(
             "all_gather",
             lambda c: _lib.lib.braidAllGather(src.address, dst.address, src.count, src.dtype, c,
-                                              None),
-            out, (src, dst), async_op)
+                                              st),
+            out, (src, dst), async_op, stream=st, bufs=(src, dst))
 
-    def gather(self, send, root=0, out=None, async_op=False):
+    def gather(self, send, root=0, out=None, async_op=False, stream=None):
         """Root gets all ranks' ``send`` concatenated in rank order.
 
         out (root only): size * len(send) elements; None allocates a NumPy array
         of shape (size, *send.shape) on root. Other ranks get None.
         """
+        st = _stream_handle(stream)
         src = _buffers.as_buffer(send, what="gather input")
         dst = None
         if self._rank == int(root):
@@ -260,41 +286,39 @@ class Communicator:
                 out = _buffers.empty_like(src, src.count * self._size,
                                           (self._size, *src.shape))
             dst = _buffers.as_buffer(out, writable=True, what="gather output")
-            _host_only(dst)
             self._check_count(dst, src.count * self._size, "gather output")
-        _host_only(src)
         address = dst.address if dst is not None else None
         return self._launch(
             "gather",
             lambda c: _lib.lib.braidGather(src.address, address, src.count, src.dtype,
-                                           int(root), c, None),
-            out if dst is not None else None, (src, dst), async_op)
+                                           int(root), c, st),
+            out if dst is not None else None, (src, dst), async_op, stream=st, bufs=(src, dst))
 
-    def scatter(self, send, out, root=0, async_op=False):
+    def scatter(self, send, out, root=0, async_op=False, stream=None):
         """Block r of root's ``send`` (size equal blocks) goes to rank r's ``out``.
 
         send is read on root only (pass None elsewhere).
         """
+        st = _stream_handle(stream)
         dst = _buffers.as_buffer(out, writable=True, what="scatter output")
         src = None
         if self._rank == int(root):
             src = _buffers.as_buffer(send, what="scatter input")
-            _host_only(src)
             self._check_count(src, dst.count * self._size, "scatter input")
-        _host_only(dst)
         address = src.address if src is not None else None
         return self._launch(
             "scatter",
             lambda c: _lib.lib.braidScatter(address, dst.address, dst.count, dst.dtype,
-                                            int(root), c, None),
-            out, (src, dst), async_op)
+                                            int(root), c, st),
+            out, (src, dst), async_op, stream=st, bufs=(src, dst))
 
-    def reduce_scatter(self, send, out=None, op="sum", async_op=False):
+    def reduce_scatter(self, send, out=None, op="sum", async_op=False, stream=None):
         """Rank r gets block r of op over all ranks' ``send`` (size equal blocks).
 
         out: len(send) / size elements; None allocates a NumPy array (of shape
         send.shape[1:] when send's first dimension is size).
         """
+        st = _stream_handle(stream)
         src = _buffers.as_buffer(send, what="reduce_scatter input")
         if src.count % self._size:
             raise errors.InvalidArgumentError(
@@ -305,20 +329,20 @@ class Communicator:
             shape = src.shape[1:] if src.shape[:1] == (self._size,) else (count,)
             out = _buffers.empty_like(src, count, shape)
         dst = _buffers.as_buffer(out, writable=True, what="reduce_scatter output")
-        _host_only(src, dst)
         self._check_count(dst, count, "reduce_scatter output")
         code = _op_code(op)
         return self._launch(
             "reduce_scatter",
             lambda c: _lib.lib.braidReduceScatter(src.address, dst.address, count, src.dtype,
-                                                  code, c, None),
-            out, (src, dst), async_op)
+                                                  code, c, st),
+            out, (src, dst), async_op, stream=st, bufs=(src, dst))
 
-    def all_to_all(self, send, out=None, async_op=False):
+    def all_to_all(self, send, out=None, async_op=False, stream=None):
         """Block p of ``send`` goes to rank p; block p of the output comes from rank p.
 
         Blocks are len(send) / size elements. In place when out is None.
         """
+        st = _stream_handle(stream)
         src, dst, result = self._reduce_args(send, out, "all_to_all")
         if src.count % self._size:
             raise errors.InvalidArgumentError(
@@ -327,18 +351,18 @@ class Communicator:
         count = src.count // self._size
         return self._launch(
             "all_to_all",
-            lambda c: _lib.lib.braidAlltoAll(src.address, dst.address, count, src.dtype, c, None),
-            result, (src, dst), async_op)
+            lambda c: _lib.lib.braidAlltoAll(src.address, dst.address, count, src.dtype, c, st),
+            result, (src, dst), async_op, stream=st, bufs=(src, dst))
 
-    def all_to_allv(self, send, send_counts, out, recv_counts, async_op=False):
+    def all_to_allv(self, send, send_counts, out, recv_counts, async_op=False, stream=None):
         """Uneven all-to-all: send_counts[p] elements to rank p, recv_counts[p] from p.
 
         Blocks are packed in rank order in both buffers. send_counts[p] here
         must equal recv_counts[this rank] on rank p.
         """
+        st = _stream_handle(stream)
         src = _buffers.as_buffer(send, what="all_to_allv input")
         dst = _buffers.as_buffer(out, writable=True, what="all_to_allv output")
-        _host_only(src, dst)
         sc = _counts(send_counts, self._size, "send_counts")
         rc = _counts(recv_counts, self._size, "recv_counts")
         sd, rd = _displacements(sc), _displacements(rc)
@@ -347,31 +371,32 @@ class Communicator:
         return self._launch(
             "all_to_allv",
             lambda c: _lib.lib.braidAlltoAllv(src.address, sc, sd, dst.address, rc, rd,
-                                              src.dtype, c, None),
-            out, (src, dst, sc, sd, rc, rd), async_op)
+                                              src.dtype, c, st),
+            out, (src, dst, sc, sd, rc, rd), async_op, stream=st, bufs=(src, dst))
 
-    def send(self, buf, peer, async_op=False):
+    def send(self, buf, peer, async_op=False, stream=None):
         """Sends ``buf`` to rank peer (matched in order with peer's recv)."""
+        st = _stream_handle(stream)
         src = _buffers.as_buffer(buf, what="send buffer")
-        _host_only(src)
         return self._launch(
             "send",
-            lambda c: _lib.lib.braidSend(src.address, src.count, src.dtype, int(peer), c, None),
-            None, src, async_op, fusable=True)
+            lambda c: _lib.lib.braidSend(src.address, src.count, src.dtype, int(peer), c, st),
+            None, src, async_op, fusable=True, stream=st, bufs=(src,))
 
-    def recv(self, buf, peer, async_op=False):
+    def recv(self, buf, peer, async_op=False, stream=None):
         """Receives into ``buf`` from rank peer (counts must match the send)."""
+        st = _stream_handle(stream)
         dst = _buffers.as_buffer(buf, writable=True, what="recv buffer")
-        _host_only(dst)
         return self._launch(
             "recv",
-            lambda c: _lib.lib.braidRecv(dst.address, dst.count, dst.dtype, int(peer), c, None),
-            buf, dst, async_op, fusable=True)
+            lambda c: _lib.lib.braidRecv(dst.address, dst.count, dst.dtype, int(peer), c, st),
+            buf, dst, async_op, fusable=True, stream=st, bufs=(dst,))
 
-    def barrier(self, async_op=False):
+    def barrier(self, async_op=False, stream=None):
         """Returns once every rank has entered the barrier."""
-        return self._launch("barrier", lambda c: _lib.lib.braidBarrier(c, None), None, None,
-                            async_op)
+        st = _stream_handle(stream)
+        return self._launch("barrier", lambda c: _lib.lib.braidBarrier(c, st), None, None,
+                            async_op, stream=st)
 
     def _check_count(self, buf, count, what, at_least=False):
         if buf.count < count or (buf.count != count and not at_least):

@@ -61,6 +61,50 @@ class BufferProtocolTest(unittest.TestCase):
             b.as_buffer([1, 2, 3])
 
 
+class CudaArrayInterfaceTest(unittest.TestCase):
+    """__cuda_array_interface__ (CuPy, Numba, PyTorch CUDA tensors): read, never touched."""
+
+    @staticmethod
+    def described(shape, typestr, address=0x7f0000001000, readonly=False, strides=None):
+        class Described:
+            __cuda_array_interface__ = {"shape": shape, "typestr": typestr,
+                                        "data": (address, readonly), "strides": strides,
+                                        "version": 3}
+        return Described()
+
+    def test_address_count_datatype_and_device(self):
+        buf = b.as_buffer(self.described((2, 3), "<f4"))
+        self.assertEqual((buf.address, buf.count, buf.dtype, buf.device, buf.shape),
+                         (0x7f0000001000, 6, b.FLOAT32, b.DEVICE_CUDA, (2, 3)))
+        self.assertEqual(b.as_buffer(self.described((5,), "|b1")).dtype, b.UINT8)
+        # C-contiguous strides (in bytes) are fine; others, and read-only outputs, are not.
+        b.as_buffer(self.described((2, 3), "<i8", strides=(24, 8)))
+        with self.assertRaisesRegex(ValueError, "contiguous"):
+            b.as_buffer(self.described((2, 3), "<i8", strides=(8, 16)))
+        with self.assertRaisesRegex(ValueError, "read-only"):
+            b.as_buffer(self.described((4,), "<f8", readonly=True), writable=True)
+        with self.assertRaisesRegex(TypeError, "int16"):
+            b.as_buffer(self.described((4,), "<i2"))
+
+    def test_an_interface_that_raises_falls_back_to_dlpack(self):
+        a = np.arange(4, dtype=np.float32)
+
+        class Bfloat16Like:  # PyTorch raises for what the interface cannot describe
+            @property
+            def __cuda_array_interface__(self):
+                raise TypeError("not expressible")
+
+            def __dlpack__(self, stream=None):
+                return a.__dlpack__()
+
+        buf = b.as_buffer(Bfloat16Like())
+        self.assertEqual((buf.address, buf.device), (a.ctypes.data, b.DEVICE_CPU))
+
+    def test_device_outputs_are_not_allocated(self):
+        with self.assertRaisesRegex(ValueError, "out="):
+            b.empty_like(b.as_buffer(self.described((3,), "<f4")), 6, (2, 3))
+
+
 class DlpackTest(unittest.TestCase):
     def test_numpy_through_dlpack_gives_the_same_memory(self):
         a = np.arange(6, dtype=np.int64).reshape(2, 3)
