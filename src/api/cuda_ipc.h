@@ -102,17 +102,32 @@ class DeviceWindows {
   // after the counters show it, so this is current once the caller synchronised. Any
   // thread.
   bool released();
+  // The error of a rank whose watch released the barriers: the releasing rank and its
+  // reason (from the counters' page), or a generic text when none was written.
+  std::string releasedBy() const;
 
  private:
   // The counters' page: the barrier counters (128 bytes apart), then the send/receive
-  // counters posted[s][r] and consumed[s][r] (8 bytes each).
+  // counters posted[s][r] and consumed[s][r] (8 bytes each), then why the barriers were
+  // released: the first rank to release writes its error there before any counter shows
+  // it, so the others' errors say what happened, not only that a peer released.
   struct alignas(128) Counter {
     std::atomic<uint64_t> value{0};
+  };
+  struct ReleaseReason {
+    std::atomic<uint32_t> by;     // 1 + the rank that claimed it; 0: none yet
+    std::atomic<uint32_t> ready;  // 1 once `text` is written
+    char text[1016];              // its error, NUL-terminated
   };
   static_assert(sizeof(std::atomic<uint64_t>) == 8, "the GPU writes counters as 8 bytes");
   static constexpr size_t kFlagsBytes = 4096;
   static constexpr size_t kPostedAt = 1024;
   static constexpr size_t kConsumedAt = kPostedAt + 8 * 8 * 8;
+  static constexpr size_t kReasonAt = kConsumedAt + 8 * 8 * 8;
+  static_assert(kReasonAt + sizeof(ReleaseReason) <= kFlagsBytes);
+  ReleaseReason& reason() const {
+    return *reinterpret_cast<ReleaseReason*>(reinterpret_cast<char*>(counters_) + kReasonAt);
+  }
   // A counter at or past this was released by a watch thread (every wait passes).
   static constexpr uint64_t kReleased = uint64_t{1} << 62;
 

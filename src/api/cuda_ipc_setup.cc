@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "api/cuda_ipc.h"  // first of Braid's: the header this file implements
 #include "api/cuda_ops.h"
@@ -294,6 +295,15 @@ void DeviceWindows::release(const Status& why) {
   // or a stream past a released barrier, finds it raised.
   comm_->raiseAsyncError(why);
   if (released_.exchange(true)) return;
+  ReleaseReason& r = reason();
+  uint32_t none = 0;
+  if (r.by.compare_exchange_strong(none, static_cast<uint32_t>(rank_) + 1)) {
+    const std::string& text = why.message();
+    const size_t n = std::min(text.size(), sizeof(r.text) - 1);
+    std::memcpy(r.text, text.data(), n);
+    r.text[n] = '\0';
+    r.ready.store(1, std::memory_order_release);
+  }
   for (int q = 0; q < nranks_; ++q) {
     counters_[q].value.store(kReleased, std::memory_order_release);
     for (int r = 0; r < nranks_; ++r) {
@@ -386,6 +396,24 @@ void DeviceWindows::watch() {
 
 Status DeviceWindows::flush() { return order_->synchronize(); }
 
+std::string DeviceWindows::releasedBy() const {
+  const ReleaseReason& r = reason();
+  const uint32_t by = r.by.load(std::memory_order_acquire);
+  // The releasing rank wrote its reason before any counter showed the release; a claim
+  // seen with the text not yet there is a writer between the two (microseconds).
+  for (int spin = 0; by != 0 && r.ready.load(std::memory_order_acquire) == 0 && spin < 1000;
+       ++spin) {
+    std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
+  if (by == 0 || r.ready.load(std::memory_order_acquire) == 0) {
+    return "device windows: another rank released the GPU barriers (a peer failed or timed "
+           "out); results since are undefined";
+  }
+  return "device windows: rank " + std::to_string(by - 1) +
+         " released the GPU barriers; results since are undefined. Its reason: " +
+         std::string(r.text, strnlen(r.text, sizeof(r.text)));
+}
+
 bool DeviceWindows::released() {
   if (released_.load()) return true;
   for (int q = 0; q < nranks_; ++q) {
@@ -394,9 +422,7 @@ bool DeviceWindows::released() {
     // a caller may both): a caller that sees released_ finds the error there. (Setting
     // released_ first let braidCommGetAsyncError, right after its stream passed a released
     // barrier, report success while the watch thread had yet to raise it.)
-    comm_->raiseAsyncError(Status(braidRemoteError,
-                                  "device windows: another rank released the GPU barriers "
-                                  "(a peer failed or timed out); results since are undefined"));
+    comm_->raiseAsyncError(Status(braidRemoteError, releasedBy()));
     released_.store(true);
     return true;
   }
