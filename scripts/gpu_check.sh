@@ -52,7 +52,7 @@ for step in "${steps[@]}"; do
     test)
       # Not Emulated.* (the same GPU tests over the emulated GPU, tests/gpu_emu): CI runs
       # them, and device time is short.
-      (cd build-gpu && ctest --output-on-failure -R "${TEST_FILTER:-Kernel|Cuda|Staged|Nccl|nccl|ApiErrors}" \
+      (cd build-gpu && ctest --output-on-failure -R "${TEST_FILTER:-Kernel|Cuda|Staged|Nccl|nccl|ApiErrors|Python.TorchCuda|Python.Unit}" \
         -E '^Emulated' -j 4 --timeout 300 > "$out/logs/ctest.log" 2>&1); echo "ctest rc $?"
       grep -E "tests passed|Failed|SKIP|\*\*\*" "$out/logs/ctest.log" | head -40;;
     sanitize)

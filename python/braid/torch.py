@@ -10,9 +10,10 @@ that DistributedDataParallel makes to it) and is registered with
 communicator; its unique id travels through the group's store, so
 ``new_group`` needs nothing from the ranks outside the group.
 
-Tensors must be contiguous. CPU tensors are served today. Device tensors take
-the same calls (their data_ptr is the buffer): _check_device is the one place
-that admits them, once each call hands libbraid torch's current CUDA stream.
+Tensors must be contiguous, on the CPU or on a CUDA device. A call on CUDA
+tensors is enqueued on torch's current stream of their device, in the group's
+order, and returns, as the "nccl" backend's do: its Work records an event, and
+wait() makes the caller's current stream wait for it.
 """
 
 import collections
@@ -64,15 +65,28 @@ def _release(work):
 
 
 class BraidWork(_TorchWorkBase):
-    """A torch Work over a braid.Work: wait() raises Braid's error."""
+    """A torch Work over a braid.Work: wait() raises Braid's error.
 
-    def __init__(self, work, outputs):
+    stream: the CUDA stream a call on CUDA tensors was enqueued on (the call itself is
+    then done); an event recorded after it says when the stream has run it.
+    """
+
+    def __init__(self, work, outputs, stream=None):
         super().__init__()
         self._work = work
         self._outputs = outputs
+        self._stream = stream
+        self._event = None
+        if stream is not None:
+            self._event = torch.cuda.Event()
+            self._event.record(stream)
         _keep(self)
 
     def wait(self, timeout=None):
+        if self._event is not None:  # the caller's stream goes on after the call's
+            torch.cuda.current_stream(self._stream.device).wait_event(self._event)
+            _release(self)
+            return True
         if isinstance(timeout, datetime.timedelta):
             timeout = timeout.total_seconds() or None
         try:
@@ -89,10 +103,12 @@ class BraidWork(_TorchWorkBase):
         self.wait()
 
     def is_completed(self):
+        if self._event is not None:
+            return self._event.query()
         return self._work.is_completed()
 
     def is_success(self):
-        return self._work.is_completed() and self._work.exception() is None
+        return self.is_completed() and self._work.exception() is None
 
     def exception(self):
         return self._work.exception()
@@ -116,11 +132,22 @@ class BraidWork(_TorchWorkBase):
 
 
 def _check_device(t):
-    if t.device.type != "cpu":
+    if t.device.type not in ("cpu", "cuda"):
         raise errors.InvalidUsageError(
-            f"braid: {t.device} tensors are not served by this backend yet (it passes no "
-            "CUDA stream); use CPU tensors, or torch's 'nccl' backend over Braid's "
-            "libnccl.so.2", 5)
+            f"braid: {t.device} tensors are not served by this backend (CPU and CUDA "
+            "tensors are)", 5)
+
+
+def _stream_of(what, *tensors):
+    """torch's current CUDA stream of the call's device, or None when its tensors are on
+    the CPU. A call's tensors share one device."""
+    devices = {t.device for t in tensors if t is not None and t.numel() > 0}
+    if all(d.type == "cpu" for d in devices):
+        return None
+    if len(devices) != 1:
+        raise ValueError(f"braid: {what}: tensors on {sorted(map(str, devices))}; the tensors "
+                         "of one call share a device")
+    return torch.cuda.current_stream(next(iter(devices)))
 
 
 def _ptr(t, what):
@@ -176,43 +203,47 @@ class ProcessGroupBraid(ProcessGroup):
         """The braid.Communicator under this group."""
         return self._comm
 
-    def _run(self, what, call, outputs, keep, after=None, fusable=False):
-        work = self._comm._launch(what, call, outputs, keep, True, after, fusable)
-        return BraidWork(work, outputs)
+    def _run(self, what, call, outputs, keep, after=None, fusable=False, stream=None):
+        """call(comm, cudaStream_t or None) -> braidResult_t, run in the group's order."""
+        handle = stream.cuda_stream if stream is not None else None
+        work = self._comm._launch(what, lambda c: call(c, handle), outputs, keep, True, after,
+                                  fusable, stream=handle)
+        return BraidWork(work, outputs, stream)
 
     # ---- collectives ----------------------------------------------------------------------
 
     def _in_place(self, what, tensors, make_call):
         """One tensor, reduced or broadcast in place: make_call(ptr, count, dtype) -> call."""
         t = _one(tensors, what)
-        return self._run(what, make_call(*_ptr(t, f"{what} tensor")), tensors, t)
+        return self._run(what, make_call(*_ptr(t, f"{what} tensor")), tensors, t,
+                         stream=_stream_of(what, t))
 
     def allreduce(self, tensors, opts=None):
         op = _op(opts, _one(tensors, "all_reduce"))
         return self._in_place(
             "all_reduce", tensors,
-            lambda p, n, dt: lambda c: _lib.lib.braidAllReduce(p, p, n, dt, op, c, None))
+            lambda p, n, dt: lambda c, s: _lib.lib.braidAllReduce(p, p, n, dt, op, c, s))
 
     def broadcast(self, tensors, opts=None):
         root = opts.rootRank if opts is not None else 0
         return self._in_place(
             "broadcast", tensors,
-            lambda p, n, dt: lambda c: _lib.lib.braidBroadcast(p, p, n, dt, root, c, None))
+            lambda p, n, dt: lambda c, s: _lib.lib.braidBroadcast(p, p, n, dt, root, c, s))
 
     def reduce(self, tensors, opts=None):
         root = opts.rootRank if opts is not None else 0
         op = _op(opts, _one(tensors, "reduce"))
         return self._in_place(
             "reduce", tensors,
-            lambda p, n, dt: lambda c: _lib.lib.braidReduce(p, p, n, dt, op, root, c, None))
+            lambda p, n, dt: lambda c, s: _lib.lib.braidReduce(p, p, n, dt, op, root, c, s))
 
     def _allgather_base(self, output, input, opts=None):
         po, no, dt = _ptr(output, "all_gather output")
         pi, ni, _ = _ptr(input, "all_gather input")
         self._check_sizes(output, input, no, ni * self.size(), "all_gather_into_tensor")
         return self._run("all_gather",
-                         lambda c: _lib.lib.braidAllGather(pi, po, ni, dt, c, None),
-                         [output], (output, input))
+                         lambda c, s: _lib.lib.braidAllGather(pi, po, ni, dt, c, s),
+                         [output], (output, input), stream=_stream_of("all_gather", output, input))
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         outputs = _one(output_tensors, "all_gather")
@@ -228,15 +259,16 @@ class ProcessGroupBraid(ProcessGroup):
                 o.copy_(row.view_as(o))
 
         return self._run("all_gather",
-                         lambda c: _lib.lib.braidAllGather(pi, po, ni, dt, c, None),
-                         output_tensors, (t, flat), after=scatter_out)
+                         lambda c, s: _lib.lib.braidAllGather(pi, po, ni, dt, c, s),
+                         output_tensors, (t, flat), after=scatter_out,
+                         stream=_stream_of("all_gather", t, *outputs))
 
     def gather(self, output_tensors, input_tensors, opts=None):
         t = _one(input_tensors, "gather")
         root = opts.rootRank if opts is not None else 0
         pi, ni, dt = _ptr(t, "gather input")
         outputs = _one(output_tensors, "gather") if self.rank() == root else []
-        flat = torch.empty((self.size(), ni) if outputs else (0,), dtype=t.dtype)
+        flat = torch.empty((self.size(), ni) if outputs else (0,), dtype=t.dtype, device=t.device)
         po = flat.data_ptr() if outputs else 0
 
         def scatter_out():
@@ -244,19 +276,21 @@ class ProcessGroupBraid(ProcessGroup):
                 o.copy_(row.view_as(o))
 
         return self._run("gather",
-                         lambda c: _lib.lib.braidGather(pi, po, ni, dt, root, c, None),
-                         output_tensors, (t, flat), after=scatter_out)
+                         lambda c, s: _lib.lib.braidGather(pi, po, ni, dt, root, c, s),
+                         output_tensors, (t, flat), after=scatter_out,
+                         stream=_stream_of("gather", t, *outputs))
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         t = _one(output_tensors, "scatter")
         root = opts.rootRank if opts is not None else 0
         po, no, dt = _ptr(t, "scatter output")
         inputs = _one(input_tensors, "scatter") if self.rank() == root else []
-        flat = torch.stack([i.reshape(-1) for i in inputs]) if inputs else torch.empty(0)
+        flat = (torch.stack([i.reshape(-1) for i in inputs]) if inputs
+                else torch.empty(0, dtype=t.dtype, device=t.device))
         pi = flat.data_ptr() if inputs else 0
         return self._run("scatter",
-                         lambda c: _lib.lib.braidScatter(pi, po, no, dt, root, c, None),
-                         output_tensors, (t, flat))
+                         lambda c, s: _lib.lib.braidScatter(pi, po, no, dt, root, c, s),
+                         output_tensors, (t, flat), stream=_stream_of("scatter", t, *inputs))
 
     def _reduce_scatter_base(self, output, input, opts=None):
         po, no, dt = _ptr(output, "reduce_scatter output")
@@ -264,8 +298,9 @@ class ProcessGroupBraid(ProcessGroup):
         self._check_sizes(output, input, ni, no * self.size(), "reduce_scatter_tensor")
         op = _op(opts, input)
         return self._run("reduce_scatter",
-                         lambda c: _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, None),
-                         [output], (output, input))
+                         lambda c, s: _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, s),
+                         [output], (output, input),
+                         stream=_stream_of("reduce_scatter", output, input))
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         output = _one(output_tensors, "reduce_scatter")
@@ -277,8 +312,9 @@ class ProcessGroupBraid(ProcessGroup):
         self._check_sizes(output, flat, flat.numel(), no * self.size(), "reduce_scatter")
         pi, op = flat.data_ptr(), _op(opts, flat)
         return self._run("reduce_scatter",
-                         lambda c: _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, None),
-                         output_tensors, (output, flat))
+                         lambda c, s: _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, s),
+                         output_tensors, (output, flat),
+                         stream=_stream_of("reduce_scatter", output, flat))
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes,
                       opts=None):
@@ -291,15 +327,18 @@ class ProcessGroupBraid(ProcessGroup):
                                  f"elements, got {ni}")
             count = ni // self.size()
             return self._run("all_to_all",
-                             lambda c: _lib.lib.braidAlltoAll(pi, po, count, dt, c, None),
-                             [output], (output, input))
+                             lambda c, s: _lib.lib.braidAlltoAll(pi, po, count, dt, c, s),
+                             [output], (output, input),
+                             stream=_stream_of("all_to_all", output, input))
         send = self._split_counts(input, input_split_sizes)
         recv = self._split_counts(output, output_split_sizes)
-        return self._alltoallv(pi, send, po, recv, dt, [output], (output, input))
+        return self._alltoallv(pi, send, po, recv, dt, [output], (output, input),
+                               stream=_stream_of("all_to_all", output, input))
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         send = torch.cat([t.reshape(-1) for t in input_tensors])
-        recv = torch.empty(sum(t.numel() for t in output_tensors), dtype=send.dtype)
+        recv = torch.empty(sum(t.numel() for t in output_tensors), dtype=send.dtype,
+                           device=send.device)
         counts_out = [t.numel() for t in output_tensors]
         po, _, dt = _ptr(recv, "all_to_all output")
         pi, _, _ = _ptr(send, "all_to_all input")
@@ -309,30 +348,32 @@ class ProcessGroupBraid(ProcessGroup):
                 o.copy_(piece.view_as(o))
 
         return self._alltoallv(pi, [t.numel() for t in input_tensors], po, counts_out, dt,
-                               output_tensors, (send, recv), scatter_out)
+                               output_tensors, (send, recv), scatter_out,
+                               stream=_stream_of("all_to_all", send, recv))
 
-    def _alltoallv(self, pi, send_counts, po, recv_counts, dt, outputs, keep, after=None):
+    def _alltoallv(self, pi, send_counts, po, recv_counts, dt, outputs, keep, after=None,
+                   stream=None):
         sc = _counts(send_counts, self.size(), "all_to_all input splits")
         rc = _counts(recv_counts, self.size(), "all_to_all output splits")
         sd, rd = _displacements(sc), _displacements(rc)
         return self._run("all_to_allv",
-                         lambda c: _lib.lib.braidAlltoAllv(pi, sc, sd, po, rc, rd, dt, c, None),
-                         outputs, (keep, sc, sd, rc, rd), after)
+                         lambda c, s: _lib.lib.braidAlltoAllv(pi, sc, sd, po, rc, rd, dt, c, s),
+                         outputs, (keep, sc, sd, rc, rd), after, stream=stream)
 
     def send(self, tensors, dstRank, tag=0):
         t = _one(tensors, "send")
         p, n, dt = _ptr(t, "send tensor")
-        return self._run("send", lambda c: _lib.lib.braidSend(p, n, dt, dstRank, c, None),
-                         tensors, t, fusable=True)
+        return self._run("send", lambda c, s: _lib.lib.braidSend(p, n, dt, dstRank, c, s),
+                         tensors, t, fusable=True, stream=_stream_of("send", t))
 
     def recv(self, tensors, srcRank, tag=0):
         t = _one(tensors, "recv")
         p, n, dt = _ptr(t, "recv tensor")
-        return self._run("recv", lambda c: _lib.lib.braidRecv(p, n, dt, srcRank, c, None),
-                         tensors, t, fusable=True)
+        return self._run("recv", lambda c, s: _lib.lib.braidRecv(p, n, dt, srcRank, c, s),
+                         tensors, t, fusable=True, stream=_stream_of("recv", t))
 
     def barrier(self, opts=None):
-        return self._run("barrier", lambda c: _lib.lib.braidBarrier(c, None), [], None)
+        return self._run("barrier", lambda c, s: _lib.lib.braidBarrier(c, s), [], None)
 
     def _start_coalescing(self):
         pass  # sends and receives queued until a wait already run as one group

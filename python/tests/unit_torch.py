@@ -67,11 +67,17 @@ class OneRankTorchTest(unittest.TestCase):
         self.assertIs(value[0], t)
         self.assertTrue(torch.equal(t, torch.arange(4.0)))  # one rank: the sum is itself
 
-    def test_cuda_tensors(self):
+    def test_cuda_tensors_run_on_the_current_stream(self):
         if not torch.cuda.is_available():
             self.skipTest("no CUDA device: CUDA tensors are checked where one exists")
-        with self.assertRaisesRegex(braid.BraidError, "CUDA"):
-            dist.all_reduce(torch.ones(2, device="cuda"))
+        t = torch.arange(4.0, device="cuda")
+        work = dist.all_reduce(t, async_op=True)
+        work.wait()  # the current stream waits for the call's event
+        self.assertEqual(t.tolist(), [0.0, 1.0, 2.0, 3.0])  # one rank: the sum is itself
+
+    def test_tensors_on_other_devices_are_refused_by_name(self):
+        with self.assertRaisesRegex(braid.BraidError, "meta"):
+            dist.all_reduce(torch.ones(2, device="meta"))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // StagedProxy: the device calls the windows (api/cuda_ipc.h) do not run, ordered on the
 // caller's CUDA stream and returning at once, as NCCL's calls do: calls of ranks on
-// several nodes, send/recv on 3+ ranks before the windows exist, reductions with a
-// PreMulSum operation, host buffers on one rank, and everything under BRAID_CUDA_IPC=0.
+// several nodes, send/recv on 3+ ranks before the windows exist, host buffers on one
+// rank, and everything under BRAID_CUDA_IPC=0.
 //
 // A call becomes a ticket. On the stream: copies of its device buffers into pinned
 // memory (exec/cuda_staging.h), a stream write of the ticket's number to its ready word,
