@@ -46,7 +46,7 @@ inline const char* perfUsage() {
          "  -d, --datatype <t>       int8 uint8 int32 uint32 int64 uint64 half|float16\n"
          "                           float|float32 double|float64 bfloat16, or all (default "
          "float)\n"
-         "  -o, --op <op>            sum prod max min avg, or all (default sum)\n"
+         "  -o, --op <op>            sum prod max min avg mulsum, or all (default sum)\n"
          "  -r, --root <r>           root rank of rooted collectives (default 0)\n"
          "  -a, --average <0-3>      time across ranks: 0 rank 0's, 1 mean, 2 min, 3 max (default "
          "1)\n"

@@ -395,6 +395,12 @@ Placement Harness::runPlacement(const PerfCase& c, bool inPlace) {
 
 void Harness::runType(braidDataType_t type, braidRedOp_t op) {
   size_t es = typeInfo(type).size;
+  braidRedOp_t runOp = op;
+  if (op == kMulSum) {  // this rank's scalar, by value
+    unsigned char scalar[8] = {};
+    storeElement(type, scalar, 0, mulSumScalar(rank_));
+    check(braidRedOpCreatePreMulSum(&runOp, scalar, type, braidScalarHostImmediate, comm_));
+  }
   for (size_t bytes : steps_) {
     Row row;
     row.c = PerfCase{type,
@@ -403,7 +409,8 @@ void Harness::runType(braidDataType_t type, braidRedOp_t op) {
                      rank_,
                      nranks_,
                      es,
-                     coll_.getSizes(rowBytes(bytes, es), es, rank_, nranks_)};
+                     coll_.getSizes(rowBytes(bytes, es), es, rank_, nranks_),
+                     runOp};
     whichAlgorithm(row);
     row.out = runPlacement(row.c, false);
     // Without an in-place form (sendrecv: Braid rejects a group whose receive
@@ -419,6 +426,7 @@ void Harness::runType(braidDataType_t type, braidRedOp_t op) {
     if (rank_ == 0) printRow(coll_, row);
     rows_.push_back(row);
   }
+  if (runOp != op) check(braidRedOpDestroy(runOp, comm_));
 }
 
 // The braidCollective_t of -A's collective names; -1 for send/recv.

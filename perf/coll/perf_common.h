@@ -30,12 +30,13 @@ struct PerfSizes {
 // One row's parameters, as the collective's callbacks see them.
 struct PerfCase {
   braidDataType_t type;
-  braidRedOp_t op;  // braidSum for collectives without an op
+  braidRedOp_t op;  // braidSum for collectives without an op; kMulSum names mulsum
   int root;
   int rank;
   int nranks;
   size_t elemSize;
   PerfSizes sizes;
+  braidRedOp_t runOp = braidSum;  // what the call passes: op, or mulsum's premul-sum op
 };
 
 // What a tool supplies. Callbacks must not fail except `run`.

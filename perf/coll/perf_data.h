@@ -13,6 +13,8 @@
 //   avg:           the same value on every rank, so sum = nranks*v is exact and
 //                  sum / nranks = v whether the library divides once or
 //                  pre-multiplies, in integer or floating arithmetic.
+//   mulsum:        sum's values bounded as for 2 * nranks ranks, each rank's scaled by
+//                  mulSumScalar(rank) <= 2 before the sum: |any partial sum| <= 2*nranks*m.
 #pragma once
 
 #include <algorithm>
@@ -109,7 +111,7 @@ inline int64_t checkInput(braidDataType_t type, braidRedOp_t op, int rank, int n
     if (t.isSigned && (idx * 7 + static_cast<uint64_t>(rank)) % 5 == 0) v = -v;
     return v;
   }
-  int64_t m = checkMagnitude(type, nranks);
+  int64_t m = checkMagnitude(type, op == kMulSum ? 2 * nranks : nranks);
   // avg: rank-independent so that the mean is exact (see the file comment).
   uint64_t r = op == braidAvg ? 0 : static_cast<uint64_t>(rank);
   // A cheap mix of (i, rank) so neighbours and ranks differ.
@@ -124,10 +126,13 @@ inline int64_t checkInput(braidDataType_t type, braidRedOp_t op, int rank, int n
 // The all-reduce result at element i over ranks 0..nranks-1, in int64.
 inline int64_t checkReduced(braidDataType_t type, braidRedOp_t op, int nranks, size_t i) {
   if (nranks <= 0) return 0;
-  int64_t acc = checkInput(type, op, 0, nranks, i);
+  int64_t acc = checkInput(type, op, 0, nranks, i) * (op == kMulSum ? mulSumScalar(0) : 1);
   for (int r = 1; r < nranks; ++r) {
     int64_t v = checkInput(type, op, r, nranks, i);
     switch (op) {
+      case kMulSum:
+        acc += mulSumScalar(r) * v;
+        break;
       case braidSum:
       case braidAvg:
         acc += v;

@@ -69,17 +69,24 @@ inline bool parseTypes(const char* name, std::vector<braidDataType_t>* out) {
 
 // ---------------------------------------------------------------- ops
 
-inline constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+// nccl-tests' "mulsum": a premul-sum op (braidRedOpCreatePreMulSum) the tool makes per
+// datatype, each rank's scalar mulSumScalar(rank). Its value here only names the op: the
+// call passes the op the communicator made.
+inline constexpr braidRedOp_t kMulSum = braidNumOps;
+inline constexpr int kNumPerfOps = braidNumOps + 1;
+inline constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg", "mulsum"};
+static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == kNumPerfOps);
+inline int64_t mulSumScalar(int rank) { return 1 + rank % 2; }
 
 inline const char* opName(braidRedOp_t op) {
   int i = static_cast<int>(op);
-  return (i >= 0 && i < static_cast<int>(braidNumOps)) ? kOpNames[i] : "none";
+  return (i >= 0 && i < kNumPerfOps) ? kOpNames[i] : "none";
 }
 
-// "sum", "prod", "max", "min", "avg" or "all". False on an unknown name.
+// "sum", "prod", "max", "min", "avg", "mulsum" or "all". False on an unknown name.
 inline bool parseOps(const char* name, std::vector<braidRedOp_t>* out) {
   std::vector<braidRedOp_t> ops;
-  for (int i = 0; i < static_cast<int>(braidNumOps); ++i) {
+  for (int i = 0; i < kNumPerfOps; ++i) {
     if (std::strcmp(name, "all") == 0 || std::strcmp(name, kOpNames[i]) == 0) {
       ops.push_back(static_cast<braidRedOp_t>(i));
     }

@@ -61,6 +61,8 @@ struct braidComm {
   };
   std::mutex preMulMu;
   std::vector<PreMulOp> preMulOps;
+  // Host premul-sum calls' scaled copies, reused call after call (under opMu).
+  std::vector<std::vector<char>> preMulCopies;
   bool checkCalls = false;               // BRAID_CHECK=1: ranks compare each collective call first
   // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
   std::array<uint8_t, 16> loggedAlgorithm{};

@@ -327,9 +327,8 @@ Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
 
 Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
   if (anyPreMul(ops, n)) {  // scaled copies, the scalars read now
-    std::vector<std::vector<char>> copies;
     std::vector<OpRequest> scaled =
-        scaleOnHost(ops, n, comm->comm->rank(), comm->comm->nranks(), &copies);
+        scaleOnHost(ops, n, comm->comm->rank(), comm->comm->nranks(), &comm->preMulCopies);
     return runOpsLocked(comm, scaled.data(), scaled.size());
   }
   std::vector<const OpRequest*> p2p;

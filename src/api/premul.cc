@@ -72,18 +72,18 @@ Status checkHostScalars(const std::vector<OpRequest>& ops) {
 std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int nranks,
                                    std::vector<std::vector<char>>* copies) {
   std::vector<OpRequest> out(ops, ops + n);
-  copies->reserve(n);
+  size_t used = 0;
   for (OpRequest& op : out) {
     if (!op.preMul.on) continue;
     const size_t es = datatypeSize(op.datatype), bytes = inputBytes(op, rank, nranks);
     unsigned char scalar[8];
     hostScalar(op.preMul, es, scalar);
-    copies->emplace_back(std::max<size_t>(bytes, 1));
-    if (bytes != 0) {
-      reduceKernels(op.datatype, braidSum)
-          .scale(copies->back().data(), op.send, bytes / es, scalar);
-    }
-    op.send = copies->back().data();
+    if (copies->size() <= used) copies->emplace_back();
+    std::vector<char>& copy = (*copies)[used++];
+    if (copy.size() < std::max<size_t>(bytes, 16)) copy.resize(std::max<size_t>(bytes, 16));
+    if (bytes != 0)
+      reduceKernels(op.datatype, braidSum).scale(copy.data(), op.send, bytes / es, scalar);
+    op.send = copy.data();
     op.preMul.on = false;
   }
   return out;

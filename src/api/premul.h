@@ -24,7 +24,8 @@ bool anyPreMul(const OpRequest* ops, size_t n);
 Status checkHostScalars(const std::vector<OpRequest>& ops);
 
 // The host path: each scaling op of ops[0..n) with its input scaled into a copy held in
-// *copies (the scalar read now), and the rest as they are.
+// *copies (reused: one per scaling op, grown as needed; the scalar read now), and the
+// rest as they are.
 std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int nranks,
                                    std::vector<std::vector<char>>* copies);
 

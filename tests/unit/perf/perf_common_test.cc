@@ -212,12 +212,14 @@ double applyInType(braidDataType_t type, braidRedOp_t op, double a, double b) {
 double reduceInType(braidDataType_t type, braidRedOp_t op, int nranks, size_t i,
                     const std::vector<int>& order) {
   std::vector<uint8_t> tmp(8);
-  auto in = [&](int r) {
+  auto in = [&](int r) {  // mulsum: scaled in the type first, as the library scales
     storeElement(type, tmp.data(), 0, checkInput(type, op, r, nranks, i));
-    return loadElement(type, tmp.data(), 0);
+    double v = loadElement(type, tmp.data(), 0);
+    return op == kMulSum ? applyInType(type, braidProd, v, double(mulSumScalar(r))) : v;
   };
+  const braidRedOp_t arith = op == kMulSum ? braidSum : op;
   double acc = in(order[0]);
-  for (size_t k = 1; k < order.size(); ++k) acc = applyInType(type, op, acc, in(order[k]));
+  for (size_t k = 1; k < order.size(); ++k) acc = applyInType(type, arith, acc, in(order[k]));
   if (op == braidAvg) {
     if (typeInfo(type).isFloat) {
       acc = applyInType(type, braidSum, acc / nranks, 0.0);
@@ -267,7 +269,7 @@ TEST_P(PerfCheckData, InputsExactAndExpectedMatchesAnyOrder) {
   }
   // The data must be able to catch a wrong answer: not all zero, signed types
   // see negatives, and ranks differ (except for avg, rank-independent by design).
-  if (checkMagnitude(type, nranks) > 0 || op == braidProd) {
+  if (checkMagnitude(type, op == kMulSum ? 2 * nranks : nranks) > 0 || op == braidProd) {
     EXPECT_GT(nonzero, kCount * nranks / 2);
     if (t.isSigned) {
       EXPECT_GT(negative, 0u);
@@ -283,7 +285,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(braidInt8, braidUint8, braidInt32, braidUint32, braidInt64,
                                          braidUint64, braidFloat16, braidFloat32, braidFloat64,
                                          braidBfloat16),
-                       ::testing::Values(braidSum, braidProd, braidMax, braidMin, braidAvg),
+                       ::testing::Values(braidSum, braidProd, braidMax, braidMin, braidAvg,
+                                         kMulSum),
                        ::testing::Values(1, 2, 3, 4, 7, 16, 17, 64)),
     [](const auto& info) {
       return std::string(typeInfo(std::get<0>(info.param)).name) + "_" +
@@ -351,7 +354,7 @@ TEST(PerfArgsTest, ParsesEveryFlag) {
   EXPECT_EQ(a.warmupIters, 0);
   EXPECT_EQ(a.check, 0);
   EXPECT_EQ(a.types.size(), 10u);
-  EXPECT_EQ(a.ops.size(), 5u);
+  EXPECT_EQ(a.ops.size(), 6u);  // mulsum too
   EXPECT_EQ(a.root, 2);
   EXPECT_EQ(a.average, AverageMode::kMax);
   EXPECT_EQ(a.blocking, 1);
