@@ -567,6 +567,21 @@ static void premul(int rank, int n) {
   /* the op belongs to its datatype */
   EXPECT_RESULT(ncclInvalidArgument, ncclAllReduce(in, out, count, ncclFloat64, op, comm, NULL));
   NCCLCHECK(ncclRedOpDestroy(op, comm));
+  /* destroyed inside a group before ncclGroupEnd: the call made before still scales, a
+     call made after is refused at once */
+  scalar = (float)(rank + 1);
+  NCCLCHECK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm));
+  memset(out, 0, sizeof(out));
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclAllReduce(in, out, count, ncclFloat32, op, comm, NULL));
+  NCCLCHECK(ncclRedOpDestroy(op, comm));
+  EXPECT_RESULT(ncclInvalidArgument, ncclAllReduce(in, inplace, count, ncclFloat32, op, comm, NULL));
+  NCCLCHECK(ncclGroupEnd());
+  for (size_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r = 0; r < n; ++r) want += (float)(r + 1) * (float)((i % 9) + r);
+    CHECK(out[i] == want);
+  }
   EXPECT_RESULT(ncclInvalidArgument, ncclAllReduce(in, out, count, ncclFloat32, op, comm, NULL));
   EXPECT_RESULT(ncclInvalidArgument, ncclRedOpDestroy(ncclSum, comm));
 
