@@ -15,14 +15,14 @@ import atexit
 import ctypes
 
 from . import _lib
-from .communicator import Communicator, group, OPS, _live
+from .communicator import Communicator, PreMulSum, group, OPS, _live
 from .errors import (BraidError, InternalError, InvalidArgumentError, InvalidUsageError,
                      RemoteError, BraidTimeoutError, BraidSystemError)
 from . import work
 from .work import Work
 
-__all__ = ["init", "init_rank", "get_unique_id", "Communicator", "Work", "group", "OPS",
-           "SPLIT_NOCOLOR", "version", "BraidError", "InvalidArgumentError",
+__all__ = ["init", "init_rank", "get_unique_id", "Communicator", "PreMulSum", "Work", "group",
+           "OPS", "SPLIT_NOCOLOR", "version", "BraidError", "InvalidArgumentError",
            "InvalidUsageError", "RemoteError", "BraidTimeoutError", "BraidSystemError",
            "InternalError"]
 

@@ -1,6 +1,7 @@
 from typing import Optional
 
 from .communicator import OPS as OPS, BufferLike as BufferLike, Communicator as Communicator
+from .communicator import PreMulSum as PreMulSum
 from .communicator import ReduceOp as ReduceOp, group as group
 from .errors import BraidError as BraidError, InternalError as InternalError
 from .errors import InvalidArgumentError as InvalidArgumentError

@@ -96,6 +96,9 @@ _PROTOTYPES = [
     ("braidBarrier", _ON),
     ("braidGroupStart", []),
     ("braidGroupEnd", []),
+    ("braidRedOpCreatePreMulSum",
+     [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_int, Comm]),
+    ("braidRedOpDestroy", [ctypes.c_int, Comm]),
 ]
 
 

@@ -23,6 +23,8 @@ import ctypes
 import threading
 import weakref
 
+import numpy as np
+
 from . import _buffers
 from . import _lib
 from . import errors
@@ -36,12 +38,53 @@ _live = weakref.WeakSet()
 
 
 def _op_code(op):
+    if isinstance(op, PreMulSum):
+        return op.code
     if isinstance(op, int) and 0 <= op < 5:
         return op
     code = OPS.get(str(op).lower())
     if code is None:
         raise ValueError(f"braid: unknown reduction {op!r}; one of sum, prod, max, min, avg")
     return code
+
+
+class PreMulSum:
+    """A premul-sum reduction of one communicator (braidRedOpCreatePreMulSum): pass it as
+    ``op=`` to all_reduce, reduce or reduce_scatter on its datatype; the result is the sum
+    of every rank's input times that rank's own scalar. Make it with
+    Communicator.premul_sum; destroy() (or leaving a ``with`` block) frees it, and calls
+    already made keep their scalar."""
+
+    def __init__(self, comm, code, dtype, keep):
+        self._comm, self.code, self.dtype, self._keep = comm, code, dtype, keep
+
+    def destroy(self):
+        if self.code is None:
+            return
+        code, self.code = self.code, None
+        if self._comm.handle is not None:  # else it went with its communicator
+            self._comm._executor.drain()  # calls queued with it are issued first
+            _lib.check(_lib.lib.braidRedOpDestroy(code, self._comm._handle), self._comm._handle,
+                       "braidRedOpDestroy")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+    def __repr__(self):
+        return f"<braid.PreMulSum {_buffers.DTYPE_NAMES[self.dtype]} op {self.code}>"
+
+
+def _scalar_bytes(value, dtype):
+    """One element of Braid datatype `dtype` holding `value` (bfloat16: rounded to nearest
+    even from float32)."""
+    if dtype == _buffers.BFLOAT16:
+        bits = int(np.array([value], np.float32).view(np.uint32)[0])
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return bits.to_bytes(2, "little")
+    return np.array([value], dtype=_buffers.DTYPE_NAMES[dtype]).tobytes()
 
 
 def _in_group():
@@ -146,6 +189,31 @@ class Communicator:
         if out.value is None:
             return None
         return Communicator(out.value, f"{self._name}/{color}")
+
+    def premul_sum(self, scalar, dtype="float32"):
+        """A PreMulSum op for ``dtype`` (a name as in DTYPE_NAMES, or a NumPy dtype) with
+        this rank's ``scalar``: a number (copied now), or a one-element buffer of that
+        datatype, host or device memory, read by each call when it runs (NCCL's
+        ncclScalarDevice; the buffer is kept alive with the op)."""
+        if isinstance(dtype, str) and dtype in _buffers.DTYPE_NAMES:
+            code = _buffers.DTYPE_NAMES.index(dtype)
+        else:
+            code = _buffers.numpy_dtype_code(dtype)
+        if isinstance(scalar, (int, float, np.number)):
+            raw = ctypes.create_string_buffer(_scalar_bytes(scalar, code), 8)
+            pointer, residence, keep = ctypes.addressof(raw), 1, raw
+        else:
+            buf = _buffers.as_buffer(scalar, what="premul_sum scalar")
+            if buf.count != 1 or buf.dtype != code:
+                raise errors.InvalidArgumentError(
+                    f"braid: premul_sum scalar must be one {_buffers.DTYPE_NAMES[code]} "
+                    f"element, got {buf.count} of {_buffers.DTYPE_NAMES[buf.dtype]}", 4)
+            pointer, residence, keep = buf.address, 0, buf
+        out = ctypes.c_int()
+        _lib.check(_lib.lib.braidRedOpCreatePreMulSum(ctypes.byref(out), pointer, code,
+                                                      residence, self._live()),
+                   self._handle, "premul_sum")
+        return PreMulSum(self, out.value, code, keep)
 
     def async_error(self):
         """The error raised asynchronously on this communicator (a peer died), or None."""

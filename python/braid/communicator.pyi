@@ -9,12 +9,20 @@ class SupportsDLPack(Protocol):
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 BufferLike = Union[np.ndarray, SupportsDLPack, bytearray, memoryview, "array.array[Any]"]
-ReduceOp = Union[Literal["sum", "prod", "product", "max", "min", "avg", "mean"], int]
+ReduceOp = Union[Literal["sum", "prod", "product", "max", "min", "avg", "mean"], int,
+                 "PreMulSum"]
 B = TypeVar("B", bound=BufferLike)
 # A CUDA stream: its cudaStream_t as an int, or a torch / CuPy / Numba stream object.
 StreamLike = Optional[Any]
 
 OPS: dict[str, int]
+
+class PreMulSum:
+    code: Optional[int]
+    dtype: int
+    def destroy(self) -> None: ...
+    def __enter__(self) -> PreMulSum: ...
+    def __exit__(self, *exc: Any) -> None: ...
 
 class Communicator:
     def __init__(self, handle: int, name: str = ...) -> None: ...
@@ -30,6 +38,8 @@ class Communicator:
     def abort(self) -> None: ...
     def split(self, color: Optional[int], key: Optional[int] = ...,
               timeout_ms: Optional[int] = ...) -> Optional[Communicator]: ...
+    def premul_sum(self, scalar: Union[int, float, BufferLike],
+                   dtype: Union[str, Any] = ...) -> PreMulSum: ...
     def async_error(self) -> Optional[Exception]: ...
     @overload
     def all_reduce(self, send: B, out: None = ..., op: ReduceOp = ...,

@@ -164,6 +164,14 @@ def main():
         comm.recv(out, (r - 1) % n, stream=stream)
     assert (synced(out) == (r - 1) % n).all()
 
+    # A premul-sum op whose scalar is in device memory: read on the device by each call.
+    ds = DeviceArray((1,), np.float32, [r + 2])
+    with comm.premul_sum(ds, np.float32) as op:
+        pm = DeviceArray((8,), np.float32, np.arange(8) + r)
+        comm.all_reduce(pm, op=op, stream=stream)
+        want = sum((p + 2) * (np.arange(8) + p) for p in range(n))
+        assert (synced(pm) == want).all(), synced(pm)
+
     comm.barrier(stream=stream)
 
     # No stream: CUDA's legacy default stream, complete on return.

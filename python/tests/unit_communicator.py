@@ -118,6 +118,40 @@ class CollectivesTest(unittest.TestCase):
                 if src is not None:  # out of place leaves the input alone
                     self.assertTrue((src == got.dtype.type(src[0])).all())
 
+    def test_premul_sum_scales_each_ranks_input_by_its_own_scalar(self):
+        def body(comm):
+            r, out = comm.rank, {}
+            with comm.premul_sum(r + 2, "float32") as op:  # by value
+                x = np.arange(10, dtype=np.float32) + r
+                comm.all_reduce(x, op=op)
+                out["value"] = x
+                try:
+                    comm.all_reduce(np.ones(2, np.int32), op=op)
+                except braid.InvalidArgumentError as e:
+                    out["other type"] = str(e)
+            s = np.zeros(1)  # by pointer: read when each call runs
+            op = comm.premul_sum(s, np.float64)
+            s[0] = r + 1
+            out["pointer"] = comm.reduce_scatter(np.full(4 * comm.size, r, np.float64), op=op)
+            work = comm.all_reduce(np.ones(3), op=op, async_op=True)
+            op.destroy()  # the queued call is issued first
+            work.wait()
+            out["async"] = work.result()
+            try:
+                comm.premul_sum(np.zeros(2), np.float64)
+            except braid.InvalidArgumentError as e:
+                out["two elements"] = str(e)
+            return out
+
+        n = NRANKS
+        for res in run_ranks(body):
+            want = sum((r + 2) * (np.arange(10) + r) for r in range(n))
+            np.testing.assert_array_equal(res["value"], want.astype(np.float32))
+            self.assertIn("made for float32 and is used with int32", res["other type"])
+            np.testing.assert_array_equal(res["pointer"], [sum((r + 1) * r for r in range(n))] * 4)
+            np.testing.assert_array_equal(res["async"], [sum(r + 1 for r in range(n))] * 3)
+            self.assertIn("one float64 element", res["two elements"])
+
     def test_all_gather_allocated_and_in_place(self):
         def body(comm):
             mine = np.array([comm.rank, 10 * comm.rank], np.int64)
