@@ -100,6 +100,15 @@ class Communicator {
                                 op, comm_, stream));
   }
 
+  // A premul-sum op for T with this rank's `scalar`, copied now (braidRedOpCreatePreMulSum),
+  // to pass as `op`; destroyOp frees it once the calls using it have returned.
+  template <typename T>
+  Result preMulSum(T scalar, braidRedOp_t* op) {
+    return check(braidRedOpCreatePreMulSum(op, &scalar, dataTypeOf<T>(),
+                                           braidScalarHostImmediate, comm_));
+  }
+  Result destroyOp(braidRedOp_t op) { return check(braidRedOpDestroy(op, comm_)); }
+
   // The algorithm a call of `collective` with `count` elements of T runs here,
   // and the cost model's predicted microseconds (braidCommGetAlgorithm).
   template <typename T>

@@ -30,6 +30,22 @@ TEST(CppWrapper, AllReduceDeducesTheDatatype) {
   EXPECT_EQ(v, (std::vector<int64_t>{7, 8}));
 }
 
+TEST(CppWrapper, APreMulSumOpScalesAndIsRefusedOnceDestroyed) {
+  braid::Communicator comm = oneRank();
+  braidRedOp_t op = braidSum;
+  ASSERT_TRUE(comm.preMulSum<float>(-2.5f, &op).ok());
+  std::vector<float> v = {1, -4, 0.5f};
+  ASSERT_TRUE(comm.allReduce<float>(v, op).ok());
+  EXPECT_EQ(v, (std::vector<float>{-2.5f, 10, -1.25f}));
+  std::vector<double> d = {1};
+  braid::Result r = comm.allReduce<double>(d, op);  // made for float
+  EXPECT_EQ(r.code(), braidInvalidArgument);
+  EXPECT_NE(r.message().find("made for float32"), std::string::npos) << r.message();
+  ASSERT_TRUE(comm.destroyOp(op).ok());
+  EXPECT_EQ(comm.allReduce<float>(v, op).code(), braidInvalidArgument);
+  EXPECT_EQ(comm.destroyOp(op).code(), braidInvalidArgument);
+}
+
 TEST(CppWrapper, MismatchedSpansAreAnErrorValue) {
   braid::Communicator comm = oneRank();
   std::vector<float> in(4), out(3);
