@@ -46,6 +46,40 @@ size_t headOf(const void* p, size_t es, size_t count) {
   return head < count ? head : count;
 }
 
+// How a launch over `count` elements of `es` bytes is cut: the head and tail element by
+// element, nvec 16-byte vectors between (none unless every pointer shares dst's offset
+// modulo 16), and the grid for the larger of the two.
+struct Split {
+  size_t head;
+  size_t nvec;
+  unsigned blocks;
+};
+Split splitFor(const void* dst, bool sameOffset, size_t es, size_t count) {
+  Split s;
+  const size_t lanes = 16 / es;
+  s.head = sameOffset ? headOf(dst, es, count) : count;
+  s.nvec = (count - s.head) / lanes;
+  const size_t scalars = count - s.nvec * lanes;
+  s.blocks = blocksFor(s.nvec > scalars ? s.nvec : scalars);
+  return s;
+}
+
+bool sameOffset16(const void* a, const void* b) {
+  return reinterpret_cast<uintptr_t>(a) % 16 == reinterpret_cast<uintptr_t>(b) % 16;
+}
+
+Status checkType(const char* kernel, braidDataType_t datatype) {
+  if (static_cast<int>(datatype) >= 0 && datatype < braidNumTypes) return Status::ok();
+  return invalidArgument(std::string(kernel) + ": datatype " + std::to_string(datatype) +
+                         " is not a braidDataType_t");
+}
+
+Status checkAligned(const char* kernel, const void* p, size_t es) {
+  if (p != nullptr && reinterpret_cast<uintptr_t>(p) % es == 0) return Status::ok();
+  return invalidArgument(std::string(kernel) + ": a buffer is NULL or not aligned to its " +
+                         std::to_string(es) + "-byte elements");
+}
+
 Status launchFailure(const std::string& what, int err) {
   auto e = static_cast<cudaError_t>(err);
   return Status(braidUnhandledCudaError, what + " failed to launch: " + cudaGetErrorName(e) + " (" +
@@ -56,10 +90,7 @@ Status launchFailure(const std::string& what, int err) {
 
 Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
                     braidDataType_t datatype, braidRedOp_t op, int divisor, void* stream) {
-  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes) {
-    return invalidArgument("reduce kernel: datatype " + std::to_string(datatype) +
-                           " is not a braidDataType_t");
-  }
+  BRAID_TRY(checkType("reduce kernel", datatype));
   if (static_cast<int>(op) < 0 || op >= braidNumOps) {
     return invalidArgument("reduce kernel: op " + std::to_string(op) + " is not a braidRedOp_t");
   }
@@ -75,65 +106,47 @@ Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
   p.nsrcs = nsrcs;
   p.divisor = divisor;
   p.count = count;
+  BRAID_TRY(checkAligned("reduce kernel", dst, es));
   bool sameOffset = true;
   for (int k = 0; k < nsrcs; ++k) {
+    BRAID_TRY(checkAligned("reduce kernel", srcs[k], es));
     p.srcs[k] = srcs[k];
-    for (const void* q : {srcs[k], static_cast<const void*>(dst)}) {
-      if (q == nullptr || reinterpret_cast<uintptr_t>(q) % es != 0) {
-        return invalidArgument("reduce kernel: a buffer is NULL or not aligned to its " +
-                               std::to_string(es) + "-byte elements");
-      }
-    }
-    sameOffset = sameOffset &&
-                 reinterpret_cast<uintptr_t>(srcs[k]) % 16 == reinterpret_cast<uintptr_t>(dst) % 16;
+    sameOffset = sameOffset && sameOffset16(srcs[k], dst);
   }
-  const size_t lanes = 16 / es;
-  p.head = sameOffset ? headOf(dst, es, count) : count;
-  p.nvec = (count - p.head) / lanes;
-  const size_t scalars = count - p.nvec * lanes;
-  const unsigned blocks = blocksFor(p.nvec > scalars ? p.nvec : scalars);
-  int err = detail::launchReduceInt(p, datatype, op, blocks, stream);
-  if (err == -1) err = detail::launchReduceFloat(p, datatype, op, blocks, stream);
-  if (err == -1) err = detail::launchReduceHalf(p, datatype, op, blocks, stream);
-  if (err == -1) err = detail::launchReduceFloat8(p, datatype, op, blocks, stream);
+  const Split split = splitFor(dst, sameOffset, es, count);
+  p.head = split.head;
+  p.nvec = split.nvec;
+  int err = detail::launchReduceInt(p, datatype, op, split.blocks, stream);
+  if (err == -1) err = detail::launchReduceFloat(p, datatype, op, split.blocks, stream);
+  if (err == -1) err = detail::launchReduceHalf(p, datatype, op, split.blocks, stream);
+  if (err == -1) err = detail::launchReduceFloat8(p, datatype, op, split.blocks, stream);
   if (err != 0) return launchFailure("reduce kernel", err);
   return Status::ok();
 }
 
 Status launchScale(void* dst, const void* src, size_t count, braidDataType_t datatype,
                    const void* scalarDevice, const void* scalarValue, void* stream) {
-  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes) {
-    return invalidArgument("scale kernel: datatype " + std::to_string(datatype) +
-                           " is not a braidDataType_t");
-  }
+  BRAID_TRY(checkType("scale kernel", datatype));
   if ((scalarDevice == nullptr) == (scalarValue == nullptr)) {
     return invalidArgument("scale kernel: exactly one of scalarDevice and scalarValue is given");
   }
   if (count == 0) return Status::ok();
   const size_t es = kElemSize[datatype];
-  for (const void* q : {src, static_cast<const void*>(dst)}) {
-    if (q == nullptr || reinterpret_cast<uintptr_t>(q) % es != 0) {
-      return invalidArgument("scale kernel: a buffer is NULL or not aligned to its " +
-                             std::to_string(es) + "-byte elements");
-    }
-  }
+  BRAID_TRY(checkAligned("scale kernel", src, es));
+  BRAID_TRY(checkAligned("scale kernel", dst, es));
   detail::ScaleParams p{};
   p.src = src;
   p.dst = dst;
   p.scalarPtr = scalarDevice;
   if (scalarValue != nullptr) std::memcpy(p.value, scalarValue, es);
   p.count = count;
-  const bool sameOffset =
-      reinterpret_cast<uintptr_t>(src) % 16 == reinterpret_cast<uintptr_t>(dst) % 16;
-  const size_t lanes = 16 / es;
-  p.head = sameOffset ? headOf(dst, es, count) : count;
-  p.nvec = (count - p.head) / lanes;
-  const size_t scalars = count - p.nvec * lanes;
-  const unsigned blocks = blocksFor(p.nvec > scalars ? p.nvec : scalars);
-  int err = detail::launchScaleInt(p, datatype, blocks, stream);
-  if (err == -1) err = detail::launchScaleFloat(p, datatype, blocks, stream);
-  if (err == -1) err = detail::launchScaleHalf(p, datatype, blocks, stream);
-  if (err == -1) err = detail::launchScaleFloat8(p, datatype, blocks, stream);
+  const Split split = splitFor(dst, sameOffset16(src, dst), es, count);
+  p.head = split.head;
+  p.nvec = split.nvec;
+  int err = detail::launchScaleInt(p, datatype, split.blocks, stream);
+  if (err == -1) err = detail::launchScaleFloat(p, datatype, split.blocks, stream);
+  if (err == -1) err = detail::launchScaleHalf(p, datatype, split.blocks, stream);
+  if (err == -1) err = detail::launchScaleFloat8(p, datatype, split.blocks, stream);
   if (err != 0) return launchFailure("scale kernel", err);
   return Status::ok();
 }
@@ -141,13 +154,8 @@ Status launchScale(void* dst, const void* src, size_t count, braidDataType_t dat
 Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
   if (bytes == 0) return Status::ok();
   if (dst == nullptr || src == nullptr) return invalidArgument("copy kernel: a buffer is NULL");
-  const bool sameOffset =
-      reinterpret_cast<uintptr_t>(src) % 16 == reinterpret_cast<uintptr_t>(dst) % 16;
-  const size_t head = sameOffset ? headOf(dst, 1, bytes) : bytes;
-  const size_t nvec = (bytes - head) / 16;
-  const size_t scalars = bytes - nvec * 16;
-  int err = detail::launchCopyBytes(dst, src, bytes, head, nvec,
-                                    blocksFor(nvec > scalars ? nvec : scalars), stream);
+  const Split split = splitFor(dst, sameOffset16(src, dst), 1, bytes);
+  int err = detail::launchCopyBytes(dst, src, bytes, split.head, split.nvec, split.blocks, stream);
   if (err != 0) return launchFailure("copy kernel", err);
   return Status::ok();
 }

@@ -94,6 +94,14 @@ struct OpAvg {  // reduces as sum; divides once at the end
   }
 };
 
+// 16 bytes of elements of type S, as one load or store.
+template <typename S>
+union Vector {
+  static constexpr int kLanes = 16 / sizeof(S);
+  uint4 u;
+  S e[kLanes];
+};
+
 template <typename E, typename Op>
 __device__ inline typename E::Storage combineAt(const ReduceParams& p, size_t i) {
   using S = typename E::Storage;
@@ -113,11 +121,8 @@ template <typename E, typename Op>
 __global__ void __launch_bounds__(kThreads) reduceKernel(ReduceParams p) {
   using S = typename E::Storage;
   using A = typename E::Acc;
-  constexpr int kLanes = 16 / sizeof(S);
-  union Vec {
-    uint4 u;
-    S e[kLanes];
-  };
+  constexpr int kLanes = Vector<S>::kLanes;
+  using Vec = Vector<S>;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool divides = Op::kDivides && p.divisor != 1;
@@ -186,11 +191,8 @@ template <typename E>
 __global__ void __launch_bounds__(kThreads) scaleKernel(ScaleParams p) {
   using S = typename E::Storage;
   using A = typename E::Acc;
-  constexpr int kLanes = 16 / sizeof(S);
-  union Vec {
-    uint4 u;
-    S e[kLanes];
-  };
+  constexpr int kLanes = Vector<S>::kLanes;
+  using Vec = Vector<S>;
   S raw;
   memcpy(&raw, p.scalarPtr != nullptr ? p.scalarPtr : static_cast<const void*>(p.value),
          sizeof(S));
