@@ -82,6 +82,7 @@ Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
   call.twoShot = op.collective == Collective::kAllReduce && nranks_ >= 3 &&
                  op.count * call.elemSize >= twoShotBytes_ && (!oneDevice_ || twoShotForced_);
   call.recvIsDevice = cuda::isDeviceMemory(op.recv);
+  call.scaleInput = op.preMul.on;  // kScale: the executor reads op.preMul
   WindowCounts counts{round_, epoch_.load(std::memory_order_relaxed)};
   const WindowProgram program = buildWindowCall(call, rank_, nranks_, halfBytes_, &counts);
   void* scratch = nullptr;

@@ -209,9 +209,14 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // (on 2 ranks a send or receive to the peer makes them too). Whatever else a group holds
 // is staged after them. Without windows, everything is staged (enqueued too: the proxy
 // runs the host collective when the stream gets there); on one rank, device buffers are
-// copies on the stream (runAlone). A premul-sum's input was scaled on the stream first.
+// copies on the stream (runAlone). A premul-sum's input is scaled as the windows copy it
+// in; for the other paths it is scaled into a stream-ordered copy first.
 Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  const int nranks = comm->comm->nranks();
+  const int rank = comm->comm->rank(), nranks = comm->comm->nranks();
+  auto staged = [&](std::vector<OpRequest> list) {
+    return withScaledInputs(&list, rank, nranks, stream,
+                            [&] { return runStaged(comm, std::move(list), stream); });
+  };
   {
     std::lock_guard<std::mutex> lock(comm->opMu);
     if (comm->deviceOrder == nullptr) {
@@ -219,9 +224,16 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
     }
   }
   if (nranks == 1) {
-    std::lock_guard<std::mutex> lock(comm->opMu);
-    BRAID_ASSIGN_OR_RETURN(bool ran, runAlone(comm, ops, stream));
-    if (ran) return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
+    bool ran = false;
+    // No windows on one rank: what its copies cannot run is staged.
+    BRAID_TRY(withScaledInputs(&ops, rank, nranks, stream, [&]() -> Status {
+      {
+        std::lock_guard<std::mutex> lock(comm->opMu);
+        BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, ops, stream));
+      }
+      return ran ? Status::ok() : runStaged(comm, ops, stream);
+    }));
+    return ran && stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
   }
   std::vector<OpRequest> direct, rest;
   bool collective = false, paired = false;
@@ -252,20 +264,15 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
       ran = true;
     }
   }
-  if (!ran) return runStaged(comm, std::move(ops), stream);
-  if (!rest.empty()) BRAID_TRY(runStaged(comm, std::move(rest), stream));
+  if (!ran) return staged(std::move(ops));
+  if (!rest.empty()) BRAID_TRY(staged(std::move(rest)));
   // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
   return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
 }
 
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
-  if (!anyPreMul(ops.data(), ops.size())) return runPaths(comm, std::move(ops), stream);
-  std::vector<void*> scaled;  // stream-ordered device copies, freed after the call
-  Status st = scaleOnDevice(&ops, comm->comm->rank(), comm->comm->nranks(), stream, &scaled);
-  if (st.isOk()) st = runPaths(comm, std::move(ops), stream);
-  Status freed = freeScaled(scaled, stream);
-  return st.isOk() ? freed : st;
+  return runPaths(comm, std::move(ops), stream);
 }
 
 braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {

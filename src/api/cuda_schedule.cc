@@ -8,6 +8,7 @@
 #include "algorithms/registry.h"
 #include "api/cuda_ipc.h"
 #include "api/cuda_ops.h"
+#include "api/premul.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/device_program.h"
@@ -98,6 +99,9 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
       case DeviceOp::Kind::kWaitRank:
         BRAID_TRY(cuda::streamWaitValue64(stream, device(counters_[d.from].value), d.value));
         break;
+      case DeviceOp::Kind::kScale:  // a premul-sum's input on its way into the window
+        BRAID_TRY(scaleInto(op, addr(d.dst), addr(d.src[0]), d.bytes, stream));
+        break;
       case DeviceOp::Kind::kCopy:
       case DeviceOp::Kind::kReduce: {
         const void* srcs[kMaxDeviceSources];
@@ -142,7 +146,14 @@ Expected<size_t> DeviceWindows::placeBuffers(const OpRequest& op, char** in, cha
   return regions[1].bytes;  // the receive region, written
 }
 
-Status DeviceWindows::runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream) {
+// A premul-sum's schedule runs as a sum over its input scaled into a stream-ordered copy.
+Status DeviceWindows::runSchedule(const OpRequest& request, algo::Algorithm alg, void* stream) {
+  if (request.preMul.on) {
+    std::vector<OpRequest> scaled{request};
+    return withScaledInputs(&scaled, rank_, nranks_, stream,
+                            [&] { return runSchedule(scaled.front(), alg, stream); });
+  }
+  const OpRequest& op = request;
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args = collArgsOf(op, rank_, nranks_);
   args.maxStepElems = slotBytes_ / es;  // one slot per step: half the FIFO, as the host's

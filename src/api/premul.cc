@@ -89,30 +89,34 @@ std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int
   return out;
 }
 
+Status scaleInto(const OpRequest& op, void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return Status::ok();
+  if (!cuda::isDeviceMemory(src)) {  // host input on a CUDA stream: on the device first
+    BRAID_TRY(cuda::copyAsync(dst, src, bytes, stream));
+    src = dst;
+  }
+  const size_t es = datatypeSize(op.datatype);
+  const PreMulScale& s = op.preMul;
+  if (s.scalarPtr != nullptr && cuda::isDeviceMemory(s.scalarPtr)) {
+    return cuda::launchScale(dst, src, bytes / es, op.datatype, s.scalarPtr, nullptr, stream);
+  }
+  unsigned char scalar[8];
+  hostScalar(s, es, scalar);
+  return cuda::launchScale(dst, src, bytes / es, op.datatype, nullptr, scalar, stream);
+}
+
 Status scaleOnDevice(std::vector<OpRequest>* ops, int rank, int nranks, void* stream,
                      std::vector<void*>* scratch) {
   for (OpRequest& op : *ops) {
     if (!op.preMul.on) continue;
+    const size_t bytes = inputBytes(op, rank, nranks);
+    if (bytes != 0) {
+      BRAID_ASSIGN_OR_RETURN(void* copy, cuda::deviceAllocAsync(bytes, stream));
+      scratch->push_back(copy);
+      BRAID_TRY(scaleInto(op, copy, op.send, bytes, stream));
+      op.send = copy;
+    }
     op.preMul.on = false;
-    const size_t es = datatypeSize(op.datatype), bytes = inputBytes(op, rank, nranks);
-    if (bytes == 0) continue;
-    BRAID_ASSIGN_OR_RETURN(void* copy, cuda::deviceAllocAsync(bytes, stream));
-    scratch->push_back(copy);
-    const void* src = op.send;
-    if (!cuda::isDeviceMemory(src)) {  // host input on a CUDA stream: on the device first
-      BRAID_TRY(cuda::copyAsync(copy, src, bytes, stream));
-      src = copy;
-    }
-    const PreMulScale& s = op.preMul;
-    if (s.scalarPtr != nullptr && cuda::isDeviceMemory(s.scalarPtr)) {
-      BRAID_TRY(
-          cuda::launchScale(copy, src, bytes / es, op.datatype, s.scalarPtr, nullptr, stream));
-    } else {
-      unsigned char scalar[8];
-      hostScalar(s, es, scalar);
-      BRAID_TRY(cuda::launchScale(copy, src, bytes / es, op.datatype, nullptr, scalar, stream));
-    }
-    op.send = copy;
   }
   return Status::ok();
 }

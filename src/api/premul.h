@@ -29,6 +29,10 @@ Status checkHostScalars(const std::vector<OpRequest>& ops);
 std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int nranks,
                                    std::vector<std::vector<char>>* copies);
 
+// dst[0..bytes) = src times op's scalar, on `stream` (a device scalar read when the kernel
+// runs; a host one now). src may be host memory (copied to dst first) or dst itself.
+Status scaleInto(const OpRequest& op, void* dst, const void* src, size_t bytes, void* stream);
+
 // The device path: each scaling op's input scaled on `stream` into device memory
 // allocated on it (its send pointer replaced; the scalar read on the device when the
 // stream gets there, or, in host memory, now). The allocations are appended to *scratch,
@@ -36,5 +40,17 @@ std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int
 Status scaleOnDevice(std::vector<OpRequest>* ops, int rank, int nranks, void* stream,
                      std::vector<void*>* scratch);
 Status freeScaled(const std::vector<void*>& scratch, void* stream);
+
+// run() over *ops with every scaling op's input scaled on `stream` first (scaleOnDevice),
+// the copies freed on the stream after it.
+template <typename Run>
+Status withScaledInputs(std::vector<OpRequest>* ops, int rank, int nranks, void* stream, Run run) {
+  if (!anyPreMul(ops->data(), ops->size())) return run();
+  std::vector<void*> copies;
+  Status st = scaleOnDevice(ops, rank, nranks, stream, &copies);
+  if (st.isOk()) st = run();
+  Status freed = freeScaled(copies, stream);
+  return st.isOk() ? freed : st;
+}
 
 }  // namespace braid

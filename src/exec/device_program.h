@@ -58,6 +58,7 @@ struct DeviceOp {
     kWaitRank,      // hold the stream until rank `from`'s barrier counter >= value
     kCopy,          // dst = src[0], `bytes` bytes (nothing when they are the same bytes)
     kReduce,        // dst = src[0] op ... op src[nsrcs - 1], `bytes` bytes of elements
+    kScale,         // dst = src[0] times this rank's premul-sum scalar, `bytes` bytes
   };
   Kind kind = Kind::kCopy;
   int from = -1, to = -1;  // counters: the ordered pair (kArrive, kWaitRank: the rank)
@@ -65,7 +66,7 @@ struct DeviceOp {
   DeviceAddr dst;
   DeviceAddr src[kMaxDeviceSources];
   int nsrcs = 1;       // kReduce: 1 (src[0] alone: avg's division, or a copy) to 8
-  uint64_t bytes = 0;  // kCopy, kReduce
+  uint64_t bytes = 0;  // kCopy, kReduce, kScale
   // kReduce: the value written is final (avg divides by nranks); otherwise avg reduces as
   // sum, as the host kernels do.
   bool final = false;

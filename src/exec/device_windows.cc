@@ -39,6 +39,8 @@ class Builder {
   DeviceAddr in(uint64_t elems) const { return at(Space::kInput, elems * es_); }
   DeviceAddr out(uint64_t elems) const { return at(Space::kOutput, elems * es_); }
   void copy(const DeviceAddr& dst, const DeviceAddr& src, uint64_t elems);
+  // Input elements into this rank's half: scaled on the way for a premul-sum.
+  void copyIn(const DeviceAddr& dst, uint64_t inElem, uint64_t elems);
   void reduce(const DeviceAddr& dst, uint64_t srcOffset, uint64_t elems);
   void reduceTo(uint64_t outElem, uint64_t srcOffset, uint64_t elems);
   void barrier();
@@ -62,6 +64,11 @@ void Builder::copy(const DeviceAddr& dst, const DeviceAddr& src, uint64_t elems)
   op.src[0] = src;
   op.bytes = elems * es_;
   p_.ops.push_back(op);
+}
+
+void Builder::copyIn(const DeviceAddr& dst, uint64_t inElem, uint64_t elems) {
+  copy(dst, in(inElem), elems);
+  if (c_.scaleInput && elems != 0) p_.ops.back().kind = Kind::kScale;
 }
 
 // dst = the reduction of every rank's half at srcOffset (in rank order).
@@ -108,7 +115,7 @@ void Builder::barrier() {
 // block q at q * chunk elements.
 void Builder::blocksIn(uint64_t off, uint64_t n, uint64_t chunk) {
   for (int q = 0; q < n_; ++q) {
-    copy(half(me_, q * chunk * es_), in(q * c_.count + off), n);
+    copyIn(half(me_, q * chunk * es_), q * c_.count + off, n);
   }
 }
 
@@ -117,7 +124,7 @@ void Builder::allReduce() {
   for (uint64_t off = 0; off < c_.count; off += chunk) {
     const uint64_t n = std::min(chunk, c_.count - off);
     round();
-    copy(half(me_, 0), in(off), n);
+    copyIn(half(me_, 0), off, n);
     barrier();
     if (!c_.twoShot) {
       reduceTo(off, 0, n);
@@ -156,7 +163,7 @@ void Builder::oneRound(uint64_t chunk, bool blocks) {
         if (!root) copy(half(me_, 0), in(off), n);
         break;
       default:
-        copy(half(me_, 0), in(off), n);
+        copyIn(half(me_, 0), off, n);
         break;  // all-gather, reduce
     }
     barrier();

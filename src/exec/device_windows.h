@@ -14,9 +14,10 @@
 // reduces its slice into its own half, a second barrier, then everyone copies the
 // slices). Reduce-scatter and all-to-all put block q of a round at q * (half / n) of the
 // half; the root alone reduces (reduce) or copies out (gather); scatter's root copies
-// in. A rank whose receive buffer kernels cannot write (host memory) reduces into the
-// call's device scratch (kScratch) and copies from it. Copies whose source and
-// destination are the same bytes (in place) are no-ops for the executor.
+// in; a premul-sum's input is scaled as it is copied in (kScale). A rank whose receive
+// buffer kernels cannot write (host memory) reduces into the call's device scratch
+// (kScratch) and copies from it. Copies whose source and destination are the same bytes
+// (in place) are no-ops for the executor.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +38,9 @@ struct WindowCall {
   int root = 0;
   bool twoShot = false;      // all-reduce: two-shot (the caller decides, alike on every rank)
   bool recvIsDevice = true;  // kernels may write the receive buffer
+  // A premul-sum: the input is scaled on its way into the window (kScale instead of the
+  // copy in), so it takes no pass of its own (all-reduce, reduce-scatter, reduce).
+  bool scaleInput = false;
 };
 
 // Rounds and barriers a rank has enqueued so far (alike on every rank between calls).

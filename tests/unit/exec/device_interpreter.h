@@ -5,9 +5,11 @@
 // results are what the simulator computes. It reports a deadlock (no rank can move),
 // leftovers (a slice posted and never consumed), out-of-bounds addresses, overlapping
 // copies, a counter set out of order, and a kernel writing memory kernels cannot write
-// (a rank's output marked host memory). Header-only, for the unit tests.
+// (a rank's output marked host memory). kScale multiplies by the rank's premul-sum
+// scalar. Header-only, for the unit tests.
 #pragma once
 
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -22,6 +24,8 @@ struct DeviceState {
   size_t slotBytes = 0, halfBytes = 0;
   std::vector<size_t> scratchBytes;  // by rank
   std::vector<bool> outputIsHost;    // by rank: kernels may not write its output
+  // By rank: its premul-sum scalar (one element of the datatype), for kScale.
+  std::vector<std::array<unsigned char, 8>> scalars;
   // Counters before the programs run: pair counters (posted = consumed: nothing pending)
   // by [from * n + to], barrier counters by rank.
   std::vector<uint64_t> pairs, barriers;
@@ -166,9 +170,13 @@ class DeviceInterpreter {
         return counter(r, op);
       case DeviceOp::Kind::kCopy:
       case DeviceOp::Kind::kReduce:
+      case DeviceOp::Kind::kScale:
         break;
     }
     const bool reduce = op.kind == DeviceOp::Kind::kReduce;
+    if (op.kind == DeviceOp::Kind::kScale && r >= static_cast<int>(st_.scalars.size())) {
+      return invalidUsage("rank " + std::to_string(r) + " scales with no scalar");
+    }
     const std::string where = "rank " + std::to_string(r) + ": ";
     if (reduce && op.dst.space == DeviceAddr::Space::kOutput &&
         r < static_cast<int>(st_.outputIsHost.size()) && st_.outputIsHost[r]) {
@@ -188,7 +196,9 @@ class DeviceInterpreter {
     const size_t count = op.bytes / es_;
     const int divisor = op.final ? n_ : 1;
     const ReduceKernels& k = reduceKernels(type_, op_);
-    if (!reduce) {
+    if (op.kind == DeviceOp::Kind::kScale) {
+      reduceKernels(type_, braidSum).scale(dst, srcs[0], count, st_.scalars[r].data());
+    } else if (!reduce) {
       if (dst != srcs[0]) std::memcpy(dst, srcs[0], op.bytes);
     } else if (op.nsrcs == 1) {
       k.finalize(dst, srcs[0], count, divisor);

@@ -8,6 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstring>
+#include <string>
+
 #include "algorithms/builder.h"
 #include "exec/reduce.h"
 #include "tests/unit/algorithms/coll_check.h"
@@ -47,6 +51,82 @@ test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput) {
     }
     return test::DeviceInterpreter(type, op, ranks, state).run(programs);
   };
+}
+
+// Premul-sum cases: integer-valued data and scalars, so sums are exact in int32 and float32.
+int premulValue(int q, uint64_t j) { return static_cast<int>((j * 7 + q * 3) % 41) - 20; }
+int premulScalar(int q) { return q % 3 + 2; }  // never 1, rank 0's included
+
+void putValue(braidDataType_t type, uint8_t* at, int x) {
+  if (type == braidInt32) {
+    const int32_t y = x;
+    std::memcpy(at, &y, 4);
+  } else {
+    const float y = static_cast<float>(x);
+    std::memcpy(at, &y, 4);
+  }
+}
+
+// Runs `coll` with a premul-sum through the windows (every rank's input times its own
+// scalar, summed) and returns "" or what differs from the sums computed here.
+std::string runPremul(Collective coll, braidDataType_t type, int n, uint64_t count, bool inPlace,
+                      bool twoShot, bool hostOutput) {
+  const int root = n - 1;
+  const bool scatters = coll == Collective::kReduceScatter;
+  const uint64_t inElems = scatters ? count * n : count;
+  std::vector<SimRank> ranks(n);
+  test::DeviceState state;
+  state.halfBytes = kHalf;
+  state.barriers.assign(n, 5);
+  std::vector<std::vector<DeviceOp>> programs;
+  for (int r = 0; r < n; ++r) {
+    std::vector<uint8_t> input(inElems * 4);
+    for (uint64_t j = 0; j < inElems; ++j) putValue(type, &input[j * 4], premulValue(r, j));
+    SimRank& sr = ranks[r];
+    if (inPlace) {  // the input is the receive buffer (reduce-scatter: its block r)
+      sr.output = input;
+      sr.inPlace = true;
+      sr.outputOffset = scatters ? r * count : 0;
+      sr.outputElems = scatters ? count : 0;
+    } else {
+      sr.input = input;
+      sr.output.assign(count * 4, 0xcb);
+    }
+    std::array<unsigned char, 8> scalar{};
+    putValue(type, scalar.data(), premulScalar(r));
+    state.scalars.push_back(scalar);
+    WindowCall call;
+    call.collective = coll;
+    call.count = count;
+    call.elemSize = 4;
+    call.root = root;
+    call.twoShot = twoShot;
+    call.recvIsDevice = !(hostOutput && r % 2 == 0);
+    call.scaleInput = true;
+    WindowCounts counts{3, 5};
+    WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts);
+    programs.push_back(std::move(p.ops));
+    state.scratchBytes.push_back(p.scratchBytes);
+    state.outputIsHost.push_back(!call.recvIsDevice);
+  }
+  Status st = test::DeviceInterpreter(type, braidSum, ranks, state).run(programs);
+  if (!st.isOk()) return st.message();
+  for (int r = 0; r < n; ++r) {
+    if (coll == Collective::kReduce && r != root) continue;
+    const SimRank& sr = ranks[r];
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t j = scatters ? r * count + i : i;
+      int sum = 0;
+      for (int q = 0; q < n; ++q) sum += premulScalar(q) * premulValue(q, j);
+      uint8_t want[4];
+      putValue(type, want, sum);
+      if (std::memcmp(want, &sr.output[(sr.outputOffset + i) * 4], 4) != 0) {
+        return "rank " + std::to_string(r) + " element " + std::to_string(i) + " is not " +
+               std::to_string(sum);
+      }
+    }
+  }
+  return "";
 }
 
 TEST(DeviceWindows, EveryWindowCollectiveMatchesTheReference) {
@@ -120,6 +200,53 @@ TEST(DeviceWindows, AHostReceiveBufferGetsItsReductionThroughTheScratch) {
     if (op.kind == Kind::kReduce) {
       EXPECT_EQ(op.dst.space, DeviceAddr::Space::kScratch);
     }
+  }
+}
+
+// A premul-sum's input is scaled on its way into the window (kScale), by each rank's own
+// scalar: all-reduce (one- and two-shot), reduce-scatter and reduce, 2 to 8 ranks, in and
+// out of place, receive buffers in device or host memory, many 64-byte rounds.
+TEST(DeviceWindows, APremulSumScalesEachInputAsItIsCopiedIn) {
+  int cases = 0;
+  for (Collective coll :
+       {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce}) {
+    for (int n = 2; n <= 8; ++n) {
+      for (uint64_t count : {uint64_t{1}, uint64_t(n + 1), uint64_t{97}}) {
+        for (bool inPlace : {false, true}) {
+          for (bool twoShot : {false, true}) {
+            if (twoShot && (coll != Collective::kAllReduce || n < 3)) continue;
+            const braidDataType_t type = (count + n) % 2 == 0 ? braidInt32 : braidFloat32;
+            const bool hostOutput = (count + inPlace) % 2 == 1;
+            EXPECT_EQ(runPremul(coll, type, n, count, inPlace, twoShot, hostOutput), "")
+                << "collective " << static_cast<int>(coll) << ", " << n << " ranks, count " << count
+                << (inPlace ? ", in place" : "") << (twoShot ? ", two-shot" : "");
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 3 * 7 * 3 * 2 + 6 * 3 * 2);
+}
+
+// Without a premul-sum nothing is scaled; with one, only copies of the input are.
+TEST(DeviceWindows, OnlyTheInputsCopyInScales) {
+  WindowCall call;
+  call.collective = Collective::kReduceScatter;
+  call.count = 10;
+  call.elemSize = 4;
+  WindowCounts counts;
+  for (bool scale : {false, true}) {
+    call.scaleInput = scale;
+    int scales = 0;
+    for (const DeviceOp& op : buildWindowCall(call, 1, 4, kHalf, &counts).ops) {
+      if (op.kind != Kind::kScale) continue;
+      ++scales;
+      EXPECT_EQ(op.src[0].space, DeviceAddr::Space::kInput);
+      EXPECT_EQ(op.dst.space, DeviceAddr::Space::kHalf);
+      EXPECT_EQ(op.dst.from, 1);
+    }
+    EXPECT_EQ(scales, scale ? 3 * 4 : 0);  // 10 elements in rounds of 4: 3 rounds x 4 blocks
   }
 }
 
