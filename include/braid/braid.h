@@ -192,6 +192,12 @@ braidResult_t braidStreamDestroy(braidStream_t stream);
  * copies (any memory works with every call; this is only faster). Free it with
  * braidMemFree. */
 braidResult_t braidMemAlloc(void** ptr, size_t size);
+/* Device memory peers can map (NCCL's ncclMemAlloc): size bytes on the calling thread's
+ * current CUDA device (its current context, else the runtime's current device), made with
+ * cuMem and shareable as a POSIX file descriptor, rounded up to the allocation granularity;
+ * where the device offers no such handles, from cudaMalloc. braidUnhandledCudaError where
+ * there is no device (the message says why). Free it with braidMemFree. */
+braidResult_t braidMemAllocDevice(void** ptr, size_t size);
 braidResult_t braidMemFree(void* ptr);
 
 /* Registers a user buffer with a communicator for the calls that use it

@@ -1,4 +1,7 @@
-// braidMemAlloc / braidMemFree and buffer registration.
+// braidMemAlloc / braidMemAllocDevice / braidMemFree and buffer registration.
+//
+// braidMemAllocDevice returns shareable device memory (cuda/device.h's shareableAlloc:
+// cuMem with POSIX file descriptor handles), which braidMemFree also frees.
 //
 // braidMemAlloc returns a shared-memory region (core/shared_alloc.h) that
 // peers on the node map by name, so collectives on it skip the copy into the
@@ -143,12 +146,29 @@ braidResult_t braidMemAlloc(void** ptr, size_t size) {
   return braidSuccess;
 }
 
+braidResult_t braidMemAllocDevice(void** ptr, size_t size) {
+  if (ptr == nullptr) return finish(nullptr, invalidArgument("ptr is NULL"));
+  if (size == 0) return finish(nullptr, invalidArgument("size is 0"));
+  if (!cuda::compiled() || !cuda::hasDevice()) {
+    return finish(nullptr, Status(braidUnhandledCudaError,
+                                  "braidMemAllocDevice: " + cuda::deviceStatus().reason +
+                                      " (braidMemAlloc gives host memory peers map)"));
+  }
+  Expected<void*> p = cuda::shareableAlloc(size);
+  if (!p.isOk()) return finish(nullptr, p.status().withContext("braidMemAllocDevice: "));
+  *ptr = p.value();
+  return braidSuccess;
+}
+
 braidResult_t braidMemFree(void* ptr) {
   if (ptr == nullptr) return braidSuccess;
   if (SharedAllocations::instance().remove(ptr)) return braidSuccess;
+  if (cuda::isShareable(ptr)) return finish(nullptr, cuda::shareableFree(ptr));
   std::lock_guard<std::mutex> lock(registryMutex());
   if (privateAllocations().erase(ptr) == 0) {
-    return finish(nullptr, invalidArgument("ptr was not returned by braidMemAlloc (or was freed)"));
+    return finish(nullptr,
+                  invalidArgument("ptr was not returned by braidMemAlloc or braidMemAllocDevice "
+                                  "(or was freed)"));
   }
   free(ptr);
   return braidSuccess;

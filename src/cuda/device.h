@@ -63,6 +63,22 @@ struct IpcHandle {
 Expected<IpcHandle> ipcHandle(void* devicePtr);
 Expected<void*> ipcOpen(const IpcHandle& handle);
 Status ipcClose(void* mapped);
+// Shareable device memory (braidMemAllocDevice): on the device current on this thread
+// (its current context, else the runtime's current device), made with cuMem (cuMemCreate
+// asking for POSIX file descriptor handles, mapped read-write for that device) so another
+// process on the node can map it from a file descriptor: shareableExport gives one (the
+// caller closes it; pass it over a Unix socket with SCM_RIGHTS), shareableImport maps it
+// there, shareableUnmap undoes that. Sizes round up to the allocation granularity. Where
+// the driver offers no such handles, the memory comes from cudaMalloc (INFO says so) and
+// shareableExport refuses it, naming why. shareableFree frees what shareableAlloc made;
+// isShareable says whether p is the start of one (a lookup, no CUDA call).
+Expected<void*> shareableAlloc(size_t bytes);
+bool isShareable(const void* p);
+Status shareableFree(void* p);
+Expected<int> shareableExport(const void* p, size_t* bytes);
+Expected<void*> shareableImport(int fd, size_t bytes);
+Status shareableUnmap(void* p);
+
 // The device current on this thread (0 where none was set).
 Expected<int> currentDevice();
 // The device's UUID (16 bytes), the same in every process whatever its device numbering.

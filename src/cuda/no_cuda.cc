@@ -34,6 +34,12 @@ Status deviceFreeAsync(void*, void*) { return notBuilt(); }
 Expected<IpcHandle> ipcHandle(void*) { return notBuilt(); }
 Expected<void*> ipcOpen(const IpcHandle&) { return notBuilt(); }
 Status ipcClose(void*) { return notBuilt(); }
+Expected<void*> shareableAlloc(size_t) { return notBuilt(); }
+bool isShareable(const void*) { return false; }
+Status shareableFree(void*) { return notBuilt(); }
+Expected<int> shareableExport(const void*, size_t*) { return notBuilt(); }
+Expected<void*> shareableImport(int, size_t) { return notBuilt(); }
+Status shareableUnmap(void*) { return notBuilt(); }
 Expected<int> currentDevice() { return notBuilt(); }
 Expected<DeviceUuid> deviceUuid(int) { return notBuilt(); }
 Status copyAsync(void*, const void*, size_t, void*) { return notBuilt(); }

@@ -2,6 +2,7 @@
 // host memory, CUDA IPC between processes, and the device's identity.
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -247,6 +248,72 @@ Status ipcClose(void* mapped) {
     return emulated("ipcClose of a pointer ipcOpen did not return");
   }
   munmap(mapped, a.bytes);
+  return Status::ok();
+}
+
+// Shareable memory: a device allocation whose memfd is the descriptor a peer maps (cuMem's
+// POSIX file descriptor handle, emulated). Sizes round up to 2 MiB, as on an H100.
+namespace {
+constexpr size_t kGranularity = size_t{2} << 20;
+std::mutex shareableMu;
+std::map<uintptr_t, size_t>* shareables = new std::map<uintptr_t, size_t>;  // made here
+}  // namespace
+
+Expected<void*> shareableAlloc(size_t bytes) {
+  const size_t rounded =
+      (std::max<size_t>(bytes, 1) + kGranularity - 1) / kGranularity * kGranularity;
+  BRAID_ASSIGN_OR_RETURN(void* p, deviceAlloc(rounded));
+  std::lock_guard<std::mutex> lock(shareableMu);
+  (*shareables)[reinterpret_cast<uintptr_t>(p)] = rounded;
+  return p;
+}
+
+bool isShareable(const void* p) {
+  std::lock_guard<std::mutex> lock(shareableMu);
+  return shareables->count(reinterpret_cast<uintptr_t>(p)) != 0;
+}
+
+Status shareableFree(void* p) {
+  {
+    std::lock_guard<std::mutex> lock(shareableMu);
+    if (shareables->erase(reinterpret_cast<uintptr_t>(p)) == 0) {
+      return Status(braidInvalidArgument,
+                    "the pointer is not device memory from braidMemAllocDevice");
+    }
+  }
+  return deviceFree(p);
+}
+
+Expected<int> shareableExport(const void* p, size_t* bytes) {
+  uintptr_t base = 0;
+  Allocation a;
+  if (!isShareable(p) || !Allocations::get().holding(p, &base, &a)) {
+    return Status(braidInvalidArgument, "only the start of braidMemAllocDevice's memory exports");
+  }
+  const int fd = fcntl(a.fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return emulated(std::string("exporting a descriptor: ") + std::strerror(errno));
+  *bytes = a.bytes;
+  return fd;
+}
+
+Expected<void*> shareableImport(int fd, size_t bytes) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes) {
+    return emulated("shareableImport: the descriptor is not an allocation of " +
+                    std::to_string(bytes) + " bytes");
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return emulated(std::string("shareableImport: ") + std::strerror(errno));
+  Allocations::get().add(p, Allocation{bytes, Region::kDevice, -1, true});
+  return p;
+}
+
+Status shareableUnmap(void* p) {
+  Allocation a;
+  if (!Allocations::get().take(p, Region::kDevice, &a) || !a.mapped) {
+    return Status(braidInvalidArgument, "the pointer is not a mapping from shareableImport");
+  }
+  munmap(p, a.bytes);
   return Status::ok();
 }
 

@@ -156,11 +156,9 @@ ncclComm* newComm(braidComm_t inner, int device, const Settings& settings);
 int currentCudaDevice();
 // Whether p is CUDA device memory (false when CUDA's runtime is not loaded).
 bool isCudaDevicePointer(const void* p);
-// ncclMemAlloc's device memory: false when this process has no CUDA runtime loaded or no
-// device (the caller then gives host memory); true with *ptr set, or with *ptr NULL and
-// *error saying why cudaMalloc failed. cudaDeviceFree: false when ptr is not device memory.
-bool cudaDeviceAlloc(void** ptr, size_t bytes, std::string* error);
-bool cudaDeviceFree(void* ptr);
+// Whether this process is a CUDA program with a device: its CUDA runtime is loaded and
+// counts at least one (ncclMemAlloc then gives device memory, as NCCL's).
+bool cudaProgramHasDevice();
 
 // Log a line at INFO level (BRAID_DEBUG, else NCCL_DEBUG, says which levels print).
 void logInfo(const std::string& line);

@@ -43,8 +43,6 @@ Fn cudaFunction(std::atomic<void*>& cache, const char* name) {
 
 std::atomic<void*> gGetDevice{nullptr};
 std::atomic<void*> gPointerAttributes{nullptr};
-std::atomic<void*> gMalloc{nullptr};
-std::atomic<void*> gFree{nullptr};
 std::atomic<void*> gDeviceCount{nullptr};
 
 }  // namespace
@@ -65,23 +63,10 @@ bool isCudaDevicePointer(const void* p) {
   return a.type == cudaMemoryTypeDevice;
 }
 
-bool cudaDeviceAlloc(void** ptr, size_t bytes, std::string* error) {
+bool cudaProgramHasDevice() {
   auto count = cudaFunction<decltype(&cudaGetDeviceCount)>(gDeviceCount, "cudaGetDeviceCount");
-  auto alloc = cudaFunction<cudaError_t (*)(void**, size_t)>(gMalloc, "cudaMalloc");
   int n = 0;
-  if (count == nullptr || alloc == nullptr || count(&n) != cudaSuccess || n == 0) return false;
-  cudaError_t err = alloc(ptr, bytes);
-  if (err != cudaSuccess) {
-    *error = "cudaMalloc(" + std::to_string(bytes) + ") failed: error " + std::to_string(err);
-    *ptr = nullptr;
-  }
-  return true;
-}
-
-bool cudaDeviceFree(void* ptr) {
-  if (!isCudaDevicePointer(ptr)) return false;
-  auto release = cudaFunction<decltype(&cudaFree)>(gFree, "cudaFree");
-  return release != nullptr && release(ptr) == cudaSuccess;
+  return count != nullptr && count(&n) == cudaSuccess && n > 0;
 }
 
 }  // namespace braid::nccl

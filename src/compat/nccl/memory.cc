@@ -20,22 +20,17 @@ using namespace braid::nccl;
 
 extern "C" {
 
-// A CUDA program (its runtime loaded, a device present) gets device memory, as from NCCL;
-// otherwise braidMemAlloc's host memory, which peers on the node map (an extension).
+// A CUDA program (its runtime loaded, a device present) gets device memory peers can map
+// (cuMem, shareable by file descriptor), as from NCCL; otherwise braidMemAlloc's host
+// memory, which peers on the node map (an extension). braidMemFree frees either.
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) return fail(nullptr, ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
   if (size == 0) return fail(nullptr, ncclInvalidArgument, "ncclMemAlloc: size is 0");
-  std::string error;
-  if (cudaDeviceAlloc(ptr, size, &error)) {
-    return *ptr != nullptr ? ncclSuccess : fail(nullptr, ncclUnhandledCudaError, error);
-  }
+  if (cudaProgramHasDevice()) return fromBraid(nullptr, braidMemAllocDevice(ptr, size));
   return fromBraid(nullptr, braidMemAlloc(ptr, size));
 }
 
-ncclResult_t ncclMemFree(void* ptr) {
-  if (ptr != nullptr && cudaDeviceFree(ptr)) return ncclSuccess;
-  return fromBraid(nullptr, braidMemFree(ptr));
-}
+ncclResult_t ncclMemFree(void* ptr) { return fromBraid(nullptr, braidMemFree(ptr)); }
 
 // NCCL 2.28's device API (nccl_device.h): communicators that kernels use directly.
 // Braid has none; a caller (PyTorch's symmetric memory) learns so and falls back.

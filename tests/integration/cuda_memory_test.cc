@@ -1,0 +1,178 @@
+// braidMemAllocDevice: shareable device memory, with 2 ranks as processes sharing one GPU.
+// Collectives run on it through the device windows, and a peer maps it from a file
+// descriptor passed over a Unix socket (SCM_RIGHTS): what one rank wrote, the other reads
+// there, and the other's writes show in the owner's memory. Skips where there is no GPU
+// (Emulated.* runs it over the emulated GPU, tests/gpu_emu).
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "braid/braid.h"
+#include "cuda/device.h"
+#include "cuda_harness.h"
+#include "spawn.h"
+
+namespace braid::test {
+namespace {
+
+constexpr size_t kCount = 300000;  // floats: 1.2 MB, more than one window round at 1 MiB
+
+// An abstract Unix socket named by the test's TEST_SOCKET.
+sockaddr_un socketAddress(socklen_t* len) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  const std::string name = getenv("TEST_SOCKET");
+  std::memcpy(a.sun_path + 1, name.data(), name.size());
+  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return a;
+}
+
+// Rank 0 sends (fd, bytes); rank 1 receives them. Both return false on any failure.
+bool sendFd(int fd, uint64_t bytes) {
+  socklen_t len = 0;
+  sockaddr_un a = socketAddress(&len);
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool connected = false;
+  for (int i = 0; i < 500 && !connected; ++i) {  // rank 1 may not listen yet
+    connected = connect(s, reinterpret_cast<sockaddr*>(&a), len) == 0;
+    if (!connected) usleep(10000);
+  }
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{&bytes, sizeof(bytes)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  const bool sent = connected && sendmsg(s, &msg, 0) == static_cast<ssize_t>(sizeof(bytes));
+  close(s);
+  return sent;
+}
+
+int listenForFd() {
+  socklen_t len = 0;
+  sockaddr_un a = socketAddress(&len);
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(s, 1) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+bool receiveFd(int listener, int* fd, uint64_t* bytes) {
+  int s = accept(listener, nullptr, nullptr);
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{bytes, sizeof(*bytes)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  const bool got = s >= 0 && recvmsg(s, &msg, 0) == static_cast<ssize_t>(sizeof(*bytes));
+  cmsghdr* c = got ? CMSG_FIRSTHDR(&msg) : nullptr;
+  if (c != nullptr && c->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(c), sizeof(int));
+  if (s >= 0) close(s);
+  return c != nullptr && c->cmsg_type == SCM_RIGHTS;
+}
+
+bool toHost(std::vector<float>* host, const void* device, void* stream) {
+  return cuda::copyAsync(host->data(), device, host->size() * sizeof(float), stream).isOk() &&
+         cuda::streamSynchronize(stream).isOk();
+}
+
+int sharedMemoryBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int r = 0;
+  braidCommUserRank(comm, &r);
+  const int listener = r == 1 ? listenForFd() : -1;
+  Expected<void*> s = cuda::streamCreate();
+  void *send = nullptr, *recv = nullptr;
+  if (!s.isOk() || braidMemAllocDevice(&send, kCount * sizeof(float)) != braidSuccess ||
+      braidMemAllocDevice(&recv, kCount * sizeof(float)) != braidSuccess ||
+      !cuda::isDeviceMemory(send) || (r == 1 && listener < 0)) {
+    fprintf(stderr, "rank %d: set-up failed: %s\n", r, braidGetLastError(nullptr));
+    return 3;
+  }
+  auto* st = static_cast<braidStream_t>(s.value());
+  std::vector<float> mine(kCount), got(kCount);
+  for (size_t i = 0; i < kCount; ++i) mine[i] = static_cast<float>((i % 1000) * (r + 1));
+  if (!cuda::copyAsync(send, mine.data(), kCount * sizeof(float), s.value()).isOk()) return 4;
+  // A collective on it, through the device windows: 1 + 2 times each value.
+  if (braidAllReduce(send, recv, kCount, braidFloat32, braidSum, comm, st) != braidSuccess ||
+      !toHost(&got, recv, s.value())) {
+    return 5;
+  }
+  for (size_t i = 0; i < kCount; ++i) {
+    if (got[i] != static_cast<float>((i % 1000) * 3)) {
+      fprintf(stderr, "rank %d: all-reduce element %zu is %g\n", r, i, got[i]);
+      return 6;
+    }
+  }
+  // Rank 1 maps rank 0's send buffer from its descriptor, reads it, and writes its own
+  // values into it; rank 0 then sees them in its memory.
+  int rc = 0;
+  if (r == 0) {
+    size_t bytes = 0;
+    Expected<int> fd = cuda::shareableExport(send, &bytes);
+    if (!fd.isOk() || bytes < kCount * sizeof(float) || !sendFd(fd.value(), bytes)) rc = 7;
+    if (fd.isOk()) close(fd.value());
+  } else {
+    int fd = -1;
+    uint64_t bytes = 0;
+    Expected<void*> peer = Status(braidInternalError, "no descriptor");
+    if (receiveFd(listener, &fd, &bytes)) peer = cuda::shareableImport(fd, bytes);
+    if (fd >= 0) close(fd);
+    if (!peer.isOk() || !toHost(&got, peer.value(), s.value())) {
+      fprintf(stderr, "rank 1: mapping rank 0's memory failed: %s\n",
+              peer.isOk() ? "copy" : peer.status().message().c_str());
+      rc = 8;
+    } else {
+      for (size_t i = 0; i < kCount && rc == 0; ++i) {
+        if (got[i] != static_cast<float>(i % 1000)) rc = 9;
+      }
+      if (!cuda::copyAsync(peer.value(), mine.data(), kCount * sizeof(float), s.value()).isOk() ||
+          !cuda::streamSynchronize(s.value()).isOk() ||
+          !cuda::shareableUnmap(peer.value()).isOk()) {
+        rc = 10;
+      }
+    }
+    close(listener);
+  }
+  // A host barrier: rank 1's writes are done before rank 0 reads.
+  int one = 1, sum = 0;
+  if (braidAllReduce(&one, &sum, 1, braidInt32, braidSum, comm, nullptr) != braidSuccess) rc = 11;
+  if (r == 0 && rc == 0 && toHost(&got, send, s.value())) {
+    for (size_t i = 0; i < kCount && rc == 0; ++i) {
+      if (got[i] != static_cast<float>((i % 1000) * 2)) rc = 12;
+    }
+  }
+  (void)cuda::streamSynchronize(s.value());
+  if (braidMemFree(send) != braidSuccess || braidMemFree(recv) != braidSuccess) rc = 13;
+  if (braidMemFree(send) != braidInvalidArgument) rc = 14;  // already freed
+  braidCommDestroy(comm);
+  if (rc != 0) fprintf(stderr, "rank %d: failed with %d\n", r, rc);
+  return rc;
+}
+
+TEST(CudaMemory, PeersMapBraidMemAllocDeviceMemoryFromADescriptor) {
+  SKIP_WITHOUT_DEVICE();
+  Env env = jobEnv(2);
+  env["TEST_SOCKET"] = "braid-cuda-memory-" + std::to_string(getpid());
+  expectEveryRankPasses(2, env, sharedMemoryBody, 120);
+}
+
+}  // namespace
+}  // namespace braid::test
