@@ -213,7 +213,9 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // in; for the other paths it is scaled into a stream-ordered copy first.
 Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   const int rank = comm->comm->rank(), nranks = comm->comm->nranks();
-  auto staged = [&](std::vector<OpRequest> list) {
+  auto staged = [&](std::vector<OpRequest> list) -> Status {
+    // The scaling reads the input: after the communicator's last device call, as the call.
+    if (anyPreMul(list.data(), list.size())) BRAID_TRY(comm->deviceOrder->after(stream));
     return withScaledInputs(&list, rank, nranks, stream,
                             [&] { return runStaged(comm, std::move(list), stream); });
   };

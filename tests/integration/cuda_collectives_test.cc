@@ -237,11 +237,20 @@ int asyncBody() {
       !cuda::streamSynchronize(s1.value()).isOk() || !gate.hold(s1.value())) {
     return 4;
   }
+  // TEST_PREMUL: the second call is a premul-sum by 1, whose scaling must read the input
+  // after the first call has written it too.
+  braidRedOp_t second = braidSum;
+  float one = 1.0f;
+  if (getenv("TEST_PREMUL") != nullptr &&
+      braidRedOpCreatePreMulSum(&second, &one, braidFloat32, braidScalarHostImmediate, comm) !=
+          braidSuccess) {
+    return 5;
+  }
   gate.arm();  // a call that waited for its stream would wait for the gate
   const uint64_t t0 = nowNs();
   braidResult_t a = braidAllReduce(d, d + k, k, braidFloat32, braidSum, comm,
                                    static_cast<braidStream_t>(s1.value()));
-  braidResult_t b = braidAllReduce(d + k, d + 2 * k, k, braidFloat32, braidSum, comm,
+  braidResult_t b = braidAllReduce(d + k, d + 2 * k, k, braidFloat32, second, comm,
                                    static_cast<braidStream_t>(s2.value()));
   const double ms = static_cast<double>(nowNs() - t0) / 1e6;
   Expected<bool> idle1 = cuda::streamIdle(s1.value()), idle2 = cuda::streamIdle(s2.value());
@@ -389,9 +398,12 @@ class CudaCollectives : public ::testing::TestWithParam<int> {};
 TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
   SKIP_WITHOUT_DEVICE();
   const int n = GetParam();
-  Env env = jobEnv(n);
-  env["BRAID_TIMEOUT_MS"] = "60000";
-  expectEveryRankPasses(n, env, asyncBody, 180);
+  for (bool premul : {false, true}) {
+    Env env = jobEnv(n);
+    env["BRAID_TIMEOUT_MS"] = "60000";
+    if (premul) env["TEST_PREMUL"] = "1";
+    expectEveryRankPasses(n, env, asyncBody, 180);
+  }
 }
 
 // The staged path (BRAID_CUDA_IPC=0, or ranks on two nodes) returns at once too, and
@@ -399,14 +411,16 @@ TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
 TEST_P(CudaCollectives, StagedCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
   SKIP_WITHOUT_DEVICE();
   const int n = GetParam();
-  Env env = jobEnv(n);
-  env["BRAID_TIMEOUT_MS"] = "60000";
-  env["BRAID_CUDA_IPC"] = "0";
-  expectEveryRankPasses(n, env, asyncBody, 180);
-  env = jobEnv(n);
-  env["BRAID_TIMEOUT_MS"] = "60000";
-  expectEveryRankPasses(
-      n, env, [] { return onTwoNodes(asyncBody); }, 180);
+  for (bool premul : {false, true}) {
+    Env env = jobEnv(n);
+    env["BRAID_TIMEOUT_MS"] = "60000";
+    env["BRAID_CUDA_IPC"] = "0";
+    if (premul) env["TEST_PREMUL"] = "1";
+    expectEveryRankPasses(n, env, asyncBody, 180);
+    env.erase("BRAID_CUDA_IPC");
+    expectEveryRankPasses(
+        n, env, [] { return onTwoNodes(asyncBody); }, 180);
+  }
 }
 
 // One rank: every collective and the self send/recv are copies enqueued on the stream
