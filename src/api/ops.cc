@@ -111,11 +111,32 @@ Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
   return Status::ok();
 }
 
+// A premul-sum's scaling: the windows take the scalar (read now) into *b and scale as they
+// copy the input in; otherwise the input is scaled into a copy now and *args no longer
+// counts the call as in place.
+Status placeScale(braidComm* comm, const OpRequest& op, algo::Algorithm alg, const OpDesc& desc,
+                  algo::CollArgs* args, ExecBuffers* b, unsigned char* scalar) {
+  bool fused = false;
+  if (comm->windows->handles(op.collective, alg)) {
+    BRAID_ASSIGN_OR_RETURN(fused, comm->windows->takesScale(*args, alg, desc));
+  }
+  if (fused) {
+    readHostScalar(op.preMul, datatypeSize(op.datatype), scalar);
+    b->scale = scalar;
+    return Status::ok();
+  }
+  const std::vector<OpRequest> scaled =
+      scaleOnHost(&op, 1, comm->comm->rank(), comm->comm->nranks(), &comm->preMulCopies);
+  b->input = scaled.front().send;
+  *args = argsFor(*comm->comm, scaled.front());
+  return Status::ok();
+}
+
 Status runCollective(braidComm* comm, const OpRequest& op) {
   Comm& c = *comm->comm;
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
-  const algo::CollArgs args = argsFor(c, op);
+  algo::CollArgs args = argsFor(c, op);
   BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
                          comm->selector.chooseForCall(op.collective, op.count * es));
   const algo::Algorithm alg = choice.algorithm;
@@ -138,13 +159,16 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
     BRAID_TRACE("%s: algorithm %s, predicted %.1f us", desc.describe().c_str(), desc.algorithm,
                 choice.predictedUs);
   }
+  ExecBuffers b{op.send, op.recv};
+  unsigned char scalar[8];
+  if (op.preMul.on) BRAID_TRY(placeScale(comm, op, alg, desc, &args, &b, scalar));
   if (comm->windows->handles(op.collective, alg)) {
-    BRAID_TRY(comm->windows->run(
-        args, alg, ExecBuffers{op.send, op.recv}, desc,
-        [&]() -> const algo::Schedule& { return scheduleFor(comm, args, alg); }));
+    BRAID_TRY(comm->windows->run(args, alg, b, desc, [&]() -> const algo::Schedule& {
+      return scheduleFor(comm, args, alg);
+    }));
   } else {
     const algo::Schedule& s = scheduleFor(comm, args, alg);
-    BRAID_TRY(comm->exec->run(s, ExecBuffers{op.send, op.recv}, desc));
+    BRAID_TRY(comm->exec->run(s, b, desc));
   }
   c.opCompleted(desc.seq);
   return Status::ok();
@@ -325,12 +349,8 @@ Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
   return runOpsLocked(comm, ops, n);
 }
 
+// A premul-sum is scaled as each collective runs (placeScale), its scalar read then.
 Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
-  if (anyPreMul(ops, n)) {  // scaled copies, the scalars read now
-    std::vector<OpRequest> scaled =
-        scaleOnHost(ops, n, comm->comm->rank(), comm->comm->nranks(), &comm->preMulCopies);
-    return runOpsLocked(comm, scaled.data(), scaled.size());
-  }
   std::vector<const OpRequest*> p2p;
   for (size_t i = 0; i < n; ++i) {
     if (ops[i].kind == OpRequest::Kind::kCollective) {

@@ -17,12 +17,11 @@ size_t inputBytes(const OpRequest& op, int rank, int nranks) {
   return regionsOf(op, rank, nranks).front().bytes;
 }
 
-// The scalar as the host reads it now.
-void hostScalar(const PreMulScale& s, size_t es, unsigned char* out) {
+}  // namespace
+
+void readHostScalar(const PreMulScale& s, size_t es, unsigned char* out) {
   std::memcpy(out, s.scalarPtr != nullptr ? s.scalarPtr : s.value, es);
 }
-
-}  // namespace
 
 Status resolveRedOp(braidComm* comm, braidRedOp_t op, braidDataType_t datatype,
                     braidRedOp_t* resolved, PreMulScale* scale) {
@@ -77,7 +76,7 @@ std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int
     if (!op.preMul.on) continue;
     const size_t es = datatypeSize(op.datatype), bytes = inputBytes(op, rank, nranks);
     unsigned char scalar[8];
-    hostScalar(op.preMul, es, scalar);
+    readHostScalar(op.preMul, es, scalar);
     if (copies->size() <= used) copies->emplace_back();
     std::vector<char>& copy = (*copies)[used++];
     if (copy.size() < std::max<size_t>(bytes, 16)) copy.resize(std::max<size_t>(bytes, 16));
@@ -101,7 +100,7 @@ Status scaleInto(const OpRequest& op, void* dst, const void* src, size_t bytes, 
     return cuda::launchScale(dst, src, bytes / es, op.datatype, s.scalarPtr, nullptr, stream);
   }
   unsigned char scalar[8];
-  hostScalar(s, es, scalar);
+  readHostScalar(s, es, scalar);
   return cuda::launchScale(dst, src, bytes / es, op.datatype, nullptr, scalar, stream);
 }
 

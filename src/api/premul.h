@@ -23,6 +23,9 @@ bool anyPreMul(const OpRequest* ops, size_t n);
 // naming the fix.
 Status checkHostScalars(const std::vector<OpRequest>& ops);
 
+// The scalar of a premul-sum as the host reads it now (es bytes into out).
+void readHostScalar(const PreMulScale& scale, size_t es, unsigned char* out);
+
 // The host path: each scaling op of ops[0..n) with its input scaled into a copy held in
 // *copies (reused: one per scaling op, grown as needed; the scalar read now), and the
 // rest as they are.

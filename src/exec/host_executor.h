@@ -24,6 +24,9 @@ namespace braid {
 struct ExecBuffers {
   const void* input = nullptr;
   void* output = nullptr;
+  // A premul-sum's scalar (one element of the datatype): the input counts as input times
+  // it. Only NodeWindows takes one, where NodeWindows::takesScale said so.
+  const void* scale = nullptr;
 };
 
 // What the operation is, for error messages.

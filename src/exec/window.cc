@@ -284,6 +284,39 @@ void NodeWindows::copyOut(char* dst, const char* src, size_t bytes) const {
   }
 }
 
+void NodeWindows::copyIn(char* dst, const char* src, size_t bytes, const OpDesc& desc) {
+  if (scale_ == nullptr) {
+    streamCopy(dst, src, bytes);
+    return;
+  }
+  const ScaleFn scale = reduceKernels(desc.datatype, braidSum).scale;
+  const size_t es = datatypeSize(desc.datatype);
+  if (bytes < kStreamMinBytes) {
+    scale(dst, src, bytes / es, scale_);
+    return;
+  }
+  // Scaled in L1, then streamed into the window, which peers read next.
+  const size_t block = sizeof(block_) / es * es;
+  for (size_t at = 0; at < bytes; at += block) {
+    const size_t m = std::min(block, bytes - at);
+    scale(block_, src + at, m / es, scale_);
+    streamLines(dst + at, block_, m);
+  }
+}
+
+Expected<bool> NodeWindows::takesScale(const algo::CollArgs& args, Algorithm a,
+                                       const OpDesc& desc) {
+  const bool reduces = args.collective == Collective::kAllReduce ||
+                       args.collective == Collective::kReduceScatter;
+  // One cache line of all-reduce rides in the flag's line (window_small.cc): scaled first.
+  if (!reduces || !handles(args.collective, a) ||
+      (args.collective == Collective::kAllReduce && args.count * args.elemSize <= kLineBytes)) {
+    return false;
+  }
+  if (state_ == State::kUnset) BRAID_TRY(setup(desc));
+  return state_ == State::kOn;
+}
+
 Status NodeWindows::runHere(const algo::CollArgs& args, Algorithm a, const ExecBuffers& b,
                             const OpDesc& desc) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
@@ -293,6 +326,7 @@ Status NodeWindows::runHere(const algo::CollArgs& args, Algorithm a, const ExecB
   const bool gathers = args.collective == Collective::kAllGather ||
                        args.collective == Collective::kAllToAll;
   streamOut_ = args.count * args.elemSize * (gathers ? comm_.nranks() : 1) >= kStreamOutMinBytes;
+  scale_ = b.scale;
   switch (args.collective) {
     case Collective::kAllReduce: return allReduce(args, a == Algorithm::kTwoShot, b, desc);
     case Collective::kAllGather: return allGather(args, b, desc);
@@ -312,7 +346,7 @@ Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const Ex
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
   // In place, this rank's result would overwrite what peers are reading.
-  const Zero zin = args.inPlace ? Zero() : zeroCopy(in, args.count * es);
+  const Zero zin = args.inPlace || scale_ != nullptr ? Zero() : zeroCopy(in, args.count * es);
   const Zero zout = twoShot && zin.on ? zeroCopy(out, args.count * es) : Zero();
   // Two ranks whose inputs are both read in place: one-shot reads as many
   // bytes across the cores as two-shot (each rank the other's n bytes), with
@@ -336,7 +370,7 @@ Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const Ex
       // Two-shot: peers read only their own pieces of this input, and out of
       // place this rank reads its piece from its input (in place, its result
       // overwrites that piece while it is being read; n > 2 reads it late).
-      if (twoShot && !args.inPlace) {
+      if (twoShot && !args.inPlace && scale_ == nullptr) {
         for (int q = 0; q < n; ++q) {
           const size_t qlo = std::min(m, piece * q);
           const size_t qhi = std::min(m, qlo + piece);
@@ -345,7 +379,7 @@ Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const Ex
           }
         }
       } else {
-        streamCopy(inputArea(me, half), in + off * es, m * es);
+        copyIn(inputArea(me, half), in + off * es, m * es, desc);
       }
     }
     publish(Flag::kReady, e);
@@ -354,8 +388,9 @@ Status NodeWindows::allReduce(const algo::CollArgs& args, bool twoShot, const Ex
     for (int q = 0; q < n; ++q) {
       BRAID_ASSIGN_OR_RETURN(data_[q], dataOf(q, false, half, desc));
     }
-    // This rank's own input where it lies, not the streamed (uncached) copy.
-    if (zin.on || !args.inPlace) data_[me] = in + off * es;
+    // This rank's own input where it lies, not the streamed (uncached) copy; a scaled
+    // input only in its window.
+    if ((zin.on || !args.inPlace) && scale_ == nullptr) data_[me] = in + off * es;
     if (!twoShot || (lentOneShot && inputsAllLent(half))) {
       reduceAll(out + off * es, nullptr, data_, m, desc);
       publish(Flag::kFinished, e);
@@ -430,10 +465,10 @@ Expected<uint64_t> NodeWindows::publishBlocks(const algo::CollArgs& args, const 
   const int half = static_cast<int>(e & 1);
   describe(false, half, zin, 0);
   for (int j = 0; j < comm_.nranks() && !zin.on; ++j) {
-    // Out of place, this rank reads its own block from its input.
-    if (j == comm_.rank() && !args.inPlace) continue;
-    streamCopy(inputArea(comm_.rank(), half) + j * slot, in + (j * args.count + off) * es,
-               m * es);
+    // Out of place, this rank reads its own block from its input (unless it scales).
+    if (j == comm_.rank() && !args.inPlace && scale_ == nullptr) continue;
+    copyIn(inputArea(comm_.rank(), half) + j * slot, in + (j * args.count + off) * es, m * es,
+           desc);
   }
   publish(Flag::kReady, e);
   return e;
@@ -455,8 +490,9 @@ Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers&
   const int me = comm_.rank();
   const char* in = static_cast<const char*>(b.input);
   char* out = static_cast<char*>(b.output);
-  // Out of place, an input from braidMemAlloc is read where it lies.
-  const Zero zin = args.inPlace ? Zero() : zeroCopy(in, n * args.count * es);
+  // Out of place, an input from braidMemAlloc is read where it lies (unless it scales).
+  const Zero zin =
+      args.inPlace || scale_ != nullptr ? Zero() : zeroCopy(in, n * args.count * es);
   // Each round moves a piece of every block; pieces sit a cache line apart.
   const size_t slot = chunk_ / n / 64 * 64;
   const size_t perRound = slot / es;
@@ -471,7 +507,7 @@ Status NodeWindows::reduceScatter(const algo::CollArgs& args, const ExecBuffers&
       BRAID_ASSIGN_OR_RETURN(data_[q], blockOf(q, half, (me * args.count + off) * es, me * slot,
                                                desc));
     }
-    if (!args.inPlace) data_[me] = in + (me * args.count + off) * es;
+    if (!args.inPlace && scale_ == nullptr) data_[me] = in + (me * args.count + off) * es;
     reduceAll(out + off * es, nullptr, data_, m, desc);
     publish(Flag::kFinished, e);
   }

@@ -24,7 +24,8 @@
 // that region once and read the buffer where it lies. Such a rank returns only
 // after every peer has published `finished = e` (it has read round e), since
 // the caller may reuse the buffer at once. Calls in place (where the output
-// overwrites what peers read) always copy.
+// overwrites what peers read) always copy, and so do premul-sums, which scale
+// the input on its way into the window (takesScale).
 //
 // Collectives and the algorithm names that run here (single-node
 // communicators whose peers all connect over shm):
@@ -73,6 +74,11 @@ class NodeWindows {
   }
   // Bytes one round moves per rank.
   size_t chunkBytes() const { return chunk_; }
+  // Whether run() takes a premul-sum's scalar (ExecBuffers::scale) for this call and
+  // scales the input as it copies it into the window, with no pass of its own: all-reduce
+  // (past one cache line) and reduce-scatter, once the windows are on (set up here if not
+  // yet, as run() would). The same answer on every rank.
+  Expected<bool> takesScale(const algo::CollArgs& args, algo::Algorithm a, const OpDesc& desc);
 
  private:
   enum class State { kUnset, kOn, kOff };
@@ -135,6 +141,9 @@ class NodeWindows {
 
   // Copies into the output: streamed when streamOut_.
   void copyOut(char* dst, const char* src, size_t bytes) const;
+  // Copies this rank's input into its window (streamed from kStreamMinBytes), times
+  // scale_ when the call has one.
+  void copyIn(char* dst, const char* src, size_t bytes, const OpDesc& desc);
 
   // Zero copy (see above): whether [p, p + bytes) may be read in place.
   Zero zeroCopy(const void* p, size_t bytes) const;
@@ -165,6 +174,9 @@ class NodeWindows {
   uint64_t epoch_ = 0;
   // This call's output is large (kStreamOutMinBytes): written with streaming stores.
   bool streamOut_ = false;
+  // This call's premul-sum scalar (ExecBuffers::scale), or null: its input is scaled on the
+  // way into the window, never read in place.
+  const void* scale_ = nullptr;
   alignas(64) char block_[16 << 10];  // reductions into a streamed output, a block at a time
   uint64_t allReady_ = 0;  // every peer has published ready >= this
   Deadline deadline_{0};

@@ -136,6 +136,28 @@ int body(int rank, bool allShared, bool registered) {
       for (int r = 0; r < n; ++r) want += valueOf(r, rank * k + i, it);
       wrong += out.p[i] != want;
     }
+    // A premul-sum (each rank's input times rank + 2, summed) scales the input as it
+    // copies it into the window: a lent input is never read in place, unscaled.
+    braidRedOp_t premul = braidSum;
+    float factor = static_cast<float>(rank + 2);
+    if (braidRedOpCreatePreMulSum(&premul, &factor, braidFloat32, braidScalarHostImmediate,
+                                  world) != braidSuccess) {
+      return 12;
+    }
+    for (size_t i = 0; i < k * n; ++i) in.p[i] = valueOf(rank, i, it);
+    if (braidAllReduce(in.p, out.p, k, braidFloat32, premul, world, nullptr) != 0) return 12;
+    for (size_t i = 0; i < k; ++i) {
+      float want = 0;
+      for (int r = 0; r < n; ++r) want += static_cast<float>(r + 2) * valueOf(r, i, it);
+      wrong += out.p[i] != want;
+    }
+    if (braidReduceScatter(in.p, out.p, k, braidFloat32, premul, world, nullptr) != 0) return 12;
+    for (size_t i = 0; i < k; ++i) {
+      float want = 0;
+      for (int r = 0; r < n; ++r) want += static_cast<float>(r + 2) * valueOf(r, rank * k + i, it);
+      wrong += out.p[i] != want;
+    }
+    if (braidRedOpDestroy(premul, world) != braidSuccess) return 12;
     // Broadcast from every root.
     for (int root = 0; root < n; ++root) {
       for (size_t i = 0; i < k; ++i) in.p[i] = valueOf(rank, i, it);
