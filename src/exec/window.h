@@ -76,8 +76,9 @@ class NodeWindows {
   size_t chunkBytes() const { return chunk_; }
   // Whether run() takes a premul-sum's scalar (ExecBuffers::scale) for this call and
   // scales the input as it copies it into the window, with no pass of its own: all-reduce
-  // (past one cache line) and reduce-scatter, once the windows are on (set up here if not
-  // yet, as run() would). The same answer on every rank.
+  // and reduce-scatter inputs of 4 MiB and up (smaller ones gain from a scaled copy that
+  // stays in cache, window.cc), once the windows are on (set up here if not yet, as run()
+  // would). The same answer on every rank.
   Expected<bool> takesScale(const algo::CollArgs& args, algo::Algorithm a, const OpDesc& desc);
 
  private:

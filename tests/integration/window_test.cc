@@ -85,7 +85,14 @@ int body(int rank, bool allShared, bool registered) {
   const bool shared = allShared || rank % 2 == 0;
   const size_t k = 70001;  // 280 KB per rank: many rounds of the test's 4 KiB windows
   Buffer in(k * n, shared, registered, world), out(k * n, shared, registered, world);
-  if (in.p == nullptr || out.p == nullptr) return 3;
+  // Premul-sums of 4 MiB and more (exec/window.cc kScaleInWindowMinBytes): all-reduce
+  // two-shot at kBig, one-shot at kBig2 (BRAID_ALGO below).
+  const size_t kBig = (4 << 20) / sizeof(float) + 13, kBig2 = (6 << 20) / sizeof(float) + 13;
+  struct {
+    Buffer in, out;
+  } big{Buffer(kBig2 + 8 * n, shared, registered, world),
+        Buffer(kBig2 + 8 * n, shared, registered, world)};
+  if (in.p == nullptr || out.p == nullptr || big.in.p == nullptr || big.out.p == nullptr) return 3;
   if (shared && registered && !(onSharedPages(in.p) && onSharedPages(out.p + k * n - 1))) {
     fprintf(stderr, "registered buffers are not on shared pages\n");
     return 9;
@@ -136,26 +143,39 @@ int body(int rank, bool allShared, bool registered) {
       for (int r = 0; r < n; ++r) want += valueOf(r, rank * k + i, it);
       wrong += out.p[i] != want;
     }
-    // A premul-sum (each rank's input times rank + 2, summed) scales the input as it
-    // copies it into the window: a lent input is never read in place, unscaled.
+    // A premul-sum (each rank's input times rank + 2, summed): from 4 MiB up the input is
+    // scaled on its way into the window, below into a copy first; a lent input is never
+    // read in place, unscaled.
     braidRedOp_t premul = braidSum;
     float factor = static_cast<float>(rank + 2);
     if (braidRedOpCreatePreMulSum(&premul, &factor, braidFloat32, braidScalarHostImmediate,
                                   world) != braidSuccess) {
       return 12;
     }
-    for (size_t i = 0; i < k * n; ++i) in.p[i] = valueOf(rank, i, it);
-    if (braidAllReduce(in.p, out.p, k, braidFloat32, premul, world, nullptr) != 0) return 12;
-    for (size_t i = 0; i < k; ++i) {
-      float want = 0;
-      for (int r = 0; r < n; ++r) want += static_cast<float>(r + 2) * valueOf(r, i, it);
-      wrong += out.p[i] != want;
-    }
-    if (braidReduceScatter(in.p, out.p, k, braidFloat32, premul, world, nullptr) != 0) return 12;
-    for (size_t i = 0; i < k; ++i) {
-      float want = 0;
-      for (int r = 0; r < n; ++r) want += static_cast<float>(r + 2) * valueOf(r, rank * k + i, it);
-      wrong += out.p[i] != want;
+    for (size_t count : {k, kBig, kBig2}) {
+      const size_t block = count / n + 5;  // reduce-scatter: n blocks, 4 MiB and up in all
+      for (size_t i = 0; i < count; ++i) big.in.p[i] = valueOf(rank, i, it);
+      if (braidAllReduce(big.in.p, big.out.p, count, braidFloat32, premul, world, nullptr) != 0) {
+        return 12;
+      }
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int r = 0; r < n; ++r) want += static_cast<float>(r + 2) * valueOf(r, i, it);
+        wrong += big.out.p[i] != want;
+      }
+      for (size_t i = 0; i < block * n; ++i) big.in.p[i] = valueOf(rank, i, it);
+      if (braidReduceScatter(big.in.p, big.out.p, block, braidFloat32, premul, world, nullptr) !=
+          0) {
+        return 12;
+      }
+      std::memset(big.in.p, 0xff, block * n * sizeof(float));  // at once: peers must be done
+      for (size_t i = 0; i < block; ++i) {
+        float want = 0;
+        for (int r = 0; r < n; ++r) {
+          want += static_cast<float>(r + 2) * valueOf(r, rank * block + i, it);
+        }
+        wrong += big.out.p[i] != want;
+      }
     }
     if (braidRedOpDestroy(premul, world) != braidSuccess) return 12;
     // Broadcast from every root.
@@ -200,7 +220,8 @@ TEST_P(Windows, BuffersFromMemAllocAreReadInPlaceAndCallsReturnOnlyWhenPeersAreD
   env["BRAID_TIMEOUT_MS"] = "60000";
   env["BRAID_SHM_WINDOW_BYTES"] = "4096";
   env["BRAID_ALGO"] =
-      "allreduce:0-200k:two_shot#allreduce:200k-inf:direct#allgather:direct#"
+      "allreduce:0-200k:two_shot#allreduce:200k-4m:direct#allreduce:4m-6m:two_shot#"
+      "allreduce:6m-inf:direct#allgather:direct#"
       "broadcast:direct#alltoall:pairwise#reducescatter:direct";
   auto outcomes = runRanks(
       c.nranks, env, [&](int r) { return body(r, c.allShared, c.registered); }, 300);
