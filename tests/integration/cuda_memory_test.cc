@@ -37,10 +37,12 @@ sockaddr_un socketAddress(socklen_t* len) {
 bool sendFd(int fd, uint64_t bytes) {
   socklen_t len = 0;
   sockaddr_un a = socketAddress(&len);
-  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int s = -1;
   bool connected = false;
   for (int i = 0; i < 500 && !connected; ++i) {  // rank 1 may not listen yet
-    connected = connect(s, reinterpret_cast<sockaddr*>(&a), len) == 0;
+    if (s >= 0) close(s);                        // a fresh socket for each try
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    connected = s >= 0 && connect(s, reinterpret_cast<sockaddr*>(&a), len) == 0;
     if (!connected) usleep(10000);
   }
   char control[CMSG_SPACE(sizeof(int))] = {};
@@ -56,7 +58,7 @@ bool sendFd(int fd, uint64_t bytes) {
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   const bool sent = connected && sendmsg(s, &msg, 0) == static_cast<ssize_t>(sizeof(bytes));
-  close(s);
+  if (s >= 0) close(s);
   return sent;
 }
 
