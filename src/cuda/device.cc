@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/logging.h"
+#include "cuda/driver_entry.h"
 
 namespace braid::cuda {
 namespace {
@@ -57,34 +58,14 @@ DeviceStatus askDevices() {
 using PointerAttributesFn = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
 
 PointerAttributesFn driverPointerAttributes() {
-  static const PointerAttributesFn fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &f, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return static_cast<PointerAttributesFn>(nullptr);
-    }
-    return reinterpret_cast<PointerAttributesFn>(f);
-  }();
+  static const auto fn =
+      reinterpret_cast<PointerAttributesFn>(driverEntryPoint("cuPointerGetAttributes"));
   return fn;
 }
 
 // The driver's stream memory operations, found like cuPointerGetAttributes (nullptr where
 // the driver lacks them).
 using StreamValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
-
-StreamValueFn driverEntry(const char* name) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<StreamValueFn>(f);
-}
 
 Status streamValueOp(const char* name, StreamValueFn fn, void* stream, void* addr, uint64_t value,
                      unsigned flags) {
@@ -98,6 +79,17 @@ Status streamValueOp(const char* name, StreamValueFn fn, void* stream, void* add
 }
 
 }  // namespace
+
+void* driverEntryPoint(const char* name) {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return f;
+}
 
 bool compiled() { return true; }
 
@@ -290,13 +282,13 @@ Status hostUnregister(void* p) {
 }
 
 Status streamWriteValue64(void* stream, void* deviceAddr, uint64_t value) {
-  static const StreamValueFn fn = driverEntry("cuStreamWriteValue64");
+  static const auto fn = reinterpret_cast<StreamValueFn>(driverEntryPoint("cuStreamWriteValue64"));
   return streamValueOp("cuStreamWriteValue64", fn, stream, deviceAddr, value,
                        CU_STREAM_WRITE_VALUE_DEFAULT);
 }
 
 Status streamWaitValue64(void* stream, void* deviceAddr, uint64_t value) {
-  static const StreamValueFn fn = driverEntry("cuStreamWaitValue64");
+  static const auto fn = reinterpret_cast<StreamValueFn>(driverEntryPoint("cuStreamWaitValue64"));
   return streamValueOp("cuStreamWaitValue64", fn, stream, deviceAddr, value,
                        CU_STREAM_WAIT_VALUE_GEQ);
 }

@@ -13,6 +13,7 @@
 
 #include "core/logging.h"
 #include "cuda/device.h"
+#include "cuda/driver_entry.h"
 
 namespace braid::cuda {
 namespace {
@@ -37,15 +38,8 @@ struct Driver {
 
 template <typename Fn>
 void find(const char* name, Fn* fn, bool* complete) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
-    *complete = false;
-    return;
-  }
-  *fn = reinterpret_cast<Fn>(f);
+  *fn = reinterpret_cast<Fn>(driverEntryPoint(name));
+  *complete = *complete && *fn != nullptr;
 }
 
 const Driver& driver() {
@@ -106,7 +100,7 @@ std::map<uintptr_t, Mapping>& mappings() {
 Expected<int> allocationDevice() {
   const Driver& d = driver();
   CUcontext ctx = nullptr;
-  if (d.ctxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) {
+  if (d.complete && d.ctxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) {
     CUdevice dev = 0;
     BRAID_CU_CALL("cuCtxGetDevice", d.ctxGetDevice(&dev));
     return static_cast<int>(dev);
@@ -173,6 +167,17 @@ Expected<size_t> granularityOf(int device) {
   return g == 0 ? size_t{2} << 20 : g;
 }
 
+// Unmaps [p, p + bytes) and frees the address range, once the device's work still using
+// it has finished (as cudaFree waits).
+Status unmapRange(void* p, size_t bytes) {
+  if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
+  const Driver& d = driver();
+  const auto at = reinterpret_cast<CUdeviceptr>(p);
+  BRAID_CU_CALL("cuMemUnmap", d.unmap(at, bytes));
+  BRAID_CU_CALL("cuMemAddressFree", d.addressFree(at, bytes));
+  return Status::ok();
+}
+
 // Takes the mapping at p (of the kind `imported` says) out of the registry.
 bool takeMapping(void* p, bool imported, Mapping* out) {
   std::lock_guard<std::mutex> lock(mappingsMu());
@@ -227,13 +232,8 @@ Status shareableFree(void* p) {
                   "the pointer is not device memory from braidMemAllocDevice");
   }
   if (!m.cuMem) return deviceFree(p);
-  // As cudaFree: work still using the memory finishes first.
-  if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
-  const Driver& d = driver();
-  const auto at = reinterpret_cast<CUdeviceptr>(p);
-  BRAID_CU_CALL("cuMemUnmap", d.unmap(at, m.bytes));
-  BRAID_CU_CALL("cuMemAddressFree", d.addressFree(at, m.bytes));
-  BRAID_CU_CALL("cuMemRelease", d.release(m.handle));
+  BRAID_TRY(unmapRange(p, m.bytes));
+  BRAID_CU_CALL("cuMemRelease", driver().release(m.handle));
   return Status::ok();
 }
 
@@ -261,10 +261,10 @@ Expected<int> shareableExport(const void* p, size_t* bytes) {
 
 Expected<void*> shareableImport(int fd, size_t bytes) {
   if (!hasDevice()) return Status(braidUnhandledCudaError, deviceStatus().reason);
-  BRAID_ASSIGN_OR_RETURN(int device, allocationDevice());
   if (!driver().complete) {
     return Status(braidUnhandledCudaError, "the driver has no virtual memory management (cuMem)");
   }
+  BRAID_ASSIGN_OR_RETURN(int device, allocationDevice());
   const Driver& d = driver();
   BRAID_ASSIGN_OR_RETURN(size_t g, granularityOf(device));
   CUmemGenericAllocationHandle handle = 0;
@@ -284,12 +284,7 @@ Status shareableUnmap(void* p) {
   if (!takeMapping(p, true, &m)) {
     return Status(braidInvalidArgument, "the pointer is not a mapping from shareableImport");
   }
-  if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
-  const Driver& d = driver();
-  const auto at = reinterpret_cast<CUdeviceptr>(p);
-  BRAID_CU_CALL("cuMemUnmap", d.unmap(at, m.bytes));
-  BRAID_CU_CALL("cuMemAddressFree", d.addressFree(at, m.bytes));
-  return Status::ok();
+  return unmapRange(p, m.bytes);
 }
 
 }  // namespace braid::cuda

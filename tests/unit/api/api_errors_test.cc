@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "braid/braid.h"
-#include "cuda/device.h"
 
 namespace {
 
@@ -527,26 +526,6 @@ TEST_F(ApiErrors, StreamErrorsAreCheckedAtEnqueue) {
   ASSERT_EQ(braidCommGetAsyncError(comm_, &async), braidSuccess);
   EXPECT_EQ(async, braidSuccess);
   EXPECT_EQ(braidStreamDestroy(stream), braidSuccess);
-}
-
-// braidMemAllocDevice: bad arguments are refused, *ptr untouched; without a GPU the error
-// says why and points at braidMemAlloc. (Tests/integration's CudaMemory allocates.)
-TEST(ApiMemory, MemAllocDeviceRefusesBadArgumentsAndSaysWhyWithoutADevice) {
-  void* const untouched = reinterpret_cast<void*>(uintptr_t{0x1234});
-  void* p = untouched;
-  EXPECT_EQ(braidMemAllocDevice(nullptr, 64), braidInvalidArgument);
-  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("ptr is NULL"), std::string::npos);
-  EXPECT_EQ(braidMemAllocDevice(&p, 0), braidInvalidArgument);
-  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("size is 0"), std::string::npos);
-  EXPECT_EQ(p, untouched);
-  if (braid::cuda::compiled() && braid::cuda::hasDevice()) GTEST_SKIP() << "this machine has a GPU";
-  EXPECT_EQ(braidMemAllocDevice(&p, 64), braidUnhandledCudaError);
-  const std::string msg = braidGetLastError(nullptr);
-  EXPECT_NE(msg.find("braidMemAllocDevice"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("braidMemAlloc gives host memory"), std::string::npos) << msg;
-  EXPECT_EQ(p, untouched);
-  int local = 0;  // not Braid's: refused, not freed
-  EXPECT_EQ(braidMemFree(&local), braidInvalidArgument);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// braidCommRegister's sharing of host pages (api/memory.cc), on a 1-rank
-// communicator: which buffers are re-backed by shared memory, and that
-// neither deregistration nor a fork lets that sharing reach memory it should
-// not (another mapping put where a freed buffer was, a forked child's writes).
+// api/memory.cc: braidCommRegister's sharing of host pages, on a 1-rank communicator
+// (which buffers are re-backed by shared memory, and that neither deregistration nor a
+// fork lets that sharing reach memory it should not: another mapping put where a freed
+// buffer was, a forked child's writes), and braidMemAllocDevice's refusals.
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "braid/braid.h"
+#include "cuda/device.h"
 
 namespace {
 
@@ -151,6 +152,26 @@ TEST_F(Registration, ForkedChildWritesToARegisteredBufferStayInTheChild) {
   EXPECT_EQ(braidCommDeregister(comm_, handle), braidSuccess);
   EXPECT_EQ(bytes[kBytes / 2], 0x11);
   munmap(mem, kBytes);
+}
+
+// braidMemAllocDevice: bad arguments are refused, *ptr untouched; without a GPU the error
+// says why and points at braidMemAlloc. (Tests/integration's CudaMemory allocates.)
+TEST(ApiMemory, MemAllocDeviceRefusesBadArgumentsAndSaysWhyWithoutADevice) {
+  void* const untouched = reinterpret_cast<void*>(uintptr_t{0x1234});
+  void* p = untouched;
+  EXPECT_EQ(braidMemAllocDevice(nullptr, 64), braidInvalidArgument);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("ptr is NULL"), std::string::npos);
+  EXPECT_EQ(braidMemAllocDevice(&p, 0), braidInvalidArgument);
+  EXPECT_NE(std::string(braidGetLastError(nullptr)).find("size is 0"), std::string::npos);
+  EXPECT_EQ(p, untouched);
+  if (braid::cuda::compiled() && braid::cuda::hasDevice()) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_EQ(braidMemAllocDevice(&p, 64), braidUnhandledCudaError);
+  const std::string msg = braidGetLastError(nullptr);
+  EXPECT_NE(msg.find("braidMemAllocDevice"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("braidMemAlloc gives host memory"), std::string::npos) << msg;
+  EXPECT_EQ(p, untouched);
+  int local = 0;  // not Braid's: refused, not freed
+  EXPECT_EQ(braidMemFree(&local), braidInvalidArgument);
 }
 
 }  // namespace
