@@ -8,16 +8,30 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench schedules symbols torch floor diag bigwindow mps pack]
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench premul schedules symbols torch floor diag bigwindow mps pack]
 #        (default: build test sanitize bench schedules symbols torch pack)
+# LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
+# the perf tools' largest size (default 256M).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 out=${OUT:-$root/build-gpu/logs}
 mkdir -p "$out/logs/logs"
-exec > >(tee "$out/summary.txt") 2>&1
-steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench schedules symbols torch pack)
+if [ "${1:-}" != --one ]; then
+  : > "$out/summary.txt"
+  steps=("$@")
+  [ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench schedules symbols torch pack)
+  for step in "${steps[@]}"; do
+    limit=LIMIT_$step
+    start=$SECONDS
+    timeout -k 10 "${!limit:-0}" bash "$0" --one "$step" 2>&1 | tee -a "$out/summary.txt"
+    rc=${PIPESTATUS[0]}
+    echo "-- step $step: rc $rc, $((SECONDS - start)) s" | tee -a "$out/summary.txt"
+    [ "$step" = build ] && [ "$rc" != 0 ] && exit 1
+  done
+  exit 0
+fi
+steps=("${@:2}")
 export PATH=/usr/local/cuda/bin:$PATH
 
 prefix=/tmp/gpudeps
@@ -33,7 +47,7 @@ export BRAID_TIMEOUT_MS=${BRAID_TIMEOUT_MS:-60000}
 
 run() { echo "== $*"; "$@"; }
 perfrun() {  # nranks tool label [more perf tool arguments]
-  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -D 1 -b 8 -e 256M -f 8 -n 20 -w 3 "${@:4}" \
+  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -D 1 -b 8 -e ${PERF_MAX:-256M} -f 8 -n 20 -w 3 "${@:4}" \
     > "$out/logs/perf_$2_$1_$3.log" 2>&1; echo "$2 $1 ranks $3: rc $?"
   grep -E "^\[0\] +[0-9]" "$out/logs/perf_$2_$1_$3.log" | sed 's/^\[0\] *//' |
     awk '{printf "  %11s B %10s us %8s GB/s busbw | in-place %10s us %8s GB/s wrong %s/%s\n", $1, $6, $8, $10, $12, $9, $13}'
@@ -41,7 +55,7 @@ perfrun() {  # nranks tool label [more perf tool arguments]
 for step in "${steps[@]}"; do
   case $step in
     build)
-      nvidia-smi -L
+      nvidia-smi -L; nproc
       run cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_PREFIX_PATH=$prefix/usr "-DBRAID_NCCL_INCLUDE_HINTS=$hints" \
         > "$out/logs/configure.log" 2>&1 || { tail -30 "$out/logs/configure.log"; exit 1; }
@@ -76,6 +90,11 @@ for step in "${steps[@]}"; do
         done
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_TWO_SHOT_BYTES=0 perfrun $n all_reduce_perf twoshot
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_IPC=0 perfrun $n all_reduce_perf staged
+      done;;
+    premul)  # premul-sum (-o mulsum): the scaling fused into the device windows' copy-in
+      for n in 2 4; do
+        perfrun $n all_reduce_perf mulsum -o mulsum
+        perfrun $n reduce_scatter_perf mulsum -o mulsum
       done;;
     schedules)  # the CUDA executor: BRAID_ALGO's schedules lowered to stream operations
       for n in 2 4; do
