@@ -58,6 +58,7 @@ for step in "${steps[@]}"; do
       nvidia-smi -L; nproc
       run cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_PREFIX_PATH=$prefix/usr "-DBRAID_NCCL_INCLUDE_HINTS=$hints" \
+        "-DBRAID_PYTHON=$(command -v python3)" \
         > "$out/logs/configure.log" 2>&1 || { tail -30 "$out/logs/configure.log"; exit 1; }
       grep -E "CUDA|NCCL|hwloc" "$out/logs/configure.log"
       run cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} > "$out/logs/build.log" 2>&1 ||

@@ -210,14 +210,15 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // is staged after them. Without windows, everything is staged (enqueued too: the proxy
 // runs the host collective when the stream gets there); on one rank, device buffers are
 // copies on the stream (runAlone). A premul-sum's input is scaled as the windows copy it
-// in; for the other paths it is scaled into a stream-ordered copy first.
+// in; staged, by the host collective; on one rank, into a stream-ordered copy first.
 Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   const int rank = comm->comm->rank(), nranks = comm->comm->nranks();
+  // Staged premul-sums are scaled by the host collective, on the staged input: no device
+  // allocation or kernel at issue. On an H200, scaling on the device first (a
+  // stream-ordered allocation, the scale kernel) made the call wait at issue until a
+  // stream the caller held was let go.
   auto staged = [&](std::vector<OpRequest> list) -> Status {
-    // The scaling reads the input: after the communicator's last device call, as the call.
-    if (anyPreMul(list.data(), list.size())) BRAID_TRY(comm->deviceOrder->after(stream));
-    return withScaledInputs(&list, rank, nranks, stream,
-                            [&] { return runStaged(comm, std::move(list), stream); });
+    return runStaged(comm, std::move(list), stream);
   };
   {
     std::lock_guard<std::mutex> lock(comm->opMu);

@@ -6,10 +6,12 @@
 
 #include "api/cuda_ops.h"
 #include "api/handle.h"
+#include "api/premul.h"
 #include "core/comm.h"
 #include "core/futex.h"
 #include "core/logging.h"
 #include "cuda/device.h"
+#include "exec/reduce.h"
 
 namespace braid {
 namespace {
@@ -68,9 +70,14 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   // communicator that failed (as the windows refuse calls once released), a bad group.
   BRAID_TRY(comm_->comm->asyncError());
   BRAID_TRY(pairSelfSends(ops, rank).status());
+  // A premul-sum's scalar in device memory is staged with the buffers: the host
+  // collective scales the staged input by it when it runs (api/ops.cc placeScale).
   std::vector<StagedRegion> regions;
   for (const OpRequest& op : ops) {
     for (const StagedRegion& r : regionsOf(op, rank, nranks)) regions.push_back(r);
+    if (op.preMul.on && op.preMul.scalarPtr != nullptr) {
+      regions.push_back({op.preMul.scalarPtr, datatypeSize(op.datatype), false});
+    }
   }
   std::unique_lock<std::mutex> lock(mu_);
   for (reclaimLocked(); queue_.size() + returning_.size() >= kSlots; reclaimLocked()) {
@@ -84,16 +91,20 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   t.staged.emplace(std::move(staged));
   t.number = ++issued_;
   const uint64_t slot = t.number % kSlots;
-  Status st = cuda::streamWriteValue64(stream, &words_->ready[slot], t.number);
+  for (OpRequest& op : ops) {
+    op.send = t.staged->hostOf(op.send);
+    op.recv = t.staged->hostOf(op.recv);
+    if (op.preMul.scalarPtr != nullptr) {
+      op.preMul.scalarPtr = t.staged->hostOf(op.preMul.scalarPtr);
+    }
+  }
+  Status st = checkHostScalars(ops);  // each device scalar has its staged copy now
+  if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->ready[slot], t.number);
   if (st.isOk()) st = cuda::streamWaitValue64(stream, &words_->done, t.number);
   if (st.isOk()) st = t.staged->copyBack(stream);
   if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->back[slot], t.number);
   if (st.isOk()) st = order_->mark(stream);
   if (st.isOk()) {
-    for (OpRequest& op : ops) {
-      op.send = t.staged->hostOf(op.send);
-      op.recv = t.staged->hostOf(op.recv);
-    }
     t.ops = std::move(ops);
   } else {  // the number is taken: let the proxy pass it, running nothing, once the
             // stream is done with the pinned memory
