@@ -194,6 +194,8 @@ class DeviceWindows {
   braidComm* owner_ = nullptr;  // its selector says which schedules run lowered
   void* stage_ = nullptr;       // device copies of a lowered call's host buffers
   size_t stageBytes_ = 0;
+  void* scaled_ = nullptr;  // a lowered premul-sum's input, scaled
+  size_t scaledBytes_ = 0;
 
   // The watch thread (see above).
   std::thread watcher_;

@@ -282,7 +282,7 @@ DeviceWindows::~DeviceWindows() {
       BRAID_INFO("device windows: leaving this rank's window allocated (a peer may still map it)");
     }
   }
-  for (void* p : {scratch_, stage_}) {
+  for (void* p : {scratch_, stage_, scaled_}) {
     if (p != nullptr) (void)cuda::deviceFree(p);
   }
   if (countersDevice_ != nullptr) (void)cuda::hostUnregister(flags_->base());

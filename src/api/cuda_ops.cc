@@ -103,9 +103,10 @@ Status copySelfSends(const SelfPairs& self, void* stream) {
 namespace {
 
 // One rank on device memory: every collective is its own schedule's local copies (and
-// avg's division by 1), a send to itself a copy to its paired receive; all enqueued on
-// the stream (NCCL's 1-rank calls are a copy kernel too). False, with nothing enqueued:
-// not every buffer is device memory, or a schedule needs scratch; the caller stages.
+// avg's division by 1), a premul-sum its input scaled into its output, a send to itself
+// a copy to its paired receive; all enqueued on the stream (NCCL's 1-rank calls are a
+// copy kernel too). False, with nothing enqueued: not every buffer is device memory, or a
+// schedule needs scratch; the caller stages.
 Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void* stream) {
   BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, 0));
   std::vector<std::vector<DeviceOp>> programs;
@@ -114,6 +115,8 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void
       if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) return false;
     }
     if (op.kind != OpRequest::Kind::kCollective) continue;
+    programs.emplace_back();
+    if (op.preMul.on) continue;  // a reduction of one input: out = scalar * in
     const size_t es = datatypeSize(op.datatype);
     BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
                            comm->selector.chooseForCall(op.collective, op.count * es));
@@ -127,11 +130,14 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void
     for (const DeviceOp& d : program) {  // local steps only (device_program_test checks it)
       if (d.kind != DeviceOp::Kind::kCopy && d.kind != DeviceOp::Kind::kReduce) return false;
     }
-    programs.push_back(std::move(program));
+    programs.back() = std::move(program);
   }
   size_t next = 0;
   for (const OpRequest& op : ops) {
     if (op.kind != OpRequest::Kind::kCollective) continue;
+    if (op.preMul.on) {
+      BRAID_TRY(scaleInto(op, op.recv, op.send, op.count * datatypeSize(op.datatype), stream));
+    }
     for (const DeviceOp& d : programs[next++]) {
       auto addr = [&](const DeviceAddr& a) -> char* {
         const void* base = a.space == DeviceAddr::Space::kInput ? op.send : op.recv;
@@ -210,16 +216,9 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // is staged after them. Without windows, everything is staged (enqueued too: the proxy
 // runs the host collective when the stream gets there); on one rank, device buffers are
 // copies on the stream (runAlone). A premul-sum's input is scaled as the windows copy it
-// in; staged, by the host collective; on one rank, into a stream-ordered copy first.
+// in; staged, by the host collective; on one rank, into the output.
 Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  const int rank = comm->comm->rank(), nranks = comm->comm->nranks();
-  // Staged premul-sums are scaled by the host collective, on the staged input: no device
-  // allocation or kernel at issue. On an H200, scaling on the device first (a
-  // stream-ordered allocation, the scale kernel) made the call wait at issue until a
-  // stream the caller held was let go.
-  auto staged = [&](std::vector<OpRequest> list) -> Status {
-    return runStaged(comm, std::move(list), stream);
-  };
+  const int nranks = comm->comm->nranks();
   {
     std::lock_guard<std::mutex> lock(comm->opMu);
     if (comm->deviceOrder == nullptr) {
@@ -229,13 +228,11 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
   if (nranks == 1) {
     bool ran = false;
     // No windows on one rank: what its copies cannot run is staged.
-    BRAID_TRY(withScaledInputs(&ops, rank, nranks, stream, [&]() -> Status {
-      {
-        std::lock_guard<std::mutex> lock(comm->opMu);
-        BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, ops, stream));
-      }
-      return ran ? Status::ok() : runStaged(comm, ops, stream);
-    }));
+    {
+      std::lock_guard<std::mutex> lock(comm->opMu);
+      BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, ops, stream));
+    }
+    if (!ran) BRAID_TRY(runStaged(comm, ops, stream));
     return ran && stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
   }
   std::vector<OpRequest> direct, rest;
@@ -267,8 +264,12 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
       ran = true;
     }
   }
-  if (!ran) return staged(std::move(ops));
-  if (!rest.empty()) BRAID_TRY(staged(std::move(rest)));
+  // Staged premul-sums are scaled by the host collective, on the staged input: no device
+  // allocation or kernel at issue. On an H200, scaling on the device first (a
+  // stream-ordered allocation, the scale kernel) made the call wait at issue until a
+  // stream the caller held was let go.
+  if (!ran) return runStaged(comm, std::move(ops), stream);
+  if (!rest.empty()) BRAID_TRY(runStaged(comm, std::move(rest), stream));
   // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
   return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
 }

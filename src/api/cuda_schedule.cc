@@ -146,12 +146,19 @@ Expected<size_t> DeviceWindows::placeBuffers(const OpRequest& op, char** in, cha
   return regions[1].bytes;  // the receive region, written
 }
 
-// A premul-sum's schedule runs as a sum over its input scaled into a stream-ordered copy.
+// A premul-sum's schedule runs as a sum over its input scaled into scaled_ (the
+// communicator's device calls run in order, as scratch_ and stage_ are shared too).
 Status DeviceWindows::runSchedule(const OpRequest& request, algo::Algorithm alg, void* stream) {
   if (request.preMul.on) {
-    std::vector<OpRequest> scaled{request};
-    return withScaledInputs(&scaled, rank_, nranks_, stream,
-                            [&] { return runSchedule(scaled.front(), alg, stream); });
+    const size_t bytes = regionsOf(request, rank_, nranks_).front().bytes;
+    OpRequest scaled = request;
+    scaled.preMul.on = false;
+    if (bytes != 0) {
+      BRAID_TRY(growDevice(&scaled_, &scaledBytes_, bytes));
+      BRAID_TRY(scaleInto(request, scaled_, request.send, bytes, stream));
+      scaled.send = scaled_;
+    }
+    return runSchedule(scaled, alg, stream);
   }
   const OpRequest& op = request;
   const size_t es = datatypeSize(op.datatype);

@@ -104,31 +104,6 @@ Status scaleInto(const OpRequest& op, void* dst, const void* src, size_t bytes, 
   return cuda::launchScale(dst, src, bytes / es, op.datatype, nullptr, scalar, stream);
 }
 
-Status scaleOnDevice(std::vector<OpRequest>* ops, int rank, int nranks, void* stream,
-                     std::vector<void*>* scratch) {
-  for (OpRequest& op : *ops) {
-    if (!op.preMul.on) continue;
-    const size_t bytes = inputBytes(op, rank, nranks);
-    if (bytes != 0) {
-      BRAID_ASSIGN_OR_RETURN(void* copy, cuda::deviceAllocAsync(bytes, stream));
-      scratch->push_back(copy);
-      BRAID_TRY(scaleInto(op, copy, op.send, bytes, stream));
-      op.send = copy;
-    }
-    op.preMul.on = false;
-  }
-  return Status::ok();
-}
-
-Status freeScaled(const std::vector<void*>& scratch, void* stream) {
-  Status first = Status::ok();
-  for (void* p : scratch) {
-    Status st = cuda::deviceFreeAsync(p, stream);
-    if (first.isOk()) first = st;
-  }
-  return first;
-}
-
 }  // namespace braid
 
 using namespace braid;

@@ -1,7 +1,7 @@
 // Premul-sum operations (braidRedOpCreatePreMulSum): a reduction that sums every rank's
 // input times that rank's scalar. Braid's schedules know only the built-in ops, so a call
-// with one scales its input into a copy (on the host, or on the device in stream order)
-// and runs as braidSum on the copy.
+// with one scales its input (into a copy, or as the windows copy it in) and runs as
+// braidSum on the scaled input.
 #pragma once
 
 #include <vector>
@@ -35,25 +35,5 @@ std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int
 // dst[0..bytes) = src times op's scalar, on `stream` (a device scalar read when the kernel
 // runs; a host one now). src may be host memory (copied to dst first) or dst itself.
 Status scaleInto(const OpRequest& op, void* dst, const void* src, size_t bytes, void* stream);
-
-// The device path: each scaling op's input scaled on `stream` into device memory
-// allocated on it (its send pointer replaced; the scalar read on the device when the
-// stream gets there, or, in host memory, now). The allocations are appended to *scratch,
-// for freeScaled to give back once the call is enqueued.
-Status scaleOnDevice(std::vector<OpRequest>* ops, int rank, int nranks, void* stream,
-                     std::vector<void*>* scratch);
-Status freeScaled(const std::vector<void*>& scratch, void* stream);
-
-// run() over *ops with every scaling op's input scaled on `stream` first (scaleOnDevice),
-// the copies freed on the stream after it.
-template <typename Run>
-Status withScaledInputs(std::vector<OpRequest>* ops, int rank, int nranks, void* stream, Run run) {
-  if (!anyPreMul(ops->data(), ops->size())) return run();
-  std::vector<void*> copies;
-  Status st = scaleOnDevice(ops, rank, nranks, stream, &copies);
-  if (st.isOk()) st = run();
-  Status freed = freeScaled(copies, stream);
-  return st.isOk() ? freed : st;
-}
 
 }  // namespace braid

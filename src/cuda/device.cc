@@ -158,17 +158,6 @@ Status deviceFree(void* p) {
   return Status::ok();
 }
 
-Expected<void*> deviceAllocAsync(size_t bytes, void* stream) {
-  void* p = nullptr;
-  BRAID_CUDA_CALL(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(stream)));
-  return p;
-}
-
-Status deviceFreeAsync(void* p, void* stream) {
-  BRAID_CUDA_CALL(cudaFreeAsync(p, static_cast<cudaStream_t>(stream)));
-  return Status::ok();
-}
-
 Expected<void*> pinnedAlloc(size_t bytes) {
   void* p = nullptr;
   BRAID_CUDA_CALL(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));

@@ -46,10 +46,6 @@ Status streamDestroy(void* stream);
 
 Expected<void*> deviceAlloc(size_t bytes);
 Status deviceFree(void* p);
-// Stream-ordered device memory (cudaMallocAsync / cudaFreeAsync): work on `stream` after
-// the allocation may use it; it is freed once the work before the free has run.
-Expected<void*> deviceAllocAsync(size_t bytes, void* stream);
-Status deviceFreeAsync(void* p, void* stream);
 Expected<void*> pinnedAlloc(size_t bytes);  // page-locked host memory
 Status pinnedFree(void* p);
 

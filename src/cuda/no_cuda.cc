@@ -29,8 +29,6 @@ Expected<void*> deviceAlloc(size_t) { return notBuilt(); }
 Status deviceFree(void*) { return notBuilt(); }
 Expected<void*> pinnedAlloc(size_t) { return notBuilt(); }
 Status pinnedFree(void*) { return notBuilt(); }
-Expected<void*> deviceAllocAsync(size_t, void*) { return notBuilt(); }
-Status deviceFreeAsync(void*, void*) { return notBuilt(); }
 Expected<IpcHandle> ipcHandle(void*) { return notBuilt(); }
 Expected<void*> ipcOpen(const IpcHandle&) { return notBuilt(); }
 Status ipcClose(void*) { return notBuilt(); }

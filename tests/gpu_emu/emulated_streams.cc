@@ -384,19 +384,4 @@ Status launchScale(void* dst, const void* src, size_t count, braidDataType_t dat
   });
 }
 
-Expected<void*> deviceAllocAsync(size_t bytes, void* stream) {
-  BRAID_TRY(emu::enqueue(stream, [] {}));  // a live stream
-  return deviceAlloc(bytes);  // usable at once: later work on the stream may use it
-}
-
-Status deviceFreeAsync(void* p, void* stream) {
-  if (p == nullptr) return Status::ok();
-  if (memoryKind(p) != MemoryKind::kDevice) {
-    return emu::emulated("deviceFreeAsync of a pointer deviceAllocAsync did not return");
-  }
-  return emu::enqueue(stream, [p] {
-    if (!deviceFree(p).isOk()) emu::fault("deviceFreeAsync of a pointer no allocation returned");
-  });
-}
-
 }  // namespace braid::cuda
