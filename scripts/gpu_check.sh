@@ -67,9 +67,15 @@ for step in "${steps[@]}"; do
     test)
       # Not Emulated.* (the same GPU tests over the emulated GPU, tests/gpu_emu): CI runs
       # them, and device time is short.
-      (cd build-gpu && ctest --output-on-failure -R "${TEST_FILTER:-Kernel|Cuda|Staged|Nccl|nccl|ApiErrors|Python.TorchCuda|Python.Unit}" \
-        -E '^Emulated' -j 4 --timeout 300 > "$out/logs/ctest.log" 2>&1); echo "ctest rc $?"
-      grep -E "tests passed|Failed|SKIP|\*\*\*" "$out/logs/ctest.log" | head -40;;
+      # Each test at most 130 s, all of them at most TEST_WALL seconds, so that the summary
+      # below is written; tests still running then are named.
+      (cd build-gpu && timeout "${TEST_WALL:-400}" ctest --output-on-failure -R "${TEST_FILTER:-Kernel|Cuda|Staged|Nccl|nccl|ApiErrors|Python.TorchCuda|Python.Unit}" \
+        -E '^Emulated' -j "${TEST_JOBS:-6}" --timeout 130 > "$out/logs/ctest.log" 2>&1); echo "ctest rc $?"
+      grep -E "tests passed|^ *[0-9]+/[0-9]+ Test .*(Failed|Timeout|Not Run|Exception)" "$out/logs/ctest.log" | head -40
+      grep -c "Skipped" "$out/logs/ctest.log" | sed 's/^/skipped: /'
+      grep -E "^ *Start " "$out/logs/ctest.log" | awk '{print $3}' | sort > /tmp/started.txt
+      grep -E "Test +#[0-9]+: " "$out/logs/ctest.log" | sed 's/.*Test *#[0-9]*: //' | awk '{print $1}' | sort > /tmp/ended.txt
+      comm -23 /tmp/started.txt /tmp/ended.txt | sed 's/^/still running: /';;
     sanitize)
       for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/kernels_test \

@@ -83,11 +83,15 @@ int abortHeldBody() {
   Gate gate;
   if (!s.isOk() || !mem.isOk() || !gate.ok() || !gate.hold(s.value())) return 3;
   float* d = static_cast<float*>(mem.value());
+  const uint64_t t0 = nowNs();
   braidResult_t a = braidAllReduce(d, d, 1 << 18, braidFloat32, braidSum, comm,
                                    static_cast<braidStream_t>(s.value()));
-  const uint64_t t0 = nowNs();
+  const uint64_t t1 = nowNs();
+  // Progress as it goes: a rank killed for hanging shows where (its output is kept).
+  fprintf(stderr, "call %d returned after %.2f s\n", a, static_cast<double>(t1 - t0) / 1e9);
   braidResult_t aborted = braidCommAbort(comm);
-  const double sec = static_cast<double>(nowNs() - t0) / 1e9;
+  const double sec = static_cast<double>(nowNs() - t1) / 1e9;
+  fprintf(stderr, "abort %d returned after %.2f s\n", aborted, sec);
   gate.open();
   const bool synced = cuda::streamSynchronize(s.value()).isOk();
   fprintf(stderr, "call %d, abort %d after %.2f s, stream synced %d\n", a, aborted, sec, synced);
@@ -120,6 +124,7 @@ TEST_P(CudaFailures, AnAbortReturnsWhileACallIsHeldOnItsStream) {
     Env env = jobEnv(n);
     env["BRAID_TIMEOUT_MS"] = "30000";
     env["BRAID_CUDA_IPC"] = ipc;
+    env["BRAID_DEBUG"] = "INFO";  // shown only if a rank fails
     expectEveryRankPasses(n, env, abortHeldBody, 60);
   }
 }
