@@ -19,6 +19,13 @@ struct Float8 {
   __device__ static uint8_t narrow(float f) {
     return __nv_cvt_float_to_fp8(f, __NV_SATFINITE, kFormat);
   }
+  // Two at a time (the low byte first), as the vector path converts them.
+  __device__ static float2 widenPair(uint16_t two) {
+    return __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(two, kFormat)));
+  }
+  __device__ static uint16_t narrowPair(float lo, float hi) {
+    return __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, kFormat);
+  }
 };
 
 }  // namespace

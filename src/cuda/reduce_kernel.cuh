@@ -94,13 +94,51 @@ struct OpAvg {  // reduces as sum; divides once at the end
   }
 };
 
-// 16 bytes of elements of type S, as one load or store.
+// 16 bytes of elements of type S, as one load or store; pairs[i] holds e[2i] in its low
+// byte where S is one byte.
 template <typename S>
 union Vector {
   static constexpr int kLanes = 16 / sizeof(S);
   uint4 u;
   S e[kLanes];
+  uint16_t pairs[8];
 };
+
+// An element kind may convert two one-byte elements at once (widenPair, narrowPair: one
+// instruction for two on sm_89 and later, where float8 reductions are bound by the
+// conversions); the vector path then converts in pairs, with the same results.
+template <typename E, typename = void>
+struct HasPairs : std::false_type {};
+template <typename E>
+struct HasPairs<E, std::void_t<decltype(E::widenPair(uint16_t{}))>> : std::true_type {};
+
+template <typename E>
+__device__ inline void widenVector(const Vector<typename E::Storage>& v, typename E::Acc* out) {
+  constexpr int kLanes = Vector<typename E::Storage>::kLanes;
+  if constexpr (HasPairs<E>::value) {
+#pragma unroll
+    for (int i = 0; i < kLanes / 2; ++i) {
+      const float2 f = E::widenPair(v.pairs[i]);
+      out[2 * i] = f.x;
+      out[2 * i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kLanes; ++i) out[i] = E::widen(v.e[i]);
+  }
+}
+
+template <typename E>
+__device__ inline void narrowVector(const typename E::Acc* in, Vector<typename E::Storage>* v) {
+  constexpr int kLanes = Vector<typename E::Storage>::kLanes;
+  if constexpr (HasPairs<E>::value) {
+#pragma unroll
+    for (int i = 0; i < kLanes / 2; ++i) v->pairs[i] = E::narrowPair(in[2 * i], in[2 * i + 1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kLanes; ++i) v->e[i] = E::narrow(in[i]);
+  }
+}
 
 template <typename E, typename Op>
 __device__ inline typename E::Storage combineAt(const ReduceParams& p, size_t i) {
@@ -135,19 +173,22 @@ __global__ void __launch_bounds__(kThreads) reduceKernel(ReduceParams p) {
         in[k].u = *reinterpret_cast<const uint4*>(static_cast<const S*>(p.srcs[k]) + at);
     }
     A acc[kLanes];
-#pragma unroll
-    for (int i = 0; i < kLanes; ++i) acc[i] = E::widen(in[0].e[i]);
+    widenVector<E>(in[0], acc);
 #pragma unroll
     for (int k = 1; k < kMaxInputs; ++k) {
       if (k < p.nsrcs) {
+        A more[kLanes];
+        widenVector<E>(in[k], more);
 #pragma unroll
-        for (int i = 0; i < kLanes; ++i) acc[i] = Op::apply(acc[i], E::widen(in[k].e[i]));
+        for (int i = 0; i < kLanes; ++i) acc[i] = Op::apply(acc[i], more[i]);
       }
     }
-    Vec out;
+    if (divides) {
 #pragma unroll
-    for (int i = 0; i < kLanes; ++i)
-      out.e[i] = E::narrow(divides ? divideBy(acc[i], p.divisor) : acc[i]);
+      for (int i = 0; i < kLanes; ++i) acc[i] = divideBy(acc[i], p.divisor);
+    }
+    Vec out;
+    narrowVector<E>(acc, &out);
     *reinterpret_cast<uint4*>(static_cast<S*>(p.dst) + at) = out.u;
   }
   const size_t tailStart = p.head + p.nvec * kLanes;
@@ -203,8 +244,11 @@ __global__ void __launch_bounds__(kThreads) scaleKernel(ScaleParams p) {
     const size_t at = p.head + v * kLanes;
     Vec in, out;
     in.u = *reinterpret_cast<const uint4*>(static_cast<const S*>(p.src) + at);
+    A x[kLanes];
+    widenVector<E>(in, x);
 #pragma unroll
-    for (int i = 0; i < kLanes; ++i) out.e[i] = E::narrow(wrapMul(E::widen(in.e[i]), s));
+    for (int i = 0; i < kLanes; ++i) x[i] = wrapMul(x[i], s);
+    narrowVector<E>(x, &out);
     *reinterpret_cast<uint4*>(static_cast<S*>(p.dst) + at) = out.u;
   }
   const size_t tailStart = p.head + p.nvec * kLanes;
