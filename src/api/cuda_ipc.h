@@ -124,7 +124,10 @@ class DeviceWindows {
   static constexpr size_t kPostedAt = 1024;
   static constexpr size_t kConsumedAt = kPostedAt + 8 * 8 * 8;
   static constexpr size_t kReasonAt = kConsumedAt + 8 * 8 * 8;
-  static_assert(kReasonAt + sizeof(ReleaseReason) <= kFlagsBytes);
+  // One word per rank for the set-up's probe of the stream memory operations (not a
+  // counter: the probe may run late, after barriers have started).
+  static constexpr size_t kProbeAt = kReasonAt + sizeof(ReleaseReason);
+  static_assert(kProbeAt + 8 * 8 <= kFlagsBytes);
   ReleaseReason& reason() const {
     return *reinterpret_cast<ReleaseReason*>(reinterpret_cast<char*>(counters_) + kReasonAt);
   }

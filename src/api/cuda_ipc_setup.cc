@@ -164,7 +164,10 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     }
   }
   // The counters: rank 0's region, mapped by all, page-locked for the devices; then one
-  // barrier's stream operations on a stream of our own, to learn the driver runs them.
+  // barrier's stream operations on a stream of our own, on this rank's probe word, to
+  // learn the driver takes them. Waiting for them to run is bounded: a stream the caller
+  // holds (its own work may wait on what follows this call) can keep the device from
+  // running them, and set-up must not wait for it.
   if (why.empty() && w->rank_ != 0) {
     const char* name = all[0].flagsName;
     Expected<std::unique_ptr<SharedRegion>> r =
@@ -182,11 +185,25 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
       w->countersDevice_ = static_cast<char*>(dev.value());
       Expected<void*> s = cuda::streamCreate();
       Status probe = s.isOk() ? Status::ok() : s.status();
-      char* myCounter = w->countersDevice_ + static_cast<size_t>(w->rank_) * sizeof(Counter);
-      if (probe.isOk()) probe = cuda::streamWriteValue64(s.value(), myCounter, 0);
-      if (probe.isOk()) probe = cuda::streamWaitValue64(s.value(), myCounter, 0);
-      if (probe.isOk()) probe = cuda::streamSynchronize(s.value());
-      if (s.isOk()) (void)cuda::streamDestroy(s.value());
+      char* word = w->countersDevice_ + kProbeAt + static_cast<size_t>(w->rank_) * 8;
+      if (probe.isOk()) probe = cuda::streamWriteValue64(s.value(), word, 1);
+      if (probe.isOk()) probe = cuda::streamWaitValue64(s.value(), word, 1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      bool ran = false;
+      while (probe.isOk() && !ran) {
+        Expected<bool> idle = cuda::streamIdle(s.value());
+        if (!idle.isOk()) {
+          probe = idle.status();
+        } else if (!(ran = idle.value())) {
+          if (std::chrono::steady_clock::now() > until) break;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+      }
+      if (probe.isOk() && !ran) {
+        BRAID_INFO("device windows: the probe of the stream memory operations has not run "
+                   "after 2 s (is a stream of this process held?); going on");
+      }
+      if (s.isOk()) (void)cuda::streamDestroy(s.value());  // freed once its work has run
       if (!probe.isOk()) why = "stream memory operations: " + probe.message();
     } else {
       w->counters_ = nullptr;
