@@ -164,7 +164,9 @@ class DeviceWindows {
   // schedule's) for op on `stream`, its buffers at in / out, its scratch at `scratch`.
   Status enqueue(const std::vector<DeviceOp>& program, const OpRequest& op, const void* in,
                  void* out, void* scratch, void* stream);
-  // scratch_ of at least `bytes` (it only grows; growing waits for the device).
+  // *p (of *have bytes) at least `bytes` long: it only grows, the old buffer kept until
+  // the windows go (retired_).
+  Status growDevice(void** p, size_t* have, size_t bytes);
   Status growScratch(size_t bytes);
   void watch();
   void release(const Status& why);
@@ -199,6 +201,7 @@ class DeviceWindows {
   size_t stageBytes_ = 0;
   void* scaled_ = nullptr;  // a lowered premul-sum's input, scaled
   size_t scaledBytes_ = 0;
+  std::vector<void*> retired_;  // what those grew out of
 
   // The watch thread (see above).
   std::thread watcher_;

@@ -302,6 +302,7 @@ DeviceWindows::~DeviceWindows() {
   for (void* p : {scratch_, stage_, scaled_}) {
     if (p != nullptr) (void)cuda::deviceFree(p);
   }
+  for (void* p : retired_) (void)cuda::deviceFree(p);
   if (countersDevice_ != nullptr) (void)cuda::hostUnregister(flags_->base());
 }
 

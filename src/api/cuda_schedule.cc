@@ -15,21 +15,6 @@
 #include "exec/reduce.h"
 
 namespace braid {
-namespace {
-
-// A device buffer of at least `bytes` in *p (growing it frees the old one, which waits for
-// the device; rare, since it only grows).
-Status growDevice(void** p, size_t* have, size_t bytes) {
-  if (*have >= bytes) return Status::ok();
-  if (*p != nullptr) (void)cuda::deviceFree(*p);
-  *p = nullptr;
-  *have = 0;
-  BRAID_ASSIGN_OR_RETURN(*p, cuda::deviceAlloc(bytes));
-  *have = bytes;
-  return Status::ok();
-}
-
-}  // namespace
 
 // True, with the algorithm in *alg, when op runs as a lowered schedule: a BRAID_ALGO rule
 // names its algorithm (a '^' exclusion leaves it to the windows), or it is all-to-all-v
@@ -53,6 +38,19 @@ Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const 
   const braidRedOp_t partial = op.op == braidAvg ? braidSum : op.op;
   return cuda::launchReduce(dst, srcs, d.nsrcs, d.bytes / datatypeSize(op.datatype), op.datatype,
                             d.final ? op.op : partial, nranks, stream);
+}
+
+// The old buffer is retired, not freed: queued work may still use it, and cudaFree would
+// wait for the whole device, a stream the caller holds too. Growth at least doubles, so
+// the retired buffers add up to less than the live one.
+Status DeviceWindows::growDevice(void** p, size_t* have, size_t bytes) {
+  if (*have >= bytes) return Status::ok();
+  const size_t size = std::max(bytes, 2 * *have);
+  BRAID_ASSIGN_OR_RETURN(void* grown, cuda::deviceAlloc(size));
+  if (*p != nullptr) retired_.push_back(*p);
+  *p = grown;
+  *have = size;
+  return Status::ok();
 }
 
 Status DeviceWindows::growScratch(size_t bytes) {
