@@ -13,6 +13,8 @@
 // - Kernels and stream memory operations fault on pageable host memory (not device,
 //   pinned or registered) and on a device range they overrun; a fault is sticky, as a
 //   GPU's is: every later synchronisation returns it.
+// - Freeing device or pinned memory waits for every stream, as cudaFree and cudaFreeHost
+//   wait for the device: a free on a path that must not block shows up as the wait.
 // - Copies follow CUDA's pageable rules: from pageable memory the stream is synchronised
 //   and the data taken before the call returns; to pageable memory the call returns once
 //   the copy is done.
@@ -58,5 +60,8 @@ Status stickyFault();
 Status enqueue(void* stream, std::function<void()> op);
 // Blocks until everything queued on `stream` so far has run.
 Status drain(void* stream);
+// Blocks until everything queued on every stream so far has run: what cudaFree and
+// cudaFreeHost wait for (a stream held on a counter holds them too, as on a GPU).
+void drainAll();
 
 }  // namespace braid::cuda::emu

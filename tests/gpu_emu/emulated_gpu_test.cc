@@ -123,6 +123,26 @@ TEST(EmulatedGpu, CopiesPastAnAllocationAndMemoryOpsOnPageableMemoryAreRefused) 
   EXPECT_TRUE(deviceFree(d).isOk());
 }
 
+// cudaFree and cudaFreeHost wait for the device: freeing here returns only once a stream
+// held on another thread's word has run.
+TEST(EmulatedGpu, FreeingWaitsForEveryStreamAsCudaFreeDoes) {
+  void* held = streamCreate().value();
+  for (bool device : {true, false}) {
+    Gate gate(held);
+    void* p = device ? deviceAlloc(64).value() : pinnedAlloc(64).value();
+    std::atomic<bool> opened{false};
+    std::thread opener([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      opened = true;
+      gate.open();
+    });
+    EXPECT_TRUE((device ? deviceFree(p) : pinnedFree(p)).isOk());
+    EXPECT_TRUE(opened.load()) << (device ? "deviceFree" : "pinnedFree");
+    opener.join();
+  }
+  EXPECT_TRUE(streamDestroy(held).isOk());
+}
+
 TEST(EmulatedGpu, WaitValueComparesAsAWrappingCounter) {
   void* s = streamCreate().value();
   auto* w = static_cast<uint64_t*>(deviceAlloc(8).value());

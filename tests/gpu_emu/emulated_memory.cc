@@ -161,6 +161,7 @@ Expected<void*> deviceAlloc(size_t bytes) {
 
 Status deviceFree(void* p) {
   if (p == nullptr) return Status::ok();
+  emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(p, Region::kDevice, &a) || a.mapped) {
     return emulated("deviceFree of a pointer deviceAlloc did not return");
@@ -179,6 +180,7 @@ Expected<void*> pinnedAlloc(size_t bytes) {
 }
 
 Status pinnedFree(void* p) {
+  emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(p, Region::kPinned, &a)) {
     return emulated("pinnedFree of a pointer pinnedAlloc did not return");

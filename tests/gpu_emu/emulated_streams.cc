@@ -104,6 +104,14 @@ class Streams {
     retired_.push_back(static_cast<Stream*>(handle));
     return true;
   }
+  // Every stream, live or retired, the default one too.
+  std::vector<Stream*> all() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Stream*> out(live_.begin(), live_.end());
+    out.insert(out.end(), retired_.begin(), retired_.end());
+    if (default_ != nullptr) out.push_back(default_);
+    return out;
+  }
 
  private:
   std::mutex mu_;
@@ -175,6 +183,10 @@ Status drain(void* stream) {
   if (s == nullptr) return badStream(stream);
   s->waitFor(s->queued());
   return Status::ok();
+}
+
+void drainAll() {
+  for (Stream* s : Streams::get().all()) s->waitFor(s->queued());
 }
 
 }  // namespace emu
