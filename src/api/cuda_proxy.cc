@@ -61,7 +61,14 @@ StagedProxy::~StagedProxy() {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     lock.lock();
   }
-  if (words_ != nullptr) (void)cuda::pinnedFree(words_);
+  if (words_ == nullptr) return;
+  if (broken) {
+    // cudaFreeHost waits for the whole device, a stream the caller holds too (until after
+    // the abort, say): an aborted or failed communicator keeps the page until exit.
+    keepUntilExit(std::shared_ptr<void>(words_, [](void*) {}));
+    return;
+  }
+  (void)cuda::pinnedFree(words_);
 }
 
 Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
