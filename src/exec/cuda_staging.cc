@@ -1,8 +1,11 @@
 #include "exec/cuda_staging.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "cuda/device.h"
 
@@ -14,6 +17,44 @@ constexpr size_t kMinPinned = size_t{4} << 20;
 constexpr size_t kMaxPooled = 4;
 
 size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+// Frees pinned buffers on a thread of its own: cudaFreeHost waits for the whole device,
+// and the threads that drop buffers (a call being issued, the staged proxy) must not wait
+// for streams that may be waiting for them. Nothing waits for this thread; what it has
+// not freed at exit the process's end frees.
+class PinnedReaper {
+ public:
+  static PinnedReaper& get() {
+    static auto* r = new PinnedReaper();
+    return *r;
+  }
+  void free(void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { loop(); }).detach();
+    }
+    queue_.push_back(p);
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return !queue_.empty(); });
+      void* p = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      (void)cuda::pinnedFree(p);
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<void*> queue_;
+  bool started_ = false;
+};
 
 // Pinned buffers by size: page-locking is slow (milliseconds for large buffers), so a
 // buffer is reused by any later call that fits in it. Up to kMaxPooled wait in the pool;
@@ -48,7 +89,7 @@ class PinnedPool {
         free_.erase(free_.begin());
       }
     }
-    if (drop != nullptr) (void)cuda::pinnedFree(drop);
+    if (drop != nullptr) PinnedReaper::get().free(drop);
   }
 
  private:

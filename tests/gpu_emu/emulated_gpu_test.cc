@@ -13,6 +13,7 @@
 
 #include "cuda/device.h"
 #include "cuda/kernels.h"
+#include "exec/cuda_staging.h"
 
 namespace braid::cuda {
 namespace {
@@ -140,6 +141,38 @@ TEST(EmulatedGpu, FreeingWaitsForEveryStreamAsCudaFreeDoes) {
     EXPECT_TRUE(opened.load()) << (device ? "deviceFree" : "pinnedFree");
     opener.join();
   }
+  EXPECT_TRUE(streamDestroy(held).isOk());
+}
+
+// Staged buffers given back while a stream is held: the pool keeps four and frees the
+// rest, which must not make the giving thread (a call being issued, the staged proxy)
+// wait for the device as cudaFreeHost would.
+TEST(EmulatedGpu, StagedBuffersGoBackWithoutWaitingForAHeldStream) {
+  void* held = streamCreate().value();
+  void* work = streamCreate().value();
+  Gate gate(held);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    gate.open();
+  });
+  std::vector<void*> device;
+  {
+    std::vector<StagedBuffers> staged;
+    for (size_t i = 1; i <= 6; ++i) {  // six sizes in use at once
+      const size_t bytes = (size_t{4} << 20) * i;
+      device.push_back(deviceAlloc(bytes).value());
+      Expected<StagedBuffers> s = StagedBuffers::stageIn({{device.back(), bytes, false}}, work);
+      EXPECT_TRUE(s.isOk()) << s.status().message();
+      if (s.isOk()) staged.push_back(std::move(s).value());
+    }
+    EXPECT_TRUE(streamSynchronize(work).isOk());
+    const auto t0 = std::chrono::steady_clock::now();
+    staged.clear();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  }
+  opener.join();
+  for (void* d : device) EXPECT_TRUE(deviceFree(d).isOk());
+  EXPECT_TRUE(streamDestroy(work).isOk());
   EXPECT_TRUE(streamDestroy(held).isOk());
 }
 
