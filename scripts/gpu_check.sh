@@ -9,7 +9,8 @@
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
 # Usage: bash scripts/gpu_check.sh [build test sanitize bench premul schedules symbols torch floor diag bigwindow mps pack]
-#        (default: build test sanitize bench schedules symbols torch pack)
+#        (default: build test sanitize bench schedules symbols torch pack; `quick`: build
+#        test torch bench pack, each step bounded, about 8 minutes on an H200)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
 # the perf tools' largest size (default 256M).
 set -uo pipefail
@@ -17,6 +18,11 @@ cd "$(dirname "$0")/.."
 root=$PWD
 out=${OUT:-$root/build-gpu/logs}
 mkdir -p "$out/logs/logs"
+if [ "${1:-}" = quick ]; then  # what fits one lease of 15 minutes with time to spare
+  export LIMIT_build=${LIMIT_build:-200} LIMIT_test=${LIMIT_test:-420} TEST_WALL=${TEST_WALL:-400}
+  export LIMIT_torch=${LIMIT_torch:-60} LIMIT_bench=${LIMIT_bench:-110} PERF_MAX=${PERF_MAX:-128M}
+  set -- build test torch bench pack
+fi
 if [ "${1:-}" != --one ]; then
   : > "$out/summary.txt"
   steps=("$@")
