@@ -5,8 +5,10 @@
 // (tests/gpu_emu/CMakeLists.txt) is braid_static's objects over this instead of src/cuda.
 //
 // The model, and what it checks that a GPU would also refuse:
-// - Device memory is a shared mapping (a memfd) per allocation, filled with a pattern, as
-//   cudaMalloc's memory is not zeroed. An IPC handle names the owner's pid and fd; another
+// - Device memory is a memfd per allocation, filled with a pattern, as cudaMalloc's memory
+//   is not zeroed, mapped twice: the address Braid gets is PROT_NONE, so host code that
+//   touches device memory faults as on a GPU; the emulated device works on the other
+//   mapping (reach()). An IPC handle names the owner's pid and fd; another
 //   process maps /proc/<pid>/fd/<fd>. Opening a handle in the process that made it fails.
 // - A stream is a worker thread that runs its operations in order; nullptr is one
 //   process-wide stream (without the legacy stream's implicit synchronisation).
@@ -19,7 +21,7 @@
 //   and the data taken before the call returns; to pageable memory the call returns once
 //   the copy is done.
 // Not modelled: the GPU's memory ordering (all of this is coherent host memory), kernel
-// concurrency, timing, and host code touching device memory (which works here).
+// concurrency, timing.
 //
 // Thread-safe. Like CUDA's, its state does not survive fork().
 #pragma once
@@ -42,6 +44,10 @@ Region regionOf(const void* p, size_t bytes, bool* overrun = nullptr);
 inline bool gpuReaches(const void* p, size_t bytes) {
   return bytes == 0 || regionOf(p, bytes) != Region::kPageable;
 }
+
+// Where the emulated device's work reaches p: device memory's own view of it (host code
+// cannot touch device memory: its addresses are mapped PROT_NONE), or p itself.
+void* reach(const void* p);
 
 // Bytes of device memory this process allocated and has not freed (its peers' mappings
 // not counted).

@@ -61,11 +61,20 @@ TEST(EmulatedGpu, StreamsRunInOrderAndSynchronizeWaitsForAll) {
   EXPECT_FALSE(checkStream(s).isOk());
 }
 
+// Host code cannot touch device memory (as on a GPU, where it would fault too); the test
+// reads it where the emulated device does (emu::reach).
 TEST(EmulatedGpu, DeviceMemoryIsNotZeroedAndIsDeviceKind) {
   auto* d = static_cast<unsigned char*>(deviceAlloc(64).value());
   EXPECT_EQ(memoryKind(d + 63), MemoryKind::kDevice);
   EXPECT_EQ(memoryKind(d + 64), MemoryKind::kHost);
-  EXPECT_NE(d[0], 0);
+  EXPECT_NE(static_cast<unsigned char*>(emu::reach(d))[0], 0);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // stream threads may be running
+  EXPECT_DEATH(
+      {
+        volatile unsigned char byte = d[1];
+        (void)byte;
+      },
+      "");
   int local = 0;
   EXPECT_EQ(memoryKind(&local), MemoryKind::kHost);
   EXPECT_TRUE(deviceFree(d).isOk());
@@ -179,20 +188,22 @@ TEST(EmulatedGpu, StagedBuffersGoBackWithoutWaitingForAHeldStream) {
 TEST(EmulatedGpu, WaitValueComparesAsAWrappingCounter) {
   void* s = streamCreate().value();
   auto* w = static_cast<uint64_t*>(deviceAlloc(8).value());
-  *w = ~uint64_t{0} - 1;                                          // just below wrapping
+  auto* word = static_cast<std::atomic<uint64_t>*>(emu::reach(w));
+  word->store(~uint64_t{0} - 1);                                  // just below wrapping
   ASSERT_TRUE(streamWaitValue64(s, w, ~uint64_t{0} - 3).isOk());  // already past
   ASSERT_TRUE(streamWaitValue64(s, w, 1).isOk());                 // after the wrap
   EXPECT_FALSE(streamIdle(s).value());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_FALSE(streamIdle(s).value());
-  reinterpret_cast<std::atomic<uint64_t>*>(w)->store(1);
+  word->store(1);
   EXPECT_TRUE(streamSynchronize(s).isOk());
   EXPECT_TRUE(deviceFree(w).isOk());
 }
 
 TEST(EmulatedGpu, IpcHandlesMapInAnotherProcessOnly) {
   auto* d = static_cast<int*>(deviceAlloc(4096).value());
-  d[10] = 7;
+  auto* view = static_cast<int*>(emu::reach(d));
+  view[10] = 7;
   IpcHandle h = ipcHandle(d + 100).value();  // an inner address: the whole allocation's
   EXPECT_FALSE(ipcOpen(h).isOk());           // not in the process that made it
   pid_t pid = fork();
@@ -200,14 +211,15 @@ TEST(EmulatedGpu, IpcHandlesMapInAnotherProcessOnly) {
     Expected<void*> p = ipcOpen(h);
     if (!p.isOk()) _exit(2);
     auto* m = static_cast<int*>(p.value());
-    const bool base = m[10] == 7 && memoryKind(m) == MemoryKind::kDevice;
-    m[11] = 8;
+    auto* mv = static_cast<int*>(emu::reach(m));
+    const bool base = mv[10] == 7 && memoryKind(m) == MemoryKind::kDevice;
+    mv[11] = 8;
     _exit(base && ipcClose(m).isOk() ? 0 : 1);
   }
   int status = 0;
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_EQ(d[11], 8);
+  EXPECT_EQ(view[11], 8);
   EXPECT_TRUE(deviceFree(d).isOk());
 }
 

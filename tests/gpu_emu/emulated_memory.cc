@@ -24,6 +24,7 @@ struct Allocation {
   Region region = Region::kDevice;
   int fd = -1;          // a device allocation made here (its IPC handle names it)
   bool mapped = false;  // a peer's device allocation, mapped by ipcOpen
+  char* view = nullptr;  // device memory: where the emulated device reaches it
 };
 
 // Every allocation this process knows, by start address. Leaked, so threads still
@@ -88,7 +89,38 @@ static_assert(sizeof(HandleBody) <= kIpcHandleBytes, "fits CUDA's handle");
 
 constexpr unsigned char kFreshDeviceByte = 0xcb;  // cudaMalloc's memory is not zeroed
 
+// Device memory as two mappings of its file: the address Braid gets, which no host code
+// can touch (PROT_NONE: a host read or write faults, as it would on a GPU), and the view
+// the emulated device's work uses. Null on failure, with errno.
+void* mapDevice(int fd, size_t bytes, char** view) {
+  void* v = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (v == MAP_FAILED) return nullptr;
+  void* p = mmap(nullptr, bytes, PROT_NONE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    munmap(v, bytes);
+    errno = err;
+    return nullptr;
+  }
+  *view = static_cast<char*>(v);
+  return p;
+}
+
+void unmapDevice(void* p, const Allocation& a) {
+  munmap(p, a.bytes);
+  munmap(a.view, a.bytes);
+}
+
 }  // namespace
+
+void* reach(const void* p) {
+  uintptr_t base = 0;
+  Allocation a;
+  if (p == nullptr || !Allocations::get().holding(p, &base, &a) || a.view == nullptr) {
+    return const_cast<void*>(p);
+  }
+  return a.view + (reinterpret_cast<uintptr_t>(p) - base);
+}
 
 Region regionOf(const void* p, size_t bytes, bool* overrun) {
   if (overrun != nullptr) *overrun = false;
@@ -144,18 +176,17 @@ Expected<void*> deviceAlloc(size_t bytes) {
   if (bytes == 0) return static_cast<void*>(nullptr);  // as cudaMalloc(0)
   int fd = memfd_create("braid-emulated-device", MFD_CLOEXEC);
   if (fd < 0) return emulated(std::string("memfd_create: ") + std::strerror(errno));
-  void* p = MAP_FAILED;
-  if (ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
-    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  }
-  if (p == MAP_FAILED) {
+  void* p = nullptr;
+  char* view = nullptr;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) == 0) p = emu::mapDevice(fd, bytes, &view);
+  if (p == nullptr) {
     const int err = errno;
     close(fd);
     return emulated("device allocation of " + std::to_string(bytes) +
                     " bytes: " + std::strerror(err));
   }
-  std::memset(p, emu::kFreshDeviceByte, bytes);
-  Allocations::get().add(p, Allocation{bytes, Region::kDevice, fd, false});
+  std::memset(view, emu::kFreshDeviceByte, bytes);
+  Allocations::get().add(p, Allocation{bytes, Region::kDevice, fd, false, view});
   return p;
 }
 
@@ -166,7 +197,7 @@ Status deviceFree(void* p) {
   if (!Allocations::get().take(p, Region::kDevice, &a) || a.mapped) {
     return emulated("deviceFree of a pointer deviceAlloc did not return");
   }
-  munmap(p, a.bytes);
+  emu::unmapDevice(p, a);
   close(a.fd);
   return Status::ok();
 }
@@ -236,11 +267,12 @@ Expected<void*> ipcOpen(const IpcHandle& handle) {
   const std::string path = "/proc/" + std::to_string(body.pid) + "/fd/" + std::to_string(body.fd);
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return emulated("ipcOpen: " + path + ": " + std::strerror(errno));
-  void* p = mmap(nullptr, body.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  char* view = nullptr;
+  void* p = emu::mapDevice(fd, body.bytes, &view);
   const int err = errno;
   close(fd);
-  if (p == MAP_FAILED) return emulated("ipcOpen: mapping " + path + ": " + std::strerror(err));
-  Allocations::get().add(p, Allocation{body.bytes, Region::kDevice, -1, true});
+  if (p == nullptr) return emulated("ipcOpen: mapping " + path + ": " + std::strerror(err));
+  Allocations::get().add(p, Allocation{body.bytes, Region::kDevice, -1, true, view});
   return p;
 }
 
@@ -249,7 +281,7 @@ Status ipcClose(void* mapped) {
   if (!Allocations::get().take(mapped, Region::kDevice, &a) || !a.mapped) {
     return emulated("ipcClose of a pointer ipcOpen did not return");
   }
-  munmap(mapped, a.bytes);
+  emu::unmapDevice(mapped, a);
   return Status::ok();
 }
 
@@ -304,9 +336,10 @@ Expected<void*> shareableImport(int fd, size_t bytes) {
     return emulated("shareableImport: the descriptor is not an allocation of " +
                     std::to_string(bytes) + " bytes");
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return emulated(std::string("shareableImport: ") + std::strerror(errno));
-  Allocations::get().add(p, Allocation{bytes, Region::kDevice, -1, true});
+  char* view = nullptr;
+  void* p = emu::mapDevice(fd, bytes, &view);
+  if (p == nullptr) return emulated(std::string("shareableImport: ") + std::strerror(errno));
+  Allocations::get().add(p, Allocation{bytes, Region::kDevice, -1, true, view});
   return p;
 }
 
@@ -315,7 +348,7 @@ Status shareableUnmap(void* p) {
   if (!Allocations::get().take(p, Region::kDevice, &a) || !a.mapped) {
     return Status(braidInvalidArgument, "the pointer is not a mapping from shareableImport");
   }
-  munmap(p, a.bytes);
+  emu::unmapDevice(p, a);
   return Status::ok();
 }
 

@@ -227,6 +227,8 @@ Status copyAsync(void* dst, const void* src, size_t bytes, void* stream) {
   if (overrun) return emu::emulated(emu::unreachable("a copy's source", src, bytes));
   const emu::Region to = emu::regionOf(dst, bytes, &overrun);
   if (overrun) return emu::emulated(emu::unreachable("a copy's destination", dst, bytes));
+  void* to_ = emu::reach(dst);  // as the device reaches them
+  const void* from_ = emu::reach(src);
   if (from == emu::Region::kPageable) {
     // CUDA synchronises the stream, then stages the pageable data: the call returns with
     // the stream's earlier work done and the data taken.
@@ -234,9 +236,9 @@ Status copyAsync(void* dst, const void* src, size_t bytes, void* stream) {
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
                                                       static_cast<const char*>(src) + bytes);
     BRAID_TRY(
-        emu::enqueue(stream, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); }));
+        emu::enqueue(stream, [to_, staged] { std::memcpy(to_, staged->data(), staged->size()); }));
   } else {
-    BRAID_TRY(emu::enqueue(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); }));
+    BRAID_TRY(emu::enqueue(stream, [to_, from_, bytes] { std::memmove(to_, from_, bytes); }));
   }
   // To pageable memory CUDA's copy returns once it is done.
   return to == emu::Region::kPageable ? emu::drain(stream) : Status::ok();
@@ -246,7 +248,7 @@ Status memsetAsync(void* dst, int value, size_t bytes, void* stream) {
   if (bytes == 0) return Status::ok();
   std::string why = emu::unreachable("memset of", dst, bytes);
   if (!why.empty()) return emu::emulated(why);
-  return emu::enqueue(stream, [=] { std::memset(dst, value, bytes); });
+  return emu::enqueue(stream, [=, at = emu::reach(dst)] { std::memset(at, value, bytes); });
 }
 
 Expected<void*> eventCreate() {
@@ -301,16 +303,17 @@ Status eventSynchronize(void* event) {
 Status streamWriteValue64(void* stream, void* deviceAddr, uint64_t value) {
   std::string why = emu::unreachable("cuStreamWriteValue64 at", deviceAddr, 8);
   if (!why.empty()) return emu::emulated(why);
-  return emu::enqueue(stream, [deviceAddr, value] {
-    static_cast<std::atomic<uint64_t>*>(deviceAddr)->store(value, std::memory_order_release);
-    futexWakeAll(static_cast<std::atomic<uint32_t>*>(deviceAddr));
+  return emu::enqueue(stream, [at = emu::reach(deviceAddr), value] {
+    static_cast<std::atomic<uint64_t>*>(at)->store(value, std::memory_order_release);
+    futexWakeAll(static_cast<std::atomic<uint32_t>*>(at));
   });
 }
 
 Status streamWaitValue64(void* stream, void* deviceAddr, uint64_t value) {
   std::string why = emu::unreachable("cuStreamWaitValue64 at", deviceAddr, 8);
   if (!why.empty()) return emu::emulated(why);
-  return emu::enqueue(stream, [deviceAddr, value] { emu::waitAtLeast(deviceAddr, value); });
+  return emu::enqueue(stream,
+                      [at = emu::reach(deviceAddr), value] { emu::waitAtLeast(at, value); });
 }
 
 Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
@@ -322,9 +325,9 @@ Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
   if (why.empty()) why = emu::unreachable("the copy kernel's destination", dst, bytes);
   const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
   if (why.empty() && d < s + bytes && s < d + bytes) why = "the copy kernel's buffers overlap";
-  return emu::enqueue(stream, [=] {
+  return emu::enqueue(stream, [=, to = emu::reach(dst), from = emu::reach(src)] {
     if (!why.empty()) return emu::fault(why);
-    std::memcpy(dst, src, bytes);
+    std::memcpy(to, from, bytes);
   });
 }
 
@@ -337,6 +340,8 @@ Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
   if (count == 0) return Status::ok();
   const size_t es = datatypeSize(datatype), bytes = count * es;
   std::vector<const void*> in(srcs, srcs + nsrcs);
+  std::vector<const void*> reached;  // as the device reaches them
+  for (const void* s : in) reached.push_back(emu::reach(s));
   std::string why = emu::unreachable("the reduce kernel's destination", dst, bytes);
   for (const void* s : in) {
     if (s == nullptr || reinterpret_cast<uintptr_t>(s) % es != 0) {
@@ -348,21 +353,21 @@ Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
       why = "the reduce kernel's destination overlaps an input partially";
     }
   }
-  return emu::enqueue(stream, [=] {
+  return emu::enqueue(stream, [=, ins = std::move(reached), out = emu::reach(dst)] {
     if (!why.empty()) return emu::fault(why);
     // Pairwise on the host's kernels into a scratch copy, so dst may be any input.
     const ReduceKernels& k = reduceKernels(datatype, op);
     std::vector<char> acc(bytes);
-    if (in.size() == 1) k.finalize(acc.data(), in[0], count, divisor);
-    for (size_t i = 1; i < in.size(); ++i) {
-      const void* a = i == 1 ? in[0] : acc.data();
-      if (i + 1 == in.size()) {
-        k.reduceFinal(acc.data(), nullptr, a, in[i], count, divisor);
+    if (ins.size() == 1) k.finalize(acc.data(), ins[0], count, divisor);
+    for (size_t i = 1; i < ins.size(); ++i) {
+      const void* a = i == 1 ? ins[0] : acc.data();
+      if (i + 1 == ins.size()) {
+        k.reduceFinal(acc.data(), nullptr, a, ins[i], count, divisor);
       } else {
-        k.reduce(acc.data(), a, in[i], count);
+        k.reduce(acc.data(), a, ins[i], count);
       }
     }
-    std::memcpy(dst, acc.data(), bytes);
+    std::memcpy(out, acc.data(), bytes);
   });
 }
 
@@ -389,10 +394,11 @@ Status launchScale(void* dst, const void* src, size_t count, braidDataType_t dat
   if (why.empty() && d != a && d < a + bytes && a < d + bytes) {
     why = "the scale kernel's destination overlaps its source partially";
   }
-  return emu::enqueue(stream, [=]() mutable {
+  return emu::enqueue(stream, [=, to = emu::reach(dst), from = emu::reach(src),
+                               scalar = emu::reach(scalarDevice)]() mutable {
     if (!why.empty()) return emu::fault(why);
-    if (scalarDevice != nullptr) std::memcpy(value, scalarDevice, es);  // read as it runs
-    reduceKernels(datatype, braidSum).scale(dst, src, count, value);
+    if (scalar != nullptr) std::memcpy(value, scalar, es);  // read as it runs
+    reduceKernels(datatype, braidSum).scale(to, from, count, value);
   });
 }
 
