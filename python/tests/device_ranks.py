@@ -84,6 +84,11 @@ def main():
         ok(lib.braidEmuStreamSynchronize(stream))
         return arr.get()
 
+    # The first device call sets the device windows up (it maps and page-locks memory,
+    # which CUDA may make wait for the device): not on a held stream.
+    warm = DeviceArray((1,), np.float32, [1.0])
+    assert synced(comm.all_reduce(warm, stream=stream))[0] == n
+
     # In place on a stream held by a gate: the call returns with the stream still held
     # (the data untouched), and the stream runs it once the gate opens.
     base = np.arange(1000, dtype=np.float32)

@@ -221,6 +221,7 @@ Status pinnedFree(void* p) {
 }
 
 Expected<void*> hostRegister(void* p, size_t bytes) {
+  emu::drainAll();
   if (p == nullptr || bytes == 0) return emulated("hostRegister of an empty range");
   if (emu::regionOf(p, 1) != Region::kPageable || emu::regionOf(p, bytes) != Region::kPageable) {
     return emulated("hostRegister of memory already registered, pinned or on the device");
@@ -230,6 +231,7 @@ Expected<void*> hostRegister(void* p, size_t bytes) {
 }
 
 Status hostUnregister(void* p) {
+  emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(p, Region::kRegistered, &a)) {
     return emulated("hostUnregister of memory hostRegister did not register");
@@ -256,6 +258,7 @@ Expected<IpcHandle> ipcHandle(void* devicePtr) {
 }
 
 Expected<void*> ipcOpen(const IpcHandle& handle) {
+  emu::drainAll();
   emu::HandleBody body{};
   std::memcpy(&body, handle.bytes, sizeof(body));
   if (std::memcmp(body.magic, emu::kMagic, sizeof(body.magic)) != 0) {
@@ -277,6 +280,7 @@ Expected<void*> ipcOpen(const IpcHandle& handle) {
 }
 
 Status ipcClose(void* mapped) {
+  emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(mapped, Region::kDevice, &a) || !a.mapped) {
     return emulated("ipcClose of a pointer ipcOpen did not return");

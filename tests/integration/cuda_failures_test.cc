@@ -74,18 +74,33 @@ int stuckPeerBody() {
 // braidCommAbort while a call is held back on its stream (a gate), staged or on the
 // windows, returns at once: it does not wait for the stream, and what the stream will
 // still touch (pinned copies, the proxy's words, the windows and their counters) stays
-// allocated; once the gate opens the stream finishes.
+// allocated; once the gate opens the stream finishes. A first call, not held, sets the
+// windows or the proxy up: setting up maps memory and page-locks it, which CUDA may make
+// wait for the device (NCCL sets up its connections at the first call too).
 int abortHeldBody() {
   braidComm_t comm = nullptr;
   if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
   Expected<void*> s = cuda::streamCreate();
   Expected<void*> mem = cuda::deviceAlloc(1 << 20);
   Gate gate;
-  if (!s.isOk() || !mem.isOk() || !gate.ok() || !gate.hold(s.value())) return 3;
+  if (!s.isOk() || !mem.isOk() || !gate.ok()) return 3;
   float* d = static_cast<float*>(mem.value());
+  if (braidAllReduce(d, d, 1 << 18, braidFloat32, braidSum, comm,
+                     static_cast<braidStream_t>(s.value())) != braidSuccess ||
+      !cuda::streamSynchronize(s.value()).isOk() || !gate.hold(s.value())) {
+    return 4;
+  }
+  // TEST_EARLY_ABORT: rank 0 aborts without the second call, the others call once it is
+  // gone, so their call fails at issue and nothing of it is queued when they abort.
+  int rank = 0;
+  braidCommUserRank(comm, &rank);
+  const bool early = getenv("TEST_EARLY_ABORT") != nullptr;
+  if (early && rank != 0) usleep(300000);
   const uint64_t t0 = nowNs();
-  braidResult_t a = braidAllReduce(d, d, 1 << 18, braidFloat32, braidSum, comm,
-                                   static_cast<braidStream_t>(s.value()));
+  braidResult_t a = early && rank == 0
+                        ? braidSuccess
+                        : braidAllReduce(d, d, 1 << 18, braidFloat32, braidSum, comm,
+                                         static_cast<braidStream_t>(s.value()));
   const uint64_t t1 = nowNs();
   // Progress as it goes: a rank killed for hanging shows where (its output is kept).
   fprintf(stderr, "call %d returned after %.2f s\n", a, static_cast<double>(t1 - t0) / 1e9);
@@ -125,6 +140,8 @@ TEST_P(CudaFailures, AnAbortReturnsWhileACallIsHeldOnItsStream) {
     env["BRAID_TIMEOUT_MS"] = "30000";
     env["BRAID_CUDA_IPC"] = ipc;
     env["BRAID_DEBUG"] = "INFO";  // shown only if a rank fails
+    expectEveryRankPasses(n, env, abortHeldBody, 60);
+    env["TEST_EARLY_ABORT"] = "1";
     expectEveryRankPasses(n, env, abortHeldBody, 60);
   }
 }
