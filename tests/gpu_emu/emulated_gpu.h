@@ -71,7 +71,8 @@ Status enqueue(void* stream, std::function<void()> op);
 // Blocks until everything queued on `stream` so far has run.
 Status drain(void* stream);
 // Blocks until everything queued on every stream so far has run: what cudaFree and
-// cudaFreeHost wait for (a stream held on a counter holds them too, as on a GPU).
+// cudaFreeHost wait for (a stream held on a counter holds them too, as on a GPU), and
+// here also hostRegister/hostUnregister and ipcOpen/ipcClose.
 void drainAll();
 
 }  // namespace braid::cuda::emu
