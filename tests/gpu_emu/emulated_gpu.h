@@ -18,8 +18,8 @@
 // - Freeing device or pinned memory waits for every stream, as cudaFree and cudaFreeHost
 //   wait for the device: a free on a path that must not block shows up as the wait. So do
 //   page-locking and unlocking host memory and opening and closing IPC handles, which CUDA
-//   may make wait (not established either way): a communicator sets its windows up on a
-//   stream nobody holds. Allocating does not wait (seen on an H200: a pinned allocation
+//   may make wait (not established either way): a test that holds a stream makes its
+//   first device call, which sets the windows up, before. Allocating does not wait (seen on an H200: a pinned allocation
 //   while a stream was held returned at once).
 // - Copies follow CUDA's pageable rules: from pageable memory the stream is synchronised
 //   and the data taken before the call returns; to pageable memory the call returns once
