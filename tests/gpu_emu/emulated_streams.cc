@@ -227,18 +227,18 @@ Status copyAsync(void* dst, const void* src, size_t bytes, void* stream) {
   if (overrun) return emu::emulated(emu::unreachable("a copy's source", src, bytes));
   const emu::Region to = emu::regionOf(dst, bytes, &overrun);
   if (overrun) return emu::emulated(emu::unreachable("a copy's destination", dst, bytes));
-  void* to_ = emu::reach(dst);  // as the device reaches them
-  const void* from_ = emu::reach(src);
+  void* dstAt = emu::reach(dst);  // as the device reaches them
+  const void* srcAt = emu::reach(src);
   if (from == emu::Region::kPageable) {
     // CUDA synchronises the stream, then stages the pageable data: the call returns with
     // the stream's earlier work done and the data taken.
     BRAID_TRY(emu::drain(stream));
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
                                                       static_cast<const char*>(src) + bytes);
-    BRAID_TRY(
-        emu::enqueue(stream, [to_, staged] { std::memcpy(to_, staged->data(), staged->size()); }));
+    BRAID_TRY(emu::enqueue(
+        stream, [dstAt, staged] { std::memcpy(dstAt, staged->data(), staged->size()); }));
   } else {
-    BRAID_TRY(emu::enqueue(stream, [to_, from_, bytes] { std::memmove(to_, from_, bytes); }));
+    BRAID_TRY(emu::enqueue(stream, [dstAt, srcAt, bytes] { std::memmove(dstAt, srcAt, bytes); }));
   }
   // To pageable memory CUDA's copy returns once it is done.
   return to == emu::Region::kPageable ? emu::drain(stream) : Status::ok();
