@@ -148,7 +148,7 @@ Expected<size_t> DeviceWindows::placeBuffers(const OpRequest& op, char** in, cha
 // communicator's device calls run in order, as scratch_ and stage_ are shared too).
 Status DeviceWindows::runSchedule(const OpRequest& request, algo::Algorithm alg, void* stream) {
   if (request.preMul.on) {
-    const size_t bytes = regionsOf(request, rank_, nranks_).front().bytes;
+    const size_t bytes = inputBytes(request, rank_, nranks_);
     OpRequest scaled = request;
     scaled.preMul.on = false;
     if (bytes != 0) {

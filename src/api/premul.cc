@@ -10,14 +10,10 @@
 #include "exec/reduce.h"
 
 namespace braid {
-namespace {
 
-// Bytes of op's input on this rank (all-reduce and reduce: count; reduce-scatter: all).
 size_t inputBytes(const OpRequest& op, int rank, int nranks) {
   return regionsOf(op, rank, nranks).front().bytes;
 }
-
-}  // namespace
 
 void readHostScalar(const PreMulScale& s, size_t es, unsigned char* out) {
   std::memcpy(out, s.scalarPtr != nullptr ? s.scalarPtr : s.value, es);

@@ -23,6 +23,9 @@ bool anyPreMul(const OpRequest* ops, size_t n);
 // naming the fix.
 Status checkHostScalars(const std::vector<OpRequest>& ops);
 
+// Bytes of op's input on this rank (all-reduce and reduce: count; reduce-scatter: all).
+size_t inputBytes(const OpRequest& op, int rank, int nranks);
+
 // The scalar of a premul-sum as the host reads it now (es bytes into out).
 void readHostScalar(const PreMulScale& scale, size_t es, unsigned char* out);
 
