@@ -170,6 +170,8 @@ class DeviceWindows {
   Status growScratch(size_t bytes);
   void watch();
   void release(const Status& why);
+  // Stores kReleased over every counter and pair count of the shared page.
+  void releaseCounters();
 
   Comm* comm_ = nullptr;
   int rank_ = 0;

@@ -322,6 +322,12 @@ void DeviceWindows::release(const Status& why) {
     r.text[n] = '\0';
     r.ready.store(1, std::memory_order_release);
   }
+  releaseCounters();
+  watchCv_.notify_one();  // from now on it keeps them released
+  BRAID_WARN("%s", why.message().c_str());
+}
+
+void DeviceWindows::releaseCounters() {
   for (int q = 0; q < nranks_; ++q) {
     counters_[q].value.store(kReleased, std::memory_order_release);
     for (int r = 0; r < nranks_; ++r) {
@@ -329,7 +335,6 @@ void DeviceWindows::release(const Status& why) {
       consumed(q, r).store(kReleased, std::memory_order_release);
     }
   }
-  BRAID_WARN("%s", why.message().c_str());
 }
 
 void DeviceWindows::watch() {
@@ -340,7 +345,11 @@ void DeviceWindows::watch() {
   std::unique_lock<std::mutex> lock(watchMu_);
   while (!stopping_) {
     if (released_.load()) {
-      watchCv_.wait(lock);
+      // A stream's write enqueued before the release (held, or slow) may land after it and
+      // store an ordinary count over kReleased, under a wait of another stream: the counters
+      // are released again every 10 ms, by every rank that knows, for the windows' life.
+      releaseCounters();
+      watchCv_.wait_for(lock, std::chrono::milliseconds(10));
       continue;
     }
     bool changed = false, pending = false, behind = false, peerReleased = false;
@@ -349,7 +358,7 @@ void DeviceWindows::watch() {
     std::string lagging;
     for (int q = 0; q < nranks_; ++q) {
       const uint64_t v = counters_[q].value.load(std::memory_order_acquire);
-      if (v >= kReleased) peerReleased = true;
+      if (v >= kReleased || reason().by.load(std::memory_order_acquire) != 0) peerReleased = true;
       changed = changed || v != seen[static_cast<size_t>(q)];
       seen[static_cast<size_t>(q)] = v;
       if (v < mine) {
@@ -434,17 +443,20 @@ std::string DeviceWindows::releasedBy() const {
 
 bool DeviceWindows::released() {
   if (released_.load()) return true;
-  for (int q = 0; q < nranks_; ++q) {
-    if (counters_[q].value.load(std::memory_order_acquire) < kReleased) continue;
-    // Raised before released_ is set, by whichever thread gets here (the watch thread and
-    // a caller may both): a caller that sees released_ finds the error there. (Setting
-    // released_ first let braidCommGetAsyncError, right after its stream passed a released
-    // barrier, report success while the watch thread had yet to raise it.)
-    comm_->raiseAsyncError(Status(braidRemoteError, releasedBy()));
-    released_.store(true);
-    return true;
+  // Claimed before any counter is released, and never written by a stream: a counter
+  // alone may already show an ordinary count again (a held stream's late write).
+  bool any = reason().by.load(std::memory_order_acquire) != 0;
+  for (int q = 0; q < nranks_ && !any; ++q) {
+    any = counters_[q].value.load(std::memory_order_acquire) >= kReleased;
   }
-  return false;
+  if (!any) return false;
+  // Raised before released_ is set, by whichever thread gets here (the watch thread and
+  // a caller may both): a caller that sees released_ finds the error there. (Setting
+  // released_ first let braidCommGetAsyncError, right after its stream passed a released
+  // barrier, report success while the watch thread had yet to raise it.)
+  comm_->raiseAsyncError(Status(braidRemoteError, releasedBy()));
+  released_.store(true);
+  return true;
 }
 
 }  // namespace braid

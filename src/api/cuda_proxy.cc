@@ -113,11 +113,16 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   if (st.isOk()) st = order_->mark(stream);
   if (st.isOk()) {
     t.ops = std::move(ops);
-  } else {  // the number is taken: let the proxy pass it, running nothing, once the
-            // stream is done with the pinned memory
-    (void)cuda::streamSynchronize(stream);
+  } else {
+    // Enqueued in part, its number taken: the proxy passes it, running nothing. What was
+    // enqueued may still run (the stream may be held: no waiting for it here), so its
+    // pinned copies stay until exit. The peers' host collective lacks this rank's part:
+    // the communicator fails (later calls are refused; its pages are kept, ~StagedProxy).
     word(&words_->ready[slot])->store(t.number, std::memory_order_release);
     word(&words_->back[slot])->store(t.number, std::memory_order_release);
+    keepUntilExit(std::make_shared<StagedBuffers>(std::move(*t.staged)));
+    t.staged.reset();
+    comm_->comm->raiseAsyncError(st.withContext("a staged device call was enqueued in part: "));
   }
   queue_.push_back(std::move(t));
   comm_->inflight.fetch_add(1);

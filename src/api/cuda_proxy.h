@@ -17,7 +17,8 @@
 // Never a silent hang: a host collective that fails (a dead peer, the timeout) raises the
 // communicator's asynchronous error and still writes the done word, so the stream goes
 // on (its results undefined) and braidCommGetAsyncError says why. An abort lets every
-// waiting ticket go the same way.
+// waiting ticket go the same way. A call enqueued only in part fails the communicator at
+// once and waits for no stream: its ticket is passed over, its pinned copies kept.
 //
 // The words live in one pinned page that the GPU reaches: 256 (ready, back) pairs, a
 // ticket using pair (number % 256), and a 257th issue waits until the oldest has come back.

@@ -75,4 +75,8 @@ Status drain(void* stream);
 // here also hostRegister/hostUnregister and ipcOpen/ipcClose.
 void drainAll();
 
+// While on, every streamWaitValue64 fails at once, enqueueing nothing: a fault a test
+// injects to reach the error paths of a call enqueued in part.
+void refuseStreamWaits(bool on);
+
 }  // namespace braid::cuda::emu

@@ -189,6 +189,12 @@ void drainAll() {
   for (Stream* s : Streams::get().all()) s->waitFor(s->queued());
 }
 
+namespace {
+std::atomic<bool> refusingWaits{false};
+}  // namespace
+
+void refuseStreamWaits(bool on) { refusingWaits.store(on); }
+
 }  // namespace emu
 
 Status checkStream(void* stream) {
@@ -310,6 +316,7 @@ Status streamWriteValue64(void* stream, void* deviceAddr, uint64_t value) {
 }
 
 Status streamWaitValue64(void* stream, void* deviceAddr, uint64_t value) {
+  if (emu::refusingWaits.load()) return emu::emulated("cuStreamWaitValue64 refused (a test's fault)");
   std::string why = emu::unreachable("cuStreamWaitValue64 at", deviceAddr, 8);
   if (!why.empty()) return emu::emulated(why);
   return emu::enqueue(stream,

@@ -14,6 +14,9 @@
 #include "cuda/device.h"
 #include "cuda_harness.h"
 #include "spawn.h"
+#if BRAID_EMULATED_GPU
+#include "tests/gpu_emu/emulated_gpu.h"
+#endif
 
 namespace braid::test {
 namespace {
@@ -117,6 +120,57 @@ int abortHeldBody() {
   return called && aborted == braidSuccess && sec < 10 && synced ? 0 : 1;
 }
 
+#if BRAID_EMULATED_GPU
+// A call that fails to enqueue part way (the emulated GPU refuses stream waits on rank 0)
+// while its stream is held: the call returns the error at once, without waiting for the
+// stream; the stream still finishes cleanly once the gate opens (staged, the pinned copies
+// it reads are kept, or the emulated GPU would fault); the peers' calls end in an error
+// (staged, the timeout's; the windows release their barriers) and every later call is
+// refused.
+int enqueuedInPartBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int rank = 0;
+  braidCommUserRank(comm, &rank);
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(1 << 16);
+  Gate gate;
+  if (!s.isOk() || !mem.isOk() || !gate.ok()) return 3;
+  auto* st = static_cast<braidStream_t>(s.value());
+  float* d = static_cast<float*>(mem.value());
+  if (braidAllReduce(d, d, 1 << 12, braidFloat32, braidSum, comm, st) != braidSuccess ||
+      !cuda::streamSynchronize(s.value()).isOk() || !gate.hold(s.value())) {
+    return 4;
+  }
+  gate.arm(10000);  // were the call to wait for the stream, it would take 10 s
+  if (rank == 0) cuda::emu::refuseStreamWaits(true);
+  const uint64_t t0 = nowNs();
+  const braidResult_t a = braidAllReduce(d, d, 1 << 12, braidFloat32, braidSum, comm, st);
+  const double sec = static_cast<double>(nowNs() - t0) / 1e9;
+  cuda::emu::refuseStreamWaits(false);
+  gate.open();
+  const bool synced = cuda::streamSynchronize(s.value()).isOk();
+  braidResult_t async = braidSuccess;
+  braidCommGetAsyncError(comm, &async);
+  const braidResult_t later = braidAllReduce(d, d, 16, braidFloat32, braidSum, comm, st);
+  const std::string msg = braidGetLastError(comm);
+  fprintf(stderr, "rank %d: call %d after %.2f s, synced %d, async %d, later %d: %s\n", rank, a,
+          sec, synced, async, later, msg.c_str());
+  (void)cuda::streamDestroy(s.value());
+  (void)cuda::deviceFree(mem.value());
+  braidCommDestroy(comm);
+  const char* ipc = getenv("BRAID_CUDA_IPC");
+  const bool staged = ipc != nullptr && std::string(ipc) == "0";
+  // Through the windows a peer's call may find the barriers released already.
+  const bool callOk = rank == 0 ? a != braidSuccess && sec < 2
+                                : a == braidSuccess || (!staged && a == braidRemoteError);
+  // Staged, the peers' host collective times out waiting for rank 0.
+  const char* why = !staged ? "enqueueing a call failed" : rank == 0 ? "enqueued in part" : "rank 0";
+  const bool says = msg.find(why) != std::string::npos;
+  return callOk && synced && async != braidSuccess && later != braidSuccess && says ? 0 : 1;
+}
+#endif
+
 class CudaFailures : public ::testing::TestWithParam<int> {};
 
 // A peer that never calls: through the windows, the watch thread releases the barriers;
@@ -159,6 +213,17 @@ TEST_P(CudaFailures, APeerThatDiesEndsInAnErrorNotAHang) {
     expectEveryRankPasses(n, env, stuckPeerBody, 120);
   }
 }
+
+#if BRAID_EMULATED_GPU
+TEST_P(CudaFailures, ACallEnqueuedInPartFailsWithoutWaitingForItsStream) {
+  for (const char* ipc : {"0", "1"}) {
+    Env env = jobEnv(GetParam());
+    env["BRAID_TIMEOUT_MS"] = "3000";
+    env["BRAID_CUDA_IPC"] = ipc;
+    expectEveryRankPasses(GetParam(), env, enqueuedInPartBody, 60);
+  }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaFailures, ::testing::Values(2, 3, 4),
                          [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
