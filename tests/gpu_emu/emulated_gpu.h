@@ -19,13 +19,15 @@
 //   wait for the device: a free on a path that must not block shows up as the wait. So do
 //   page-locking and unlocking host memory and opening and closing IPC handles, which CUDA
 //   may make wait (not established either way): a test that holds a stream makes its
-//   first device call, which sets the windows up, before. Allocating does not wait (seen on an H200: a pinned allocation
-//   while a stream was held returned at once).
+//   first device call, which sets the windows up, before. Allocating does not wait (seen on an
+//   H200: a pinned allocation while a stream was held returned at once).
 // - Copies follow CUDA's pageable rules: from pageable memory the stream is synchronised
 //   and the data taken before the call returns; to pageable memory the call returns once
 //   the copy is done.
 // Not modelled: the GPU's memory ordering (all of this is coherent host memory), kernel
-// concurrency, timing.
+// concurrency, timing; BRAID_EMU_JITTER_US=N delays each stream operation by a random
+// 0..N us, so stream work lands late against the host (scripts/test.sh runs the device
+// failure tests so once).
 //
 // Thread-safe. Like CUDA's, its state does not survive fork().
 #pragma once

@@ -1,12 +1,17 @@
 // The emulated GPU's work: streams as worker threads, events, copies, the driver's stream
 // memory operations and the copy and reduce kernels.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -21,6 +26,21 @@
 namespace braid::cuda {
 namespace emu {
 namespace {
+
+// BRAID_EMU_JITTER_US=N: each stream operation starts after a random 0..N us, so that
+// stream work lands late against the host code that enqueued it (a GPU's timing is not
+// modelled otherwise): races between the two show up in repeated runs.
+void jitter() {
+  static const int maxUs = [] {
+    const char* v = getenv("BRAID_EMU_JITTER_US");
+    return v != nullptr ? std::max(0, atoi(v)) : 0;
+  }();
+  if (maxUs == 0) return;
+  thread_local std::minstd_rand rng(static_cast<unsigned>(
+      std::hash<std::thread::id>()(std::this_thread::get_id()) ^ static_cast<unsigned>(getpid())));
+  std::this_thread::sleep_for(
+      std::chrono::microseconds(rng() % (static_cast<unsigned>(maxUs) + 1)));
+}
 
 // One stream: a worker thread running its operations in order. Never destroyed (a
 // destroyed stream's worker finishes its queue and ends), so an event or a late
@@ -61,6 +81,7 @@ class Stream {
       std::function<void()> op = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
+      jitter();
       op();
       lock.lock();
       ++done_;
