@@ -274,8 +274,23 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
   return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
 }
 
+// A call recorded into a CUDA graph would run, at every replay, with the barrier and
+// ticket numbers it was given when captured: refused before anything is set up or
+// enqueued, so the communicator and the capture are as they were.
+Status refuseCapture(braidStream_t stream) {
+  BRAID_ASSIGN_OR_RETURN(bool capturing, cuda::streamCapturing(stream));
+  if (!capturing) return Status::ok();
+  return invalidUsage(
+      std::string(stream == nullptr ? "the legacy NULL stream cannot be used while another "
+                                      "stream captures a CUDA graph"
+                                    : "stream is capturing a CUDA graph") +
+      ": Braid's device calls cannot be captured (each is numbered when it is enqueued, and "
+      "a replay would reuse the numbers); make the call outside the capture");
+}
+
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
+  BRAID_TRY(refuseCapture(stream));
   return runPaths(comm, std::move(ops), stream);
 }
 

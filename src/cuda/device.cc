@@ -26,6 +26,29 @@ Status cudaFailure(const char* call, cudaError_t err) {
     }                                             \
   } while (0)
 
+// For the life of one call that CUDA counts unsafe during a graph capture (allocating,
+// freeing, page-locking, IPC, synchronising): this thread's capture mode is relaxed, so
+// the call neither fails nor invalidates a capture the application is making on another
+// stream in global mode (torch.cuda.graph's default), as NCCL's own allocations do.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() {
+    if (cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) {
+      cudaGetLastError();
+      swapped_ = false;
+    }
+  }
+  ~RelaxedCapture() {
+    if (swapped_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+  bool swapped_ = true;
+};
+
 DeviceStatus askDevices() {
   DeviceStatus s;
   int count = 0;
@@ -123,6 +146,14 @@ MemoryKind memoryKind(const void* p) {
 
 Status checkStream(void* stream) {
   if (!hasDevice()) return Status(braidInvalidArgument, deviceStatus().reason);
+  // Querying a stream that captures a graph invalidates the capture: asked first (a call
+  // on it is refused later, with the reason).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture) != cudaSuccess) {
+    cudaGetLastError();  // cudaStreamQuery says why below
+  } else if (capture != cudaStreamCaptureStatusNone) {
+    return Status::ok();
+  }
   cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
   if (err == cudaSuccess || err == cudaErrorNotReady) return Status::ok();
   cudaGetLastError();
@@ -132,39 +163,71 @@ Status checkStream(void* stream) {
 }
 
 Status streamSynchronize(void* stream) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   return Status::ok();
 }
 
 Expected<void*> streamCreate() {
+  const RelaxedCapture relaxed;
   cudaStream_t s = nullptr;
   BRAID_CUDA_CALL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   return static_cast<void*>(s);
 }
 
 Status streamDestroy(void* stream) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
   return Status::ok();
 }
 
+Expected<bool> streamCapturing(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaError_t err = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status);
+  if (err == cudaErrorStreamCaptureImplicit) {
+    cudaGetLastError();
+    return true;
+  }
+  if (err != cudaSuccess) return cudaFailure("cudaStreamIsCapturing", err);
+  return status != cudaStreamCaptureStatusNone;
+}
+
+Status streamBeginCapture(void* stream) {
+  BRAID_CUDA_CALL(
+      cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeGlobal));
+  return Status::ok();
+}
+
+Status streamEndCapture(void* stream) {
+  cudaGraph_t graph = nullptr;
+  cudaError_t err = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  if (err != cudaSuccess) return cudaFailure("cudaStreamEndCapture", err);
+  return Status::ok();
+}
+
 Expected<void*> deviceAlloc(size_t bytes) {
+  const RelaxedCapture relaxed;
   void* p = nullptr;
   BRAID_CUDA_CALL(cudaMalloc(&p, bytes));
   return p;
 }
 
 Status deviceFree(void* p) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaFree(p));
   return Status::ok();
 }
 
 Expected<void*> pinnedAlloc(size_t bytes) {
+  const RelaxedCapture relaxed;
   void* p = nullptr;
   BRAID_CUDA_CALL(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
   return p;
 }
 
 Status pinnedFree(void* p) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaFreeHost(p));
   return Status::ok();
 }
@@ -179,6 +242,7 @@ Expected<IpcHandle> ipcHandle(void* devicePtr) {
 }
 
 Expected<void*> ipcOpen(const IpcHandle& handle) {
+  const RelaxedCapture relaxed;
   cudaIpcMemHandle_t h;
   std::memcpy(&h, handle.bytes, kIpcHandleBytes);
   void* p = nullptr;
@@ -187,6 +251,7 @@ Expected<void*> ipcOpen(const IpcHandle& handle) {
 }
 
 Status ipcClose(void* mapped) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaIpcCloseMemHandle(mapped));
   return Status::ok();
 }
@@ -227,12 +292,14 @@ Expected<bool> streamIdle(void* stream) {
 }
 
 Expected<void*> eventCreate() {
+  const RelaxedCapture relaxed;
   cudaEvent_t e = nullptr;
   BRAID_CUDA_CALL(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   return static_cast<void*>(e);
 }
 
 Status eventDestroy(void* event) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
   return Status::ok();
 }
@@ -250,11 +317,13 @@ Status streamWaitEvent(void* stream, void* event) {
 }
 
 Status eventSynchronize(void* event) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
   return Status::ok();
 }
 
 Expected<void*> hostRegister(void* p, size_t bytes) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped));
   void* device = nullptr;
   cudaError_t err = cudaHostGetDevicePointer(&device, p, 0);
@@ -266,6 +335,7 @@ Expected<void*> hostRegister(void* p, size_t bytes) {
 }
 
 Status hostUnregister(void* p) {
+  const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaHostUnregister(p));
   return Status::ok();
 }

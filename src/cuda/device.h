@@ -44,6 +44,16 @@ Status streamSynchronize(void* stream);
 Expected<void*> streamCreate();  // non-blocking with respect to the legacy stream
 Status streamDestroy(void* stream);
 
+// Whether `stream` is capturing a CUDA graph (cudaStreamIsCapturing; an invalidated
+// capture counts, and so does the legacy stream while another stream's capture forbids
+// using it).
+Expected<bool> streamCapturing(void* stream);
+// Tests: capture `stream` into a graph (cudaStreamCaptureModeGlobal, as torch.cuda.graph
+// does), then end the capture and destroy the graph (the error of a capture invalidated
+// meanwhile).
+Status streamBeginCapture(void* stream);
+Status streamEndCapture(void* stream);
+
 Expected<void*> deviceAlloc(size_t bytes);
 Status deviceFree(void* p);
 Expected<void*> pinnedAlloc(size_t bytes);  // page-locked host memory

@@ -25,6 +25,9 @@ Status checkStream(void*) { return Status(braidInvalidArgument, kNoCuda); }
 Status streamSynchronize(void*) { return notBuilt(); }
 Expected<void*> streamCreate() { return notBuilt(); }
 Status streamDestroy(void*) { return notBuilt(); }
+Expected<bool> streamCapturing(void*) { return notBuilt(); }
+Status streamBeginCapture(void*) { return notBuilt(); }
+Status streamEndCapture(void*) { return notBuilt(); }
 Expected<void*> deviceAlloc(size_t) { return notBuilt(); }
 Status deviceFree(void*) { return notBuilt(); }
 Expected<void*> pinnedAlloc(size_t) { return notBuilt(); }

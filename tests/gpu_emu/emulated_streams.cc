@@ -50,6 +50,7 @@ class Stream {
   Stream() : worker_([this] { run(); }) { worker_.detach(); }
   void push(std::function<void()> op) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (capturing_) return;  // recorded into the graph, which nothing here launches
     queue_.push_back(std::move(op));
     ++queued_;
     cv_.notify_all();
@@ -70,6 +71,29 @@ class Stream {
     std::lock_guard<std::mutex> lock(mu_);
     retired_ = true;
     cv_.notify_all();
+  }
+  bool beginCapture() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (capturing_) return false;
+    capturing_ = true;
+    invalidated_ = false;
+    return true;
+  }
+  // false: it was not capturing; *invalidated: the capture was broken meanwhile.
+  bool endCapture(bool* invalidated) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!capturing_) return false;
+    capturing_ = false;
+    *invalidated = invalidated_;
+    return true;
+  }
+  bool capturing() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return capturing_;
+  }
+  void invalidateCapture() {
+    std::lock_guard<std::mutex> lock(mu_);
+    invalidated_ = capturing_;
   }
 
  private:
@@ -94,6 +118,7 @@ class Stream {
   std::deque<std::function<void()>> queue_;
   uint64_t queued_ = 0, done_ = 0;
   bool retired_ = false;
+  bool capturing_ = false, invalidated_ = false;
   std::thread worker_;
 };
 
@@ -226,6 +251,11 @@ Status checkStream(void* stream) {
 }
 
 Status streamSynchronize(void* stream) {
+  emu::Stream* s = emu::Streams::get().find(stream);
+  if (s != nullptr && s->capturing()) {
+    s->invalidateCapture();
+    return emu::emulated("streamSynchronize of a stream that is capturing a graph");
+  }
   BRAID_TRY(emu::drain(stream));
   return emu::stickyFault();
 }
@@ -241,9 +271,35 @@ Status streamDestroy(void* stream) {
   return Status::ok();
 }
 
+Expected<bool> streamCapturing(void* stream) {
+  emu::Stream* s = emu::Streams::get().find(stream);
+  if (s == nullptr) return emu::badStream(stream);
+  return s->capturing();
+}
+
+Status streamBeginCapture(void* stream) {
+  emu::Stream* s = emu::Streams::get().find(stream);
+  if (s == nullptr || stream == nullptr) return emu::badStream(stream);
+  if (!s->beginCapture()) return emu::emulated("streamBeginCapture: already capturing");
+  return Status::ok();
+}
+
+Status streamEndCapture(void* stream) {
+  emu::Stream* s = emu::Streams::get().find(stream);
+  if (s == nullptr) return emu::badStream(stream);
+  bool invalidated = false;
+  if (!s->endCapture(&invalidated)) return emu::emulated("streamEndCapture: not capturing");
+  if (invalidated) return emu::emulated("streamEndCapture: the capture was invalidated");
+  return Status::ok();
+}
+
 Expected<bool> streamIdle(void* stream) {
   emu::Stream* s = emu::Streams::get().find(stream);
   if (s == nullptr) return emu::badStream(stream);
+  if (s->capturing()) {  // as cudaStreamQuery: not of a capturing stream
+    s->invalidateCapture();
+    return emu::emulated("streamIdle of a stream that is capturing a graph");
+  }
   return s->finished(s->queued());
 }
 

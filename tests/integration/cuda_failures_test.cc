@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "braid/braid.h"
 #include "core/clock.h"
@@ -120,6 +121,60 @@ int abortHeldBody() {
   return called && aborted == braidSuccess && sec < 10 && synced ? 0 : 1;
 }
 
+// A call on a stream that is capturing a CUDA graph (global mode, as torch.cuda.graph
+// captures), alone or in a group, is refused with braidInvalidUsage before anything is set
+// up or enqueued. Meanwhile a call on another stream runs, and makes the windows or the
+// staged buffers (allocations, IPC, page-locking: relaxed about captures, src/cuda/
+// device.cc). The capture then ends intact, and calls on its stream are exact again.
+int captureBody() {
+  braidComm_t comm = nullptr;
+  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
+  int n = 0, rank = 0;
+  braidCommCount(comm, &n);
+  braidCommUserRank(comm, &rank);
+  constexpr size_t kCount = 4096;
+  Expected<void*> a = cuda::streamCreate();
+  Expected<void*> b = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(kCount * sizeof(float));
+  if (!a.isOk() || !b.isOk() || !mem.isOk()) return 3;
+  auto* sa = static_cast<braidStream_t>(a.value());
+  auto* sb = static_cast<braidStream_t>(b.value());
+  float* d = static_cast<float*>(mem.value());
+  std::vector<float> host(kCount, static_cast<float>(rank + 1));
+  if (!cuda::copyAsync(d, host.data(), kCount * sizeof(float), b.value()).isOk() ||
+      !cuda::streamSynchronize(b.value()).isOk() || !cuda::streamBeginCapture(a.value()).isOk()) {
+    return 4;
+  }
+  const braidResult_t alone = braidAllReduce(d, d, kCount, braidFloat32, braidSum, comm, sa);
+  const std::string why = braidGetLastError(comm);
+  braidGroupStart();
+  braidAllReduce(d, d, kCount, braidFloat32, braidSum, comm, sa);
+  const braidResult_t grouped = braidGroupEnd();
+  const braidResult_t other = braidAllReduce(d, d, kCount, braidFloat32, braidSum, comm, sb);
+  const bool otherSynced = cuda::streamSynchronize(b.value()).isOk();
+  const Status ended = cuda::streamEndCapture(a.value());
+  const braidResult_t after = braidAllReduce(d, d, kCount, braidFloat32, braidSum, comm, sa);
+  bool exact = cuda::copyAsync(host.data(), d, kCount * sizeof(float), a.value()).isOk() &&
+               cuda::streamSynchronize(a.value()).isOk();
+  // Two sums of every rank's (r + 1): n (n + 1) / 2 times n.
+  const float want = static_cast<float>(n * (n + 1) / 2 * n);
+  for (float v : host) exact = exact && v == want;
+  fprintf(stderr,
+          "rank %d: alone %d (%s), grouped %d, other stream %d synced %d, "
+          "capture ended: %s, after %d, exact %d\n",
+          rank, alone, why.c_str(), grouped, other, otherSynced,
+          ended.isOk() ? "ok" : ended.message().c_str(), after, exact);
+  (void)cuda::streamDestroy(a.value());
+  (void)cuda::streamDestroy(b.value());
+  (void)cuda::deviceFree(mem.value());
+  braidCommDestroy(comm);
+  return alone == braidInvalidUsage && why.find("capturing a CUDA graph") != std::string::npos &&
+                 grouped == braidInvalidUsage && other == braidSuccess && otherSynced &&
+                 ended.isOk() && after == braidSuccess && exact
+             ? 0
+             : 1;
+}
+
 #if BRAID_EMULATED_GPU
 // A call that fails to enqueue part way (the emulated GPU refuses stream waits on rank 0)
 // while its stream is held: the call returns the error at once, without waiting for the
@@ -211,6 +266,16 @@ TEST_P(CudaFailures, APeerThatDiesEndsInAnErrorNotAHang) {
     env["BRAID_CUDA_IPC"] = ipc;
     env["TEST_PEER_DIES"] = "1";
     expectEveryRankPasses(n, env, stuckPeerBody, 120);
+  }
+}
+
+// Through the windows and staged.
+TEST_P(CudaFailures, ACallOnACapturingStreamIsRefusedAndTheCaptureStaysIntact) {
+  SKIP_WITHOUT_DEVICE();
+  for (const char* ipc : {"1", "0"}) {
+    Env env = jobEnv(GetParam());
+    env["BRAID_CUDA_IPC"] = ipc;
+    expectEveryRankPasses(GetParam(), env, captureBody, 60);
   }
 }
 
