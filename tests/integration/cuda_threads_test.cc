@@ -1,0 +1,94 @@
+// Several ranks in one process, one thread each, on device buffers: what ncclCommInitAll
+// makes (torch.nn.DataParallel's torch.cuda.nccl, nccl-tests' -g) and the NCCL drop-in's
+// group across communicators runs, a thread per communicator. CUDA IPC cannot open a
+// handle in the process that made it, so the ranks agree to stage their device calls;
+// every call is exact and returns, as with ranks in processes. Skips where there is no
+// GPU (Emulated.* runs it over the emulated GPU, tests/gpu_emu).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "braid/braid.h"
+#include "cuda/device.h"
+#include "cuda_harness.h"
+#include "spawn.h"
+
+namespace braid::test {
+namespace {
+
+constexpr size_t kCount = 70000;  // floats per rank
+
+// One rank's thread: an all-reduce, an all-gather into a device buffer and a send/recv
+// ring on its own stream, each checked exactly. 0 when every result is right.
+int oneRank(const braidUniqueId& id, int n, int rank) {
+  braidComm_t comm = nullptr;
+  if (braidCommInitRank(&comm, n, id, rank) != braidSuccess) return 2;
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(kCount * sizeof(float) * (n + 1));
+  if (!s.isOk() || !mem.isOk()) return 3;
+  auto* st = static_cast<braidStream_t>(s.value());
+  float* d = static_cast<float*>(mem.value());  // kCount to reduce, then n * kCount
+  std::vector<float> host(kCount * (n + 1));
+  for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<float>(rank + 1) + i % 7;
+  bool ok = cuda::copyAsync(d, host.data(), kCount * sizeof(float), s.value()).isOk();
+  ok = ok && braidAllReduce(d, d, kCount, braidFloat32, braidSum, comm, st) == braidSuccess;
+  ok = ok && braidAllGather(d, d + kCount, kCount, braidFloat32, comm, st) == braidSuccess;
+  // Send/recv around the ring, grouped: what rank - 1 sent lands in host[0..kCount).
+  const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  ok = ok && braidGroupStart() == braidSuccess;
+  ok = ok &&
+       braidSend(d + kCount * (rank + 1), kCount, braidFloat32, next, comm, st) == braidSuccess;
+  ok = ok && braidRecv(d, kCount, braidFloat32, prev, comm, st) == braidSuccess;
+  ok = ok && braidGroupEnd() == braidSuccess;
+  ok = ok && cuda::copyAsync(host.data(), d, host.size() * sizeof(float), s.value()).isOk() &&
+       cuda::streamSynchronize(s.value()).isOk();
+  size_t wrong = 0;
+  for (size_t i = 0; i < kCount; ++i) {
+    const float sum = static_cast<float>(n * (n + 1) / 2 + n * static_cast<int>(i % 7));
+    wrong += host[i] != sum ? 1 : 0;  // every gathered block is the same sum
+    for (int q = 0; q < n; ++q) wrong += host[kCount * (q + 1) + i] != sum ? 1 : 0;
+  }
+  std::fprintf(stderr, "rank %d (thread): calls %s, %zu wrong\n", rank, ok ? "ok" : "failed",
+               wrong);
+  (void)cuda::streamDestroy(s.value());
+  (void)cuda::deviceFree(mem.value());
+  braidCommDestroy(comm);
+  return ok && wrong == 0 ? 0 : 1;
+}
+
+// The whole job in one process: TEST_THREADS ranks.
+int threadsBody() {
+  const int n = std::atoi(std::getenv("TEST_THREADS"));
+  braidUniqueId id;
+  if (braidGetUniqueId(&id) != braidSuccess) return 2;
+  std::vector<std::atomic<int>> rc(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] { rc[static_cast<size_t>(r)] = oneRank(id, n, r); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::atomic<int>& c : rc) {
+    if (c != 0) return c;
+  }
+  return 0;
+}
+
+class CudaThreads : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaThreads, RanksAsThreadsOfOneProcessRunEveryCallExactly) {
+  SKIP_WITHOUT_DEVICE();
+  Env env;  // one process: the unique id is the rendezvous
+  env["TEST_THREADS"] = std::to_string(GetParam());
+  env["BRAID_TIMEOUT_MS"] = "20000";
+  expectEveryRankPasses(1, env, threadsBody, 90);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CudaThreads, ::testing::Values(2, 3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
+
+}  // namespace
+}  // namespace braid::test
