@@ -269,7 +269,10 @@ braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, 
 braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream);
 
 /* Groups: calls between braidGroupStart and braidGroupEnd on this thread are
- * issued together at braidGroupEnd. Groups nest; the outermost end issues. */
+ * issued together at braidGroupEnd. Groups nest; the outermost end issues. A
+ * group may span communicators, ranks of one process included (one thread
+ * driving several ranks, as with NCCL's ncclCommInitAll): their calls are
+ * issued side by side, those sharing a stream in the order first used. */
 braidResult_t braidGroupStart(void);
 braidResult_t braidGroupEnd(void);
 

@@ -106,6 +106,8 @@ void dropRegistrations(braidComm* comm);
 // Records `status` as the last error (of comm, when live, and of this thread)
 // and returns its code. Logs it at WARN level once.
 braidResult_t finish(braidComm* comm, const Status& status);
+// This thread's last error, as braidGetLastError(NULL) reports it.
+extern thread_local std::string tLastError;
 
 // Whether `stream` is NULL or a live host stream.
 bool isValidStream(braidStream_t stream);

@@ -19,7 +19,6 @@
 using namespace braid;
 
 namespace braid {
-extern thread_local std::string tLastError;
 Expected<CommConfig> configFrom(const braidConfig_t* config, std::string* transports);
 Expected<UniqueIdData> uniqueIdFromEnv(int rank, int nranks, std::shared_ptr<RootHandle>* root);
 Status launcherRankAndSize(int* rank, int* nranks);

@@ -1,6 +1,10 @@
 #include "api/ops.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
 
 #include "api/cuda_ops.h"
 #include "api/premul.h"
@@ -404,6 +408,12 @@ braidResult_t braidGroupStart(void) {
   return braidSuccess;
 }
 
+// One issue per communicator, in the order each was first used. Issues on one stream (a
+// CUDA or a host stream) run one after another in that order, so the stream holds their
+// work in the same order on every rank; issues on different streams, and each on the NULL
+// stream, run side by side, a thread each beyond the first. Ranks of one process (a
+// thread's communicators, as ncclCommInitAll makes them) then meet where a call waits for
+// every rank: host buffers on the NULL stream, the device windows' set-up.
 braidResult_t braidGroupEnd(void) {
   if (tGroupDepth == 0) {
     return finish(nullptr, invalidUsage("braidGroupEnd without a matching braidGroupStart"));
@@ -411,23 +421,47 @@ braidResult_t braidGroupEnd(void) {
   if (--tGroupDepth > 0) return braidSuccess;
   std::vector<Queued> group;
   group.swap(tGroup);
-  // One issue per communicator, in the order each was first used.
-  braidResult_t first = braidSuccess;
-  std::vector<bool> done(group.size(), false);
-  for (size_t i = 0; i < group.size(); ++i) {
-    if (done[i]) continue;
+  struct Issue {
+    braidComm* comm;
+    braidStream_t stream;  // the communicator's first call's
     std::vector<OpRequest> ops;
-    for (size_t j = i; j < group.size(); ++j) {
-      if (group[j].comm != group[i].comm) continue;
-      ops.push_back(std::move(group[j].op));
-      done[j] = true;
-    }
-    braidResult_t r = isLiveComm(group[i].comm)
-                          ? issueOps(group[i].comm, std::move(ops), group[i].stream)
-                          : finish(nullptr, invalidArgument("a group used a destroyed comm"));
-    if (first == braidSuccess) first = r;
+  };
+  std::vector<Issue> issues;
+  for (Queued& q : group) {
+    auto it = std::find_if(issues.begin(), issues.end(),
+                           [&](const Issue& i) { return i.comm == q.comm; });
+    if (it == issues.end()) it = issues.insert(issues.end(), Issue{q.comm, q.stream, {}});
+    it->ops.push_back(std::move(q.op));
   }
-  return first;
+  std::vector<std::vector<size_t>> lanes;  // indices into issues, run in order
+  for (size_t i = 0; i < issues.size(); ++i) {
+    auto lane = std::find_if(lanes.begin(), lanes.end(), [&](const std::vector<size_t>& l) {
+      return issues[i].stream != nullptr && issues[l[0]].stream == issues[i].stream;
+    });
+    if (lane == lanes.end()) lane = lanes.insert(lanes.end(), std::vector<size_t>());
+    lane->push_back(i);
+  }
+  std::vector<braidResult_t> results(issues.size(), braidSuccess);
+  std::vector<std::string> errors(issues.size());
+  auto run = [&](const std::vector<size_t>& lane) {
+    for (size_t i : lane) {
+      Issue& is = issues[i];
+      results[i] = isLiveComm(is.comm)
+                       ? issueOps(is.comm, std::move(is.ops), is.stream)
+                       : finish(nullptr, invalidArgument("a group used a destroyed comm"));
+      if (results[i] != braidSuccess) errors[i] = tLastError;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t l = 1; l < lanes.size(); ++l) threads.emplace_back(run, std::cref(lanes[l]));
+  if (!lanes.empty()) run(lanes[0]);
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < issues.size(); ++i) {
+    if (results[i] == braidSuccess) continue;
+    tLastError = errors[i];  // the thread that issued it may have been another
+    return results[i];
+  }
+  return braidSuccess;
 }
 
 }  // extern "C"

@@ -1,11 +1,13 @@
-// Several ranks in one process, one thread each, on device buffers: what ncclCommInitAll
-// makes (torch.nn.DataParallel's torch.cuda.nccl, nccl-tests' -g) and the NCCL drop-in's
-// group across communicators runs, a thread per communicator. CUDA IPC cannot open a
-// handle in the process that made it, so the ranks agree to stage their device calls;
-// every call is exact and returns, as with ranks in processes. Skips where there is no
-// GPU (Emulated.* runs it over the emulated GPU, tests/gpu_emu).
+// Several ranks in one process on device buffers: a thread each, as the NCCL drop-in's
+// group across communicators runs them, or one thread driving them all in one group, as
+// ncclCommInitAll's caller does (torch.nn.DataParallel's torch.cuda.nccl, nccl-tests'
+// -g). CUDA IPC cannot open a handle in the process that made it, so the ranks agree to
+// stage their device calls; every call is exact and returns, as with ranks in
+// processes. Skips where there is no GPU (Emulated.* runs it over the emulated GPU,
+// tests/gpu_emu).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <string>
@@ -77,6 +79,57 @@ int threadsBody() {
   return 0;
 }
 
+// One thread drives every rank: one group of an all-reduce per rank, each on its own
+// stream (the first device call, so the group sets up, side by side), then the streams
+// are synchronised and every result checked.
+int oneThreadBody() {
+  const int n = std::atoi(std::getenv("TEST_THREADS"));
+  braidUniqueId id;
+  if (braidGetUniqueId(&id) != braidSuccess) return 2;
+  std::vector<braidComm_t> comms(static_cast<size_t>(n), nullptr);
+  std::vector<std::thread> inits;
+  for (int r = 0; r < n; ++r) {
+    inits.emplace_back([&, r] { braidCommInitRank(&comms[static_cast<size_t>(r)], n, id, r); });
+  }
+  for (std::thread& t : inits) t.join();
+  std::vector<void*> streams, mems;
+  std::vector<float> host(kCount);
+  bool ok = true;
+  for (int r = 0; r < n && ok; ++r) {
+    Expected<void*> s = cuda::streamCreate();
+    Expected<void*> mem = cuda::deviceAlloc(kCount * sizeof(float));
+    ok = s.isOk() && mem.isOk() && comms[static_cast<size_t>(r)] != nullptr;
+    if (!ok) break;
+    streams.push_back(s.value());
+    mems.push_back(mem.value());
+    std::fill(host.begin(), host.end(), static_cast<float>(r + 1));
+    ok = cuda::copyAsync(mem.value(), host.data(), kCount * sizeof(float), s.value()).isOk();
+  }
+  if (!ok) return 3;
+  braidGroupStart();
+  for (int r = 0; r < n; ++r) {
+    float* d = static_cast<float*>(mems[static_cast<size_t>(r)]);
+    braidAllReduce(d, d, kCount, braidFloat32, braidSum, comms[static_cast<size_t>(r)],
+                   static_cast<braidStream_t>(streams[static_cast<size_t>(r)]));
+  }
+  const braidResult_t grouped = braidGroupEnd();
+  size_t wrong = 0;
+  for (int r = 0; r < n; ++r) {
+    void* s = streams[static_cast<size_t>(r)];
+    ok = ok &&
+         cuda::copyAsync(host.data(), mems[static_cast<size_t>(r)], kCount * sizeof(float), s)
+             .isOk() &&
+         cuda::streamSynchronize(s).isOk();
+    for (float v : host) wrong += v != static_cast<float>(n * (n + 1) / 2) ? 1 : 0;
+  }
+  std::fprintf(stderr, "one thread, %d ranks: group %d, synced %d, %zu wrong\n", n, grouped, ok,
+               wrong);
+  for (void* s : streams) (void)cuda::streamDestroy(s);
+  for (void* m : mems) (void)cuda::deviceFree(m);
+  for (braidComm_t c : comms) braidCommDestroy(c);
+  return grouped == braidSuccess && ok && wrong == 0 ? 0 : 1;
+}
+
 class CudaThreads : public ::testing::TestWithParam<int> {};
 
 TEST_P(CudaThreads, RanksAsThreadsOfOneProcessRunEveryCallExactly) {
@@ -85,6 +138,14 @@ TEST_P(CudaThreads, RanksAsThreadsOfOneProcessRunEveryCallExactly) {
   env["TEST_THREADS"] = std::to_string(GetParam());
   env["BRAID_TIMEOUT_MS"] = "20000";
   expectEveryRankPasses(1, env, threadsBody, 90);
+}
+
+TEST_P(CudaThreads, OneThreadDrivesEveryRankInAGroup) {
+  SKIP_WITHOUT_DEVICE();
+  Env env;
+  env["TEST_THREADS"] = std::to_string(GetParam());
+  env["BRAID_TIMEOUT_MS"] = "20000";
+  expectEveryRankPasses(1, env, oneThreadBody, 90);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaThreads, ::testing::Values(2, 3, 4),

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -115,6 +116,65 @@ TEST(Groups, SendToSelfAndMismatchedSizesAreReported) {
   expectAllZero(outcomes);
   EXPECT_NE(outcomes[1].output.find("sent 8 bytes where this rank expected 4"), std::string::npos)
       << outcomes[1].output;
+}
+
+// One thread driving every rank of a communicator (as ncclCommInitAll's caller does):
+// one group of an all-reduce per rank on the NULL stream, each blocking until every rank
+// has made it, then a group of an all-gather per rank, each on a host stream of its own.
+// Both complete, exact; issued one after another, the first waited out the timeout.
+TEST(Groups, GroupAcrossRanksOfOneThread) {
+  for (int n : {2, 3, 4}) {
+    Env env;
+    env["BRAID_TIMEOUT_MS"] = "15000";
+    auto outcomes = runRanks(1, env, [n](int) {
+      braidUniqueId id;
+      if (braidGetUniqueId(&id) != braidSuccess) return 2;
+      std::vector<braidComm_t> comms(n, nullptr);
+      std::vector<std::thread> inits;
+      for (int r = 0; r < n; ++r) {
+        inits.emplace_back([&, r] { braidCommInitRank(&comms[r], n, id, r); });
+      }
+      for (std::thread& t : inits) t.join();
+      for (braidComm_t c : comms) {
+        if (c == nullptr) return 3;
+      }
+      const size_t k = 50000;
+      std::vector<std::vector<int32_t>> in(n), out(n), all(n);
+      for (int r = 0; r < n; ++r) {
+        in[r].assign(k, r + 1);
+        out[r].assign(k, 0);
+        all[r].assign(k * n, 0);
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      braidGroupStart();
+      for (int r = 0; r < n; ++r) {
+        braidAllReduce(in[r].data(), out[r].data(), k, braidInt32, braidSum, comms[r], nullptr);
+      }
+      const braidResult_t reduced = braidGroupEnd();
+      std::vector<braidStream_t> streams(n, nullptr);
+      for (braidStream_t& s : streams) braidStreamCreate(&s);
+      braidGroupStart();
+      for (int r = 0; r < n; ++r) {
+        braidAllGather(out[r].data(), all[r].data(), k, braidInt32, comms[r], streams[r]);
+      }
+      braidResult_t gathered = braidGroupEnd();
+      for (braidStream_t s : streams) {
+        if (braidStreamSynchronize(s) != braidSuccess) gathered = braidInternalError;
+      }
+      const double sec =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      size_t wrong = 0;
+      for (int r = 0; r < n; ++r) {
+        for (int32_t v : all[r]) wrong += v != n * (n + 1) / 2 ? 1 : 0;
+      }
+      fprintf(stderr, "%d ranks: all-reduce group %d, all-gather group %d, %.2f s, %zu wrong\n", n,
+              reduced, gathered, sec, wrong);
+      for (braidStream_t s : streams) braidStreamDestroy(s);
+      for (braidComm_t c : comms) braidCommDestroy(c);
+      return reduced == braidSuccess && gathered == braidSuccess && wrong == 0 && sec < 10 ? 0 : 1;
+    });
+    expectAllZero(outcomes);
+  }
 }
 
 TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {

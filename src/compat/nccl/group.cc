@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <thread>
-
 
 namespace braid::nccl {
 namespace {
@@ -78,13 +78,27 @@ ncclResult_t finishInits(const std::vector<GroupInit>& inits) {
   return result;
 }
 
+// The buckets side by side, a thread each beyond the first (ranks of one process meet
+// where a call waits for every rank), except that buckets whose first calls share a stream
+// run one after another on one thread, in order: the stream then holds their work in the
+// same order on every rank, as braidGroupEnd orders them.
 ncclResult_t runBuckets(const std::vector<Bucket>& buckets) {
   std::vector<ncclResult_t> results(buckets.size(), ncclSuccess);
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < buckets.size(); ++i) {
-    threads.emplace_back([&, i] { results[i] = runBucket(buckets[i]); });
+  std::vector<std::vector<size_t>> lanes;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const braidStream_t stream = buckets[i].calls.front().stream;
+    auto lane = std::find_if(lanes.begin(), lanes.end(), [&](const std::vector<size_t>& l) {
+      return stream != nullptr && buckets[l.front()].calls.front().stream == stream;
+    });
+    if (lane == lanes.end()) lane = lanes.insert(lanes.end(), std::vector<size_t>());
+    lane->push_back(i);
   }
-  if (!buckets.empty()) results[0] = runBucket(buckets[0]);
+  auto run = [&](const std::vector<size_t>& lane) {
+    for (size_t i : lane) results[i] = runBucket(buckets[i]);
+  };
+  std::vector<std::thread> threads;
+  for (size_t l = 1; l < lanes.size(); ++l) threads.emplace_back(run, std::cref(lanes[l]));
+  if (!lanes.empty()) run(lanes[0]);
   for (std::thread& t : threads) t.join();
   for (ncclResult_t r : results) {
     if (r != ncclSuccess) return r;
