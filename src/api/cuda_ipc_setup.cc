@@ -282,11 +282,21 @@ DeviceWindows::~DeviceWindows() {
     const uint64_t e = epoch_.load() + 1;
     counters_[rank_].value.store(e, std::memory_order_release);
     Deadline deadline = comm_->deadline();
+    const auto warnAt = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    bool warned = false;
     for (int q = 0; q < nranks_ && clean; ++q) {
       while (counters_[q].value.load(std::memory_order_acquire) < e) {
         if (deadline.expired() || deadline.cancelled() || comm_->failed()) {
           clean = false;
           break;
+        }
+        if (!warned && std::chrono::steady_clock::now() > warnAt) {
+          warned = true;  // ranks that destroy their communicators in different orders
+          BRAID_WARN(
+              "destroying the communicator has waited 5 s for %s to destroy its own "
+              "(this rank's device window is freed only once no peer maps it); waiting "
+              "up to BRAID_TIMEOUT_MS=%lld ms in all",
+              comm_->describePeer(q).c_str(), static_cast<long long>(comm_->config().timeoutMs));
         }
         std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
