@@ -3,7 +3,8 @@
 //
 // Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 128 MiB, or 2 MiB
 // when a send/recv on a 2-rank communicator makes it; the ranks check they agree) in two
-// halves, and every peer maps it with CUDA IPC, so device data never leaves the GPU(s). A
+// halves, and every peer maps it with CUDA IPC, so device data never leaves the GPU(s)
+// (ranks that are all threads of one process reach each other's windows by address). A
 // round of a call copies this rank's input into its own window's half (round % 2) on the
 // stream, passes a barrier, and then the reduction or copy kernels read the peers' halves
 // where they lie and write the result straight into the receive buffer. All-reduce is
@@ -83,8 +84,9 @@ class DeviceWindows {
   static constexpr int64_t kPointToPointWindowBytes = int64_t{2} << 20;
   // Waits for this rank's enqueued work, then for every rank to let go of the windows
   // (bounded by the timeout; skipped after a failure, when the window is left allocated
-  // rather than freed under a peer that may still map it). After an abort it waits for
-  // nothing and frees nothing the streams may still touch.
+  // rather than freed under a peer that may still map it). Ranks that are all threads of
+  // one process do not wait for each other: the last to go frees every window. After an
+  // abort it waits for nothing and frees nothing the streams may still touch.
   ~DeviceWindows();
   DeviceWindows(const DeviceWindows&) = delete;
   DeviceWindows& operator=(const DeviceWindows&) = delete;
@@ -180,7 +182,10 @@ class DeviceWindows {
   size_t twoShotBytes_ = 0;     // all-reduce from this size up is two-shot (3+ ranks)
   bool oneDevice_ = true;       // every rank's window is on the same GPU
   bool twoShotForced_ = false;  // BRAID_CUDA_TWO_SHOT_BYTES set: two-shot on one GPU too
-  void* own_ = nullptr;         // this rank's window
+  void* own_ = nullptr;         // this rank's window (null once local_ owns it)
+  // Ranks that are all threads of this process: their windows, shared (cuda_ipc_setup.cc).
+  struct Local;
+  std::shared_ptr<Local> local_;
   std::vector<char*> windows_;  // every rank's window as this process maps it
   uint64_t round_ = 0;          // rounds enqueued (their half: round_ % 2)
   size_t slotBytes_ = 0;        // per send slot (two per ordered pair of ranks)

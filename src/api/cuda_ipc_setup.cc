@@ -1,9 +1,13 @@
 // DeviceWindows' set-up, teardown and watch thread (api/cuda_ipc.h); the calls
 // themselves are in cuda_ipc.cc.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -33,9 +37,49 @@ struct SetupRecord {
   cuda::DeviceUuid uuid;
   cuda::IpcHandle handle;
   char flagsName[kNameBytes];  // rank 0: the counters' region
+  uint64_t process;            // processToken()
+  uint64_t address;            // the window, as this process addresses it
 };
 
+// Equal in the threads of one process only: a random number drawn once, mixed with the
+// pid now (a forked child has the parent's number, not its pid; a pid alone can repeat
+// across containers that share a host name).
+uint64_t processToken() {
+  static const uint64_t drawn = [] {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ uint64_t { rd() };
+  }();
+  return drawn ^ (static_cast<uint64_t>(getpid()) * 0x9E3779B97F4A7C15ull);
+}
+
 }  // namespace
+
+// The windows of ranks that are threads of one process, which reach each other's by
+// address (CUDA IPC does not open a handle in the process that made it). Each rank lets go
+// once its own stream's work has finished; the last one frees them all. No barrier at
+// teardown, so one thread may destroy its ranks one after another.
+struct DeviceWindows::Local {
+  std::mutex mu;
+  std::vector<void*> windows;
+  ~Local() {
+    for (void* p : windows) (void)cuda::deviceFree(p);
+  }
+  // The set-up's shared object, by rank 0's window (live while the object is).
+  static std::shared_ptr<Local> join(uint64_t key) {
+    static std::mutex mu;
+    static auto* live = new std::map<uint64_t, std::weak_ptr<Local>>;
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = live->begin(); it != live->end();) {
+      it = it->second.expired() ? live->erase(it) : std::next(it);
+    }
+    std::shared_ptr<Local> l = (*live)[key].lock();
+    if (l == nullptr) {
+      l = std::make_shared<Local>();
+      (*live)[key] = l;
+    }
+    return l;
+  }
+};
 
 std::atomic<uint64_t>& DeviceWindows::posted(int s, int r) const {
   auto* base =
@@ -104,6 +148,8 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   if (mem.isOk()) {
     w->own_ = mem.value();
     Expected<cuda::IpcHandle> h = cuda::ipcHandle(w->own_);
+    mine.process = processToken();
+    mine.address = reinterpret_cast<uint64_t>(w->own_);
     if (h.isOk()) {
       mine.ok = 1;
       mine.halfBytes = w->halfBytes_;
@@ -136,7 +182,15 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   Status st = runOpsLocked(comm, &gather, 1);
   if (!st.isOk()) return refuse("exchanging window handles failed: " + st.message());
 
-  // Map every peer's window (CUDA refuses where the devices have no peer access).
+  // Map every peer's window (CUDA refuses where the devices have no peer access); ranks
+  // that are all threads of this process take each other's by address.
+  bool together = true;
+  for (const SetupRecord& r : all) together = together && r.ok == 1 && r.process == mine.process;
+  if (together) {
+    w->local_ = Local::join(all[0].address);
+    std::lock_guard<std::mutex> lock(w->local_->mu);
+    w->local_->windows.push_back(w->own_);
+  }
   w->oneDevice_ = true;
   for (int q = 0; q < w->nranks_ && why.empty(); ++q) {
     const SetupRecord& r = all[static_cast<size_t>(q)];
@@ -154,6 +208,13 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
             " (BRAID_CUDA_WINDOW_BYTES and BRAID_CUDA_P2P_SLOT_BYTES must agree, and the first "
             "device call on a 2-rank communicator must be a collective on both ranks or a "
             "send/recv on both)";
+    } else if (together) {
+      Status peer = cuda::enablePeerAccess(r.device);
+      if (peer.isOk()) {
+        w->windows_[static_cast<size_t>(q)] = reinterpret_cast<char*>(r.address);
+      } else {
+        why = "reaching rank " + std::to_string(q) + "'s window: " + peer.message();
+      }
     } else {
       Expected<void*> p = cuda::ipcOpen(r.handle);
       if (p.isOk()) {
@@ -163,6 +224,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
       }
     }
   }
+  if (together) w->own_ = nullptr;  // Local frees it
   // The counters: rank 0's region, mapped by all, page-locked for the devices; then one
   // barrier's stream operations on a stream of our own, on this rank's probe word, to
   // learn the driver takes them. Waiting for them to run is bounded: a stream the caller
@@ -226,7 +288,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     // until every rank has, before the destructor frees this rank's.
     for (int q = 0; q < w->nranks_; ++q) {
       char*& p = w->windows_[static_cast<size_t>(q)];
-      if (p != nullptr && q != w->rank_) (void)cuda::ipcClose(p);
+      if (p != nullptr && q != w->rank_ && w->local_ == nullptr) (void)cuda::ipcClose(p);
       p = nullptr;
     }
     if (st.isOk()) {
@@ -240,9 +302,9 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
   BRAID_INFO(
-      "device windows (CUDA IPC): %zu bytes per rank on device %d, %d ranks%s; "
-      "barriers on the GPU",
-      2 * w->halfBytes_, mine.device, w->nranks_, w->oneDevice_ ? ", all on this one GPU" : "");
+      "device windows (%s): %zu bytes per rank on device %d, %d ranks%s; barriers on the GPU",
+      w->local_ != nullptr ? "threads of one process, by address" : "CUDA IPC", 2 * w->halfBytes_,
+      mine.device, w->nranks_, w->oneDevice_ ? ", all on this one GPU" : "");
   return w;
 }
 
@@ -269,15 +331,23 @@ DeviceWindows::~DeviceWindows() {
         "counters stay until exit");
     keepUntilExit(std::shared_ptr<Transport>(std::move(shm_)));
     keepUntilExit(std::shared_ptr<SharedRegion>(std::move(flags_)));
+    if (local_ != nullptr) keepUntilExit(local_);
     return;
   }
-  for (int q = 0; q < nranks_; ++q) {
+  for (int q = 0; q < nranks_ && local_ == nullptr; ++q) {
     char* p = windows_.empty() ? nullptr : windows_[static_cast<size_t>(q)];
     if (p != nullptr && q != rank_) (void)cuda::ipcClose(p);
   }
   // Every rank has let go of every window before any is freed (freeing memory a peer
   // still maps is undefined in CUDA IPC): one more barrier, on the host.
   bool clean = started && st.isOk() && !released();
+  if (local_ != nullptr) {
+    // This rank's stream is done with every window (flushed): let go; the last rank of
+    // the process frees them. A stream that may still run keeps them until exit.
+    if (started && !st.isOk()) keepUntilExit(local_);
+    local_.reset();
+    clean = false;  // no barrier, and own_ is Local's
+  }
   if (clean) {
     const uint64_t e = epoch_.load() + 1;
     counters_[rank_].value.store(e, std::memory_order_release);

@@ -452,8 +452,19 @@ braidResult_t braidGroupEnd(void) {
       if (results[i] != braidSuccess) errors[i] = tLastError;
     }
   };
+  // Each thread on the caller's CUDA device, as the issues would be on the caller's thread.
+  int device = -1;
+  if (lanes.size() > 1 && cuda::hasDevice()) {
+    Expected<int> d = cuda::currentDevice();
+    if (d.isOk()) device = d.value();
+  }
   std::vector<std::thread> threads;
-  for (size_t l = 1; l < lanes.size(); ++l) threads.emplace_back(run, std::cref(lanes[l]));
+  for (size_t l = 1; l < lanes.size(); ++l) {
+    threads.emplace_back([&, l] {
+      if (device >= 0) (void)cuda::setCurrentDevice(device);
+      run(lanes[l]);
+    });
+  }
   if (!lanes.empty()) run(lanes[0]);
   for (std::thread& t : threads) t.join();
   for (size_t i = 0; i < issues.size(); ++i) {

@@ -262,6 +262,32 @@ Expected<int> currentDevice() {
   return d;
 }
 
+Status setCurrentDevice(int device) {
+  BRAID_CUDA_CALL(cudaSetDevice(device));
+  return Status::ok();
+}
+
+Status enablePeerAccess(int peer) {
+  const RelaxedCapture relaxed;
+  int self = 0;
+  BRAID_CUDA_CALL(cudaGetDevice(&self));
+  if (self == peer) return Status::ok();
+  int can = 0;
+  BRAID_CUDA_CALL(cudaDeviceCanAccessPeer(&can, self, peer));
+  if (can == 0) {
+    return Status(
+        braidUnhandledCudaError,
+        "device " + std::to_string(self) + " has no peer access to device " + std::to_string(peer));
+  }
+  const cudaError_t err = cudaDeviceEnablePeerAccess(peer, 0);
+  if (err == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+    return Status::ok();
+  }
+  if (err != cudaSuccess) return cudaFailure("cudaDeviceEnablePeerAccess", err);
+  return Status::ok();
+}
+
 Expected<DeviceUuid> deviceUuid(int device) {
   cudaDeviceProp prop{};
   BRAID_CUDA_CALL(cudaGetDeviceProperties(&prop, device));

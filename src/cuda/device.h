@@ -85,13 +85,19 @@ Expected<int> shareableExport(const void* p, size_t* bytes);
 Expected<void*> shareableImport(int fd, size_t bytes);
 Status shareableUnmap(void* p);
 
-// The device current on this thread (0 where none was set).
+// The device current on this thread (0 where none was set), and making one current.
 Expected<int> currentDevice();
+Status setCurrentDevice(int device);
 // The device's UUID (16 bytes), the same in every process whatever its device numbering.
 struct DeviceUuid {
   unsigned char bytes[16];
 };
 Expected<DeviceUuid> deviceUuid(int device);
+// Lets work on this thread's current device reach memory allocated on `peer` (this
+// process's numbering): cudaDeviceEnablePeerAccess, already enabled being fine. An error
+// where the devices have no peer access (cudaDeviceCanAccessPeer). Nothing for the same
+// device.
+Status enablePeerAccess(int peer);
 
 // Copies between any two kinds of memory (unified addressing), ordered on `stream`.
 Status copyAsync(void* dst, const void* src, size_t bytes, void* stream);

@@ -42,7 +42,9 @@ Expected<int> shareableExport(const void*, size_t*) { return notBuilt(); }
 Expected<void*> shareableImport(int, size_t) { return notBuilt(); }
 Status shareableUnmap(void*) { return notBuilt(); }
 Expected<int> currentDevice() { return notBuilt(); }
+Status setCurrentDevice(int) { return notBuilt(); }
 Expected<DeviceUuid> deviceUuid(int) { return notBuilt(); }
+Status enablePeerAccess(int) { return notBuilt(); }
 Status copyAsync(void*, const void*, size_t, void*) { return notBuilt(); }
 Status memsetAsync(void*, int, size_t, void*) { return notBuilt(); }
 Expected<bool> streamIdle(void*) { return notBuilt(); }

@@ -357,6 +357,13 @@ Status shareableUnmap(void* p) {
 }
 
 Expected<int> currentDevice() { return 0; }
+Status setCurrentDevice(int device) {
+  return device == 0 ? Status::ok() : emulated("setCurrentDevice: one device, 0");
+}
+
+Status enablePeerAccess(int peer) {
+  return peer == 0 ? Status::ok() : emulated("enablePeerAccess: one device, 0");
+}
 
 Expected<DeviceUuid> deviceUuid(int device) {
   if (device != 0) return emulated("device " + std::to_string(device) + " (there is one, 0)");

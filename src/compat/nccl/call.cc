@@ -67,6 +67,7 @@ ncclResult_t runCall(Kind kind, ncclComm_t comm, const void* send, void* recv, s
   r = makeCall(kind, comm, send, recv, count, datatype, op, root, stream, &call);
   if (r != ncclSuccess) return r;
   if (queueInGroup(call)) return ncclSuccess;
+  const DeviceScope scope(comm->device);
   return fromBraid(comm, issueCall(inner, call));
 }
 

@@ -154,6 +154,20 @@ ncclComm* newComm(braidComm_t inner, int device, const Settings& settings);
 // The CUDA device current on this thread when CUDA's runtime is already loaded
 // in the process, else 0. Never loads CUDA.
 int currentCudaDevice();
+// For its life, `device` is current on this thread, as NCCL's calls run on their
+// communicator's device whatever the caller's current one is (its single-thread,
+// several-device example sets no device between calls); then the caller's is put back.
+// Nothing where CUDA's runtime is not loaded or the device is already current.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int saved_ = -1;  // the caller's device, where another was made current
+};
 // Whether p is CUDA device memory (false when CUDA's runtime is not loaded).
 bool isCudaDevicePointer(const void* p);
 // Whether this process is a CUDA program with a device: its CUDA runtime is loaded and

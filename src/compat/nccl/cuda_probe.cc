@@ -42,6 +42,7 @@ Fn cudaFunction(std::atomic<void*>& cache, const char* name) {
 }
 
 std::atomic<void*> gGetDevice{nullptr};
+std::atomic<void*> gSetDevice{nullptr};
 std::atomic<void*> gPointerAttributes{nullptr};
 std::atomic<void*> gDeviceCount{nullptr};
 
@@ -52,6 +53,23 @@ int currentCudaDevice() {
   int device = 0;
   if (getDevice == nullptr || getDevice(&device) != cudaSuccess) return 0;
   return device;
+}
+
+DeviceScope::DeviceScope(int device) {
+  auto getDevice = cudaFunction<GetDeviceFn>(gGetDevice, "cudaGetDevice");
+  auto setDevice = cudaFunction<decltype(&cudaSetDevice)>(gSetDevice, "cudaSetDevice");
+  int current = 0;
+  if (getDevice == nullptr || setDevice == nullptr || getDevice(&current) != cudaSuccess ||
+      current == device) {
+    return;
+  }
+  if (setDevice(device) == cudaSuccess) saved_ = current;  // else the call runs as it is
+}
+
+DeviceScope::~DeviceScope() {
+  if (saved_ < 0) return;
+  auto setDevice = cudaFunction<decltype(&cudaSetDevice)>(gSetDevice, "cudaSetDevice");
+  (void)setDevice(saved_);
 }
 
 bool isCudaDevicePointer(const void* p) {

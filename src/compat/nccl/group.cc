@@ -48,6 +48,7 @@ ncclResult_t runBucket(const Bucket& b) {
   ncclResult_t r;
   braidComm_t inner = guard.ready(&r);
   if (inner == nullptr) return r;
+  const DeviceScope scope(b.comm->device);  // a thread of runBuckets' starts on device 0
   braidResult_t first = braidGroupStart();
   for (const Call& c : b.calls) {
     braidResult_t one = issueCall(inner, c);
