@@ -143,7 +143,7 @@ int oneThreadBody() {
                "one thread, %d ranks: group %d, synced %d, %zu wrong, destroyed in %.2f s, "
                "%zu device bytes left\n",
                n, grouped, ok, wrong, sec, left);
-  return grouped == braidSuccess && ok && wrong == 0 && sec < 5 && left == 0 ? 0 : 1;
+  return grouped == braidSuccess && ok && wrong == 0 && sec < 10 && left == 0 ? 0 : 1;
 }
 
 class CudaThreads : public ::testing::TestWithParam<int> {};
