@@ -47,7 +47,8 @@ struct SetupRecord {
 uint64_t processToken() {
   static const uint64_t drawn = [] {
     std::random_device rd;
-    return (uint64_t{rd()} << 32) ^ uint64_t { rd() };
+    const uint64_t high = rd();
+    return (high << 32) ^ static_cast<uint64_t>(rd());
   }();
   return drawn ^ (static_cast<uint64_t>(getpid()) * 0x9E3779B97F4A7C15ull);
 }
