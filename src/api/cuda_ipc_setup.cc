@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -59,10 +60,18 @@ uint64_t processToken() {
 // address (CUDA IPC does not open a handle in the process that made it). Each rank lets go
 // once its own stream's work has finished; the last one frees them all. No barrier at
 // teardown, so one thread may destroy its ranks one after another.
+// They also share rank 0's mapping of the counters' page and its one registration: one
+// address for every rank's release and acquire (a page mapped twice would be registered
+// twice, and checkers that follow addresses lose the order between the mappings).
 struct DeviceWindows::Local {
   std::mutex mu;
+  std::condition_variable cv;
   std::vector<void*> windows;
+  bool published = false;               // rank 0 has put its page (or none) here
+  std::shared_ptr<SharedRegion> flags;  // rank 0's counters' page
+  char* countersDevice = nullptr;       // its registration, made by the first rank
   ~Local() {
+    if (countersDevice != nullptr) (void)cuda::hostUnregister(flags->base());
     for (void* p : windows) (void)cuda::deviceFree(p);
   }
   // The set-up's shared object, by rank 0's window (live while the object is).
@@ -191,6 +200,12 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     w->local_ = Local::join(all[0].address);
     std::lock_guard<std::mutex> lock(w->local_->mu);
     w->local_->windows.push_back(w->own_);
+    if (w->rank_ == 0) {  // no other process opens it by name
+      if (w->flags_ != nullptr) w->flags_->unlinkName();
+      w->local_->flags = std::shared_ptr<SharedRegion>(std::move(w->flags_));
+      w->local_->published = true;
+      w->local_->cv.notify_all();
+    }
   }
   w->oneDevice_ = true;
   for (int q = 0; q < w->nranks_ && why.empty(); ++q) {
@@ -231,19 +246,41 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   // learn the driver takes them. Waiting for them to run is bounded: a stream the caller
   // holds (its own work may wait on what follows this call) can keep the device from
   // running them, and set-up must not wait for it.
-  if (why.empty() && w->rank_ != 0) {
+  SharedRegion* page = w->flags_.get();
+  void* registered = nullptr;  // threads of one process: the page's one registration
+  if (why.empty() && together) {
+    Local& l = *w->local_;
+    std::unique_lock<std::mutex> lock(l.mu);
+    // Rank 0 publishes right after the exchange above, in this process.
+    l.cv.wait_for(lock, std::chrono::milliseconds(c.config().timeoutMs),
+                  [&] { return l.published; });
+    if (l.flags == nullptr) {
+      why = "rank 0 has no barrier counters";
+    } else if (l.countersDevice == nullptr) {
+      Expected<void*> dev = cuda::hostRegister(l.flags->base(), kFlagsBytes);
+      if (dev.isOk()) {
+        l.countersDevice = static_cast<char*>(dev.value());
+      } else {
+        why = "page-locking the barrier counters: " + dev.status().message();
+      }
+    }
+    page = l.flags.get();
+    registered = l.countersDevice;
+  } else if (why.empty() && w->rank_ != 0) {
     const char* name = all[0].flagsName;
     Expected<std::unique_ptr<SharedRegion>> r =
         w->shm_->openRegion(std::string(name, strnlen(name, kNameBytes)), kFlagsBytes);
     if (r.isOk()) {
       w->flags_ = std::move(r).value();
+      page = w->flags_.get();
     } else {
       why = "mapping the barrier counters: " + r.status().message();
     }
   }
   if (why.empty()) {
-    w->counters_ = static_cast<Counter*>(w->flags_->base());
-    Expected<void*> dev = cuda::hostRegister(w->flags_->base(), kFlagsBytes);
+    w->counters_ = static_cast<Counter*>(page->base());
+    Expected<void*> dev = registered != nullptr ? Expected<void*>(registered)
+                                                : cuda::hostRegister(page->base(), kFlagsBytes);
     if (dev.isOk()) {
       w->countersDevice_ = static_cast<char*>(dev.value());
       Expected<void*> s = cuda::streamCreate();
@@ -311,6 +348,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
 
 DeviceWindows::~DeviceWindows() {
   const bool started = watcher_.joinable();
+  const bool shared = local_ != nullptr;  // the counters' page is Local's
   const bool aborted = started && comm_->aborted();
   if (started && (comm_->aborted() || comm_->failed())) {
     release(comm_->failed() ? comm_->asyncError() : Status(braidInvalidUsage, "aborted"));
@@ -384,7 +422,7 @@ DeviceWindows::~DeviceWindows() {
     if (p != nullptr) (void)cuda::deviceFree(p);
   }
   for (void* p : retired_) (void)cuda::deviceFree(p);
-  if (countersDevice_ != nullptr) (void)cuda::hostUnregister(flags_->base());
+  if (countersDevice_ != nullptr && !shared) (void)cuda::hostUnregister(flags_->base());
 }
 
 // Releases every rank's barriers for good and raises the communicator's error (any
