@@ -348,7 +348,6 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
 
 DeviceWindows::~DeviceWindows() {
   const bool started = watcher_.joinable();
-  const bool shared = local_ != nullptr;  // the counters' page is Local's
   const bool aborted = started && comm_->aborted();
   if (started && (comm_->aborted() || comm_->failed())) {
     release(comm_->failed() ? comm_->asyncError() : Status(braidInvalidUsage, "aborted"));
@@ -379,14 +378,11 @@ DeviceWindows::~DeviceWindows() {
   }
   // Every rank has let go of every window before any is freed (freeing memory a peer
   // still maps is undefined in CUDA IPC): one more barrier, on the host.
-  bool clean = started && st.isOk() && !released();
-  if (local_ != nullptr) {
-    // This rank's stream is done with every window (flushed): let go; the last rank of
-    // the process frees them. A stream that may still run keeps them until exit.
-    if (started && !st.isOk()) keepUntilExit(local_);
-    local_.reset();
-    clean = false;  // no barrier, and own_ is Local's
-  }
+  // Threads of one process skip it: this rank's stream is done with every window
+  // (flushed), and local_ lets go with this object, the last rank's freeing them all (a
+  // stream that may still run keeps them until exit).
+  bool clean = started && st.isOk() && !released() && local_ == nullptr;
+  if (local_ != nullptr && started && !st.isOk()) keepUntilExit(local_);
   if (clean) {
     const uint64_t e = epoch_.load() + 1;
     counters_[rank_].value.store(e, std::memory_order_release);
@@ -422,7 +418,9 @@ DeviceWindows::~DeviceWindows() {
     if (p != nullptr) (void)cuda::deviceFree(p);
   }
   for (void* p : retired_) (void)cuda::deviceFree(p);
-  if (countersDevice_ != nullptr && !shared) (void)cuda::hostUnregister(flags_->base());
+  if (countersDevice_ != nullptr && local_ == nullptr) {
+    (void)cuda::hostUnregister(flags_->base());  // else Local's one registration
+  }
 }
 
 // Releases every rank's barriers for good and raises the communicator's error (any

@@ -218,10 +218,8 @@ int hostStreamBody() {
 // n times the first sum only if the second waited for the first.
 int asyncBody() {
   braidComm_t comm = nullptr;
-  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
   int n = 0, r = 0;
-  braidCommCount(comm, &n);
-  braidCommUserRank(comm, &r);
+  if (!joinJob(&comm, &n, &r)) return 2;
   const size_t k = 300000;  // 1.2 MB: one round of the default windows
   Expected<void*> s1 = cuda::streamCreate(), s2 = cuda::streamCreate();
   Expected<void*> mem = cuda::deviceAlloc(3 * k * 4);
@@ -292,10 +290,8 @@ int asyncBody() {
 // device calls are ordered across streams whichever path runs them).
 int stagedThenWindowsBody() {
   braidComm_t comm = nullptr;
-  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
   int n = 0, r = 0;
-  braidCommCount(comm, &n);
-  braidCommUserRank(comm, &r);
+  if (!joinJob(&comm, &n, &r)) return 2;
   const size_t k = size_t{4} << 20;
   Expected<void*> s1 = cuda::streamCreate(), s2 = cuda::streamCreate();
   Expected<void*> mem = cuda::deviceAlloc(3 * k * 4);
@@ -337,9 +333,8 @@ int stagedThenWindowsBody() {
 // the gate), and each rank gets the other's data.
 int pairFirstBody() {
   braidComm_t comm = nullptr;
-  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
   int r = 0;
-  braidCommUserRank(comm, &r);
+  if (!joinJob(&comm, nullptr, &r)) return 2;
   const int peer = 1 - r;
   const size_t k = 1 << 20;  // 4 MiB: one send slot
   Expected<void*> s = cuda::streamCreate();

@@ -26,10 +26,8 @@ namespace {
 // within the timeout (the barriers are released) and the communicator reports the error.
 int stuckPeerBody() {
   braidComm_t comm = nullptr;
-  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
   int n = 0, r = 0;
-  braidCommCount(comm, &n);
-  braidCommUserRank(comm, &r);
+  if (!joinJob(&comm, &n, &r)) return 2;
   Expected<void*> s = cuda::streamCreate();
   Expected<void*> mem = cuda::deviceAlloc(4096);
   if (!s.isOk() || !mem.isOk()) return 3;
@@ -128,10 +126,8 @@ int abortHeldBody() {
 // device.cc). The capture then ends intact, and calls on its stream are exact again.
 int captureBody() {
   braidComm_t comm = nullptr;
-  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
   int n = 0, rank = 0;
-  braidCommCount(comm, &n);
-  braidCommUserRank(comm, &rank);
+  if (!joinJob(&comm, &n, &rank)) return 2;
   constexpr size_t kCount = 4096;
   Expected<void*> a = cuda::streamCreate();
   Expected<void*> b = cuda::streamCreate();
@@ -184,9 +180,8 @@ int captureBody() {
 // refused.
 int enqueuedInPartBody() {
   braidComm_t comm = nullptr;
-  if (braidCommInitFromEnv(&comm, nullptr) != braidSuccess) return 2;
   int rank = 0;
-  braidCommUserRank(comm, &rank);
+  if (!joinJob(&comm, nullptr, &rank)) return 2;
   Expected<void*> s = cuda::streamCreate();
   Expected<void*> mem = cuda::deviceAlloc(1 << 16);
   Gate gate;

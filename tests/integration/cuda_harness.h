@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "braid/braid.h"
 #include "cuda/device.h"
 #include "spawn.h"
 
@@ -75,6 +76,15 @@ class Gate {
   Expected<void*> mem_;
   std::thread opener_;
 };
+
+// The job's communicator from the launcher's environment, its size in *n and this rank in
+// *rank (either may be null); false where it cannot be made.
+inline bool joinJob(braidComm_t* comm, int* n, int* rank) {
+  if (braidCommInitFromEnv(comm, nullptr) != braidSuccess) return false;
+  if (n != nullptr) braidCommCount(*comm, n);
+  if (rank != nullptr) braidCommUserRank(*comm, rank);
+  return true;
+}
 
 // Runs `body` as n ranks with `env` and expects every rank to exit 0.
 inline void expectEveryRankPasses(int n, const Env& env, int (*body)(), int timeoutSec) {
