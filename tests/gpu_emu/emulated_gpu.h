@@ -30,8 +30,8 @@
 //   the copy is done.
 // Not modelled: the GPU's memory ordering (all of this is coherent host memory), kernel
 // concurrency, timing; BRAID_EMU_JITTER_US=N delays each stream operation by a random
-// 0..N us, so stream work lands late against the host (scripts/test.sh runs the device
-// failure tests so once).
+// 0..N us, so stream work lands late against the host (scripts/test.sh reruns the device
+// failure, ordering and threads tests so).
 //
 // Thread-safe. Like CUDA's, its state does not survive fork().
 #pragma once

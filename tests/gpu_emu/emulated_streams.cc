@@ -91,9 +91,12 @@ class Stream {
     std::lock_guard<std::mutex> lock(mu_);
     return capturing_;
   }
-  void invalidateCapture() {
+  // A synchronise or query while capturing: invalidates the capture, as CUDA's do, and
+  // says so (true) for the caller to refuse.
+  bool breakCapture() {
     std::lock_guard<std::mutex> lock(mu_);
-    invalidated_ = capturing_;
+    invalidated_ = invalidated_ || capturing_;
+    return capturing_;
   }
 
  private:
@@ -252,8 +255,7 @@ Status checkStream(void* stream) {
 
 Status streamSynchronize(void* stream) {
   emu::Stream* s = emu::Streams::get().find(stream);
-  if (s != nullptr && s->capturing()) {
-    s->invalidateCapture();
+  if (s != nullptr && s->breakCapture()) {
     return emu::emulated("streamSynchronize of a stream that is capturing a graph");
   }
   BRAID_TRY(emu::drain(stream));
@@ -296,10 +298,7 @@ Status streamEndCapture(void* stream) {
 Expected<bool> streamIdle(void* stream) {
   emu::Stream* s = emu::Streams::get().find(stream);
   if (s == nullptr) return emu::badStream(stream);
-  if (s->capturing()) {  // as cudaStreamQuery: not of a capturing stream
-    s->invalidateCapture();
-    return emu::emulated("streamIdle of a stream that is capturing a graph");
-  }
+  if (s->breakCapture()) return emu::emulated("streamIdle of a stream that is capturing a graph");
   return s->finished(s->queued());
 }
 
