@@ -44,10 +44,11 @@ not_here='^Braidrun\.ExitsNonZeroAndOthersNameTheRankKilledMidAllReduce$'  # run
 # Under TSan a process takes a second to start: unit binaries run whole.
 tsan_unit=(socket_transport_test api_errors_test)
 tsan_targets=("${tsan_unit[@]}" allreduce_test failure_test groups_test security_test
-  cuda_collectives_emu_test cuda_threads_emu_test)
+  cuda_collectives_emu_test cuda_threads_emu_test cuda_graphs_emu_test)
 # The GPU path's threads over the emulated GPU (the staged proxy, the windows' watch, the
-# emulation's stream workers) at 3 ranks, and 3 ranks as threads of one process.
-tsan_emulated='^Emulated\.(Ranks/CudaCollectives\.(Staged|DeviceCalls)[^ ]*/3_ranks|CudaOrder\.|CudaPairs\.|Ranks/CudaPaths\.[^ ]*/3_ranks_(staged|windows)|Ranks/CudaThreads\.[^ ]*/3_ranks)'
+# emulation's stream workers) at 3 ranks, 3 ranks as threads of one process, and graph
+# replays.
+tsan_emulated='^Emulated\.(Ranks/CudaCollectives\.(Staged|DeviceCalls)[^ ]*/3_ranks|CudaOrder\.|CudaPairs\.|Ranks/CudaPaths\.[^ ]*/3_ranks_(staged|windows)|Ranks/CudaThreads\.[^ ]*/3_ranks|Ranks/CudaGraphs\.[^ ]*/3_ranks)'
 tsan_tests='^(AllReduceStreams|Transports/KilledRank|Bootstrap|PeerListener|Abort|Timeout|CallCheck|Shrink|Dump|Groups|Barrier|Split|ReplayedId)\.|^Ranks/AllReduceProcesses\.EveryTypeOpAndCountIsExact/(shm|socket)_3( |$)'
 
 # libpciaccess (hwloc's pci plugin) keeps its allocations in globals that

@@ -32,6 +32,18 @@
 // communicator's asynchronous error (braidCommGetAsyncError); results after that are
 // undefined and later calls fail with that error.
 //
+// CUDA graphs: a call on a stream that is capturing a graph runs its collectives through
+// the windows with the flag barriers of exec/device_windows.h, which a replay can run
+// again, bracketed by a barrier at each end; each such call also bumps this rank's
+// progress word in the shared page (a kernel: a count that advances at every replay). It
+// is not ordered after the communicator's other calls by an event (an event recorded
+// outside a capture cannot be waited on inside one, nor the other way): the graph's launch
+// is ordered by the stream it is launched on, as NCCL's captured calls are. Sends and
+// receives, lowered schedules, host buffers and the staged path are not captured: such a
+// call is refused before anything is enqueued (api/cuda_ops.cc). The watch thread releases
+// the barriers when this rank's signal to a peer stays unclaimed and that peer's progress
+// word stands still, both for the timeout: the peer stopped replaying.
+//
 // Schedules (api/cuda_schedule.cc): all-to-all-v, and any collective whose algorithm
 // BRAID_ALGO names, run the same schedule the host executor would, lowered to device work
 // (exec/device_program.h) over the send slots below: the CUDA executor.
@@ -96,7 +108,9 @@ class DeviceWindows {
   // any pattern completes; a send to this rank is
   // a copy to the receive from it that it pairs with, in order. The caller holds
   // comm->opMu.
-  Status run(const std::vector<OpRequest>& ops, void* stream);
+  // captured: the stream is capturing a CUDA graph (above); ops it cannot capture are
+  // refused (braidInvalidUsage) before anything is enqueued.
+  Status run(const std::vector<OpRequest>& ops, void* stream, bool captured = false);
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
   // Whether the barriers were released (by any rank's watch); the first to see it raises
@@ -112,7 +126,8 @@ class DeviceWindows {
   // The counters' page: the barrier counters (128 bytes apart), then the send/receive
   // counters posted[s][r] and consumed[s][r] (8 bytes each), then why the barriers were
   // released: the first rank to release writes its error there before any counter shows
-  // it, so the others' errors say what happened, not only that a peer released.
+  // it, so the others' errors say what happened, not only that a peer released. The
+  // second page: the captured calls' flags [set][from][to], then each rank's progress.
   struct alignas(128) Counter {
     std::atomic<uint64_t> value{0};
   };
@@ -122,14 +137,16 @@ class DeviceWindows {
     char text[1016];              // its error, NUL-terminated
   };
   static_assert(sizeof(std::atomic<uint64_t>) == 8, "the GPU writes counters as 8 bytes");
-  static constexpr size_t kFlagsBytes = 4096;
+  static constexpr size_t kFlagsBytes = 8192;
   static constexpr size_t kPostedAt = 1024;
   static constexpr size_t kConsumedAt = kPostedAt + 8 * 8 * 8;
   static constexpr size_t kReasonAt = kConsumedAt + 8 * 8 * 8;
   // One word per rank for the set-up's probe of the stream memory operations (not a
   // counter: the probe may run late, after barriers have started).
   static constexpr size_t kProbeAt = kReasonAt + sizeof(ReleaseReason);
-  static_assert(kProbeAt + 8 * 8 <= kFlagsBytes);
+  static constexpr size_t kGraphFlagsAt = 4096;
+  static constexpr size_t kProgressAt = kGraphFlagsAt + 2 * 8 * 8 * 8;
+  static_assert(kProbeAt + 8 * 8 <= kGraphFlagsAt && kProgressAt + 8 * 8 <= kFlagsBytes);
   ReleaseReason& reason() const {
     return *reinterpret_cast<ReleaseReason*>(reinterpret_cast<char*>(counters_) + kReasonAt);
   }
@@ -137,7 +154,9 @@ class DeviceWindows {
   static constexpr uint64_t kReleased = uint64_t{1} << 62;
 
   DeviceWindows() = default;
-  Status runOne(const OpRequest& op, void* stream);
+  Status runOne(const OpRequest& op, void* stream, bool captured);
+  // Why op cannot be captured into a CUDA graph ("" when it can).
+  std::string uncapturable(const OpRequest& op);
   // Whether op runs as a lowered schedule (true: which algorithm in *alg).
   Expected<bool> lowers(const OpRequest& op, algo::Algorithm* alg);
   Status runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream);
@@ -159,6 +178,10 @@ class DeviceWindows {
   // rounds rank r consumed from rank s.
   std::atomic<uint64_t>& posted(int s, int r) const;
   std::atomic<uint64_t>& consumed(int s, int r) const;
+  // A captured call's flag in set `set` (0, 1) from rank `from` to rank `to`, and rank q's
+  // progress word (exec/device_windows.h, above).
+  std::atomic<uint64_t>& graphFlag(int set, int from, int to) const;
+  std::atomic<uint64_t>& progress(int q) const;
   char* device(const std::atomic<uint64_t>& counter) const;
   Status order(void* stream);
   Status finishCall(void* stream);
@@ -216,6 +239,7 @@ class DeviceWindows {
   std::condition_variable watchCv_;
   bool stopping_ = false;
   std::atomic<bool> released_{false};
+  std::atomic<bool> graphs_{false};  // a call was captured: the watch looks at the flags
 };
 
 }  // namespace braid

@@ -103,6 +103,18 @@ std::atomic<uint64_t>& DeviceWindows::consumed(int s, int r) const {
   return base[s * 8 + r];
 }
 
+std::atomic<uint64_t>& DeviceWindows::graphFlag(int set, int from, int to) const {
+  auto* base =
+      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kGraphFlagsAt);
+  return base[(set * 8 + from) * 8 + to];
+}
+
+std::atomic<uint64_t>& DeviceWindows::progress(int q) const {
+  auto* base =
+      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kProgressAt);
+  return base[q];
+}
+
 char* DeviceWindows::device(const std::atomic<uint64_t>& counter) const {
   return countersDevice_ +
          (reinterpret_cast<const char*>(&counter) - reinterpret_cast<const char*>(counters_));
@@ -450,6 +462,7 @@ void DeviceWindows::releaseCounters() {
     for (int r = 0; r < nranks_; ++r) {
       posted(q, r).store(kReleased, std::memory_order_release);
       consumed(q, r).store(kReleased, std::memory_order_release);
+      for (int set = 0; set < 2; ++set) graphFlag(set, q, r).store(kReleased);
     }
   }
 }
@@ -458,6 +471,10 @@ void DeviceWindows::watch() {
   std::vector<uint64_t> seen(static_cast<size_t>(nranks_), 0);
   std::vector<uint64_t> seenPairs(static_cast<size_t>(nranks_) * 4, 0);
   uint64_t changedAt = nowNs(), pairsChangedAt = changedAt;
+  // Captured calls: since when this rank's signal to q has been seen unclaimed with q's
+  // progress word standing still (0: it is not), and that word as last seen.
+  std::vector<uint64_t> unclaimedSince(static_cast<size_t>(nranks_), 0);
+  std::vector<uint64_t> seenProgress(static_cast<size_t>(nranks_), 0);
   const uint64_t timeoutNs = static_cast<uint64_t>(comm_->config().timeoutMs) * 1000000ull;
   std::unique_lock<std::mutex> lock(watchMu_);
   while (!stopping_) {
@@ -507,6 +524,25 @@ void DeviceWindows::watch() {
       }
     }
     const uint64_t now = nowNs();
+    std::string stalled;
+    for (int q = 0; q < nranks_ && graphs_.load(std::memory_order_relaxed); ++q) {
+      if (q == rank_) continue;
+      const uint64_t v0 = graphFlag(0, rank_, q).load(std::memory_order_acquire);
+      const uint64_t v1 = graphFlag(1, rank_, q).load(std::memory_order_acquire);
+      const bool unclaimed = (v0 != 0 && v0 < kReleased) || (v1 != 0 && v1 < kReleased);
+      const uint64_t progressed = progress(q).load(std::memory_order_acquire);
+      uint64_t& since = unclaimedSince[static_cast<size_t>(q)];
+      if (!unclaimed) {
+        since = 0;
+      } else if (since == 0 || progressed != seenProgress[static_cast<size_t>(q)]) {
+        since = now;
+      }
+      seenProgress[static_cast<size_t>(q)] = progressed;
+      pending = pending || unclaimed;
+      if (since != 0 && now - since > timeoutNs) {
+        stalled += (stalled.empty() ? "" : ", ") + std::to_string(q);
+      }
+    }
     if (changed) changedAt = now;
     if (pairsChanged) pairsChangedAt = now;
     if (peerReleased) {
@@ -529,6 +565,13 @@ void DeviceWindows::watch() {
                                        std::to_string(comm_->config().timeoutMs) +
                                        " ms; every rank's waits are released and results "
                                        "since are undefined"));
+    } else if (!stalled.empty()) {
+      release(Status(braidTimeout, "device windows: rank(s) " + stalled +
+                                       " did not reach a barrier of a call captured into a CUDA "
+                                       "graph (a replay) within " +
+                                       std::to_string(comm_->config().timeoutMs) +
+                                       " ms of this rank; every rank's barriers are released and "
+                                       "results since are undefined"));
     }
     if (pending) {
       watchCv_.wait_for(lock, std::chrono::milliseconds(2));

@@ -11,6 +11,11 @@
 #include "exec/reduce.h"
 
 namespace braid {
+Status captureRefusal(const std::string& why) {
+  return invalidUsage("stream is capturing a CUDA graph and this call cannot be captured: " + why +
+                      "; make the call outside the capture");
+}
+
 namespace {
 
 using algo::Collective;
@@ -216,9 +221,21 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // is staged after them. Without windows, everything is staged (enqueued too: the proxy
 // runs the host collective when the stream gets there); on one rank, device buffers are
 // copies on the stream (runAlone). A premul-sum's input is scaled as the windows copy it
-// in; staged, by the host collective; on one rank, into the output.
-Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+// in; staged, by the host collective; on one rank, into the output. `captured`: the
+// stream is capturing a CUDA graph; what a replay cannot run (captureRefusal) is refused.
+Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream, bool captured) {
   const int nranks = comm->comm->nranks();
+  if (captured) {
+    for (const OpRequest& op : ops) {
+      for (const StagedRegion& r : regionsOf(op, comm->comm->rank(), nranks)) {
+        if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) {
+          return captureRefusal(
+              "its buffers must be device memory (a host buffer is staged "
+              "through the host, which a replay cannot do)");
+        }
+      }
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(comm->opMu);
     if (comm->deviceOrder == nullptr) {
@@ -232,6 +249,7 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
       std::lock_guard<std::mutex> lock(comm->opMu);
       BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, ops, stream));
     }
+    if (!ran && captured) return captureRefusal("one rank's call would be staged");
     if (!ran) BRAID_TRY(runStaged(comm, ops, stream));
     return ran && stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
   }
@@ -243,6 +261,9 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
     (here ? direct : rest).push_back(op);
     collective = collective || (isCollective && here);
     paired = paired || (!isCollective && op.peer != comm->comm->rank());
+  }
+  if (captured && !rest.empty()) {
+    return captureRefusal("the device windows do not run this collective (it would be staged)");
   }
   bool ran = false;
   if (!direct.empty()) {
@@ -260,9 +281,15 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
       comm->deviceWindowsLive = comm->deviceWindows.get();
     }
     if (comm->deviceWindows != nullptr) {
-      BRAID_TRY(comm->deviceWindows->run(direct, stream));
+      BRAID_TRY(comm->deviceWindows->run(direct, stream, captured));
       ran = true;
     }
+  }
+  if (captured) {
+    return ran ? Status::ok()
+               : captureRefusal(
+                     "it needs the device windows, which are off for this "
+                     "communicator (BRAID_DEBUG=INFO says why)");
   }
   // Staged premul-sums are scaled by the host collective, on the staged input: no device
   // allocation or kernel at issue. On an H200, scaling on the device first (a
@@ -274,24 +301,22 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
   return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
 }
 
-// A call recorded into a CUDA graph would run, at every replay, with the barrier and
-// ticket numbers it was given when captured: refused before anything is set up or
-// enqueued, so the communicator and the capture are as they were.
-Status refuseCapture(braidStream_t stream) {
+// Whether `stream` is capturing a CUDA graph. The legacy NULL stream cannot be used while
+// another stream captures (CUDA would invalidate that capture): refused.
+Expected<bool> capturing(braidStream_t stream) {
   BRAID_ASSIGN_OR_RETURN(bool capturing, cuda::streamCapturing(stream));
-  if (!capturing) return Status::ok();
-  return invalidUsage(
-      std::string(stream == nullptr ? "the legacy NULL stream cannot be used while another "
-                                      "stream captures a CUDA graph"
-                                    : "stream is capturing a CUDA graph") +
-      ": Braid's device calls cannot be captured (each is numbered when it is enqueued, and "
-      "a replay would reuse the numbers); make the call outside the capture");
+  if (capturing && stream == nullptr) {
+    return invalidUsage(
+        "the legacy NULL stream cannot be used while another stream captures a "
+        "CUDA graph; make the call on a stream of its own");
+  }
+  return capturing;
 }
 
 Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
-  BRAID_TRY(refuseCapture(stream));
-  return runPaths(comm, std::move(ops), stream);
+  BRAID_ASSIGN_OR_RETURN(bool captured, capturing(stream));
+  return runPaths(comm, std::move(ops), stream, captured);
 }
 
 braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {

@@ -76,4 +76,9 @@ void waitForStagedCalls(braidComm* comm);
 // device buffers with a host stream are invalid usage.
 braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream);
 
+// braidInvalidUsage for a call on a stream capturing a CUDA graph that a replay could not
+// run (`why`): refused before anything is enqueued, so the communicator and the capture
+// are as they were.
+Status captureRefusal(const std::string& why);
+
 }  // namespace braid

@@ -97,6 +97,16 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
       case DeviceOp::Kind::kWaitRank:
         BRAID_TRY(cuda::streamWaitValue64(stream, device(counters_[d.from].value), d.value));
         break;
+      case DeviceOp::Kind::kSignal:
+        BRAID_TRY(cuda::streamWriteValue64(
+            stream, device(graphFlag(static_cast<int>(d.value), d.from, d.to)), 1));
+        break;
+      case DeviceOp::Kind::kWaitSignal: {  // then cleared, for the set's next barrier
+        char* flag = device(graphFlag(static_cast<int>(d.value), d.from, d.to));
+        BRAID_TRY(cuda::streamWaitValue64(stream, flag, 1));
+        BRAID_TRY(cuda::streamWriteValue64(stream, flag, 0));
+        break;
+      }
       case DeviceOp::Kind::kScale:  // a premul-sum's input on its way into the window
         BRAID_TRY(scaleInto(op, addr(d.dst), addr(d.src[0]), d.bytes, stream));
         break;

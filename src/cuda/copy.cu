@@ -23,7 +23,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+__global__ void bumpKernel(volatile unsigned long long* word) { *word = *word + 1; }
+
 }  // namespace
+
+int launchBumpWord(void* word, void* stream) {
+  bumpKernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<volatile unsigned long long*>(word));
+  return static_cast<int>(cudaGetLastError());
+}
 
 int launchCopyBytes(void* dst, const void* src, size_t bytes, size_t head, size_t nvec,
                     unsigned blocks, void* stream) {

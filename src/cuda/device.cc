@@ -198,11 +198,28 @@ Status streamBeginCapture(void* stream) {
   return Status::ok();
 }
 
-Status streamEndCapture(void* stream) {
+Expected<void*> streamEndCapture(void* stream) {
   cudaGraph_t graph = nullptr;
   cudaError_t err = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
-  if (graph != nullptr) (void)cudaGraphDestroy(graph);
-  if (err != cudaSuccess) return cudaFailure("cudaStreamEndCapture", err);
+  if (err != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    return cudaFailure("cudaStreamEndCapture", err);
+  }
+  cudaGraphExec_t exec = nullptr;
+  err = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  if (err != cudaSuccess) return cudaFailure("cudaGraphInstantiate", err);
+  return static_cast<void*>(exec);
+}
+
+Status graphLaunch(void* graph, void* stream) {
+  BRAID_CUDA_CALL(
+      cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), static_cast<cudaStream_t>(stream)));
+  return Status::ok();
+}
+
+Status graphDestroy(void* graph) {
+  BRAID_CUDA_CALL(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)));
   return Status::ok();
 }
 

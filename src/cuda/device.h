@@ -49,10 +49,12 @@ Status streamDestroy(void* stream);
 // using it).
 Expected<bool> streamCapturing(void* stream);
 // Tests: capture `stream` into a graph (cudaStreamCaptureModeGlobal, as torch.cuda.graph
-// does), then end the capture and destroy the graph (the error of a capture invalidated
-// meanwhile).
+// does), then end the capture and instantiate the graph (the error of a capture
+// invalidated meanwhile), launch it on a stream (a replay), and destroy it.
 Status streamBeginCapture(void* stream);
-Status streamEndCapture(void* stream);
+Expected<void*> streamEndCapture(void* stream);
+Status graphLaunch(void* graph, void* stream);
+Status graphDestroy(void* graph);
 
 Expected<void*> deviceAlloc(size_t bytes);
 Status deviceFree(void* p);

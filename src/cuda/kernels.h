@@ -39,4 +39,9 @@ Status launchScale(void* dst, const void* src, size_t count, braidDataType_t dat
 // The buffers must not overlap.
 Status launchCopy(void* dst, const void* src, size_t bytes, void* stream);
 
+// *word += 1, by one thread, once the work before it on the stream has finished: a count
+// that advances at every replay of a CUDA graph that captured it (stream writes replay
+// their captured values). One stream at a time may bump a word.
+Status launchBump(void* word, void* stream);
+
 }  // namespace braid::cuda

@@ -151,6 +151,13 @@ Status launchScale(void* dst, const void* src, size_t count, braidDataType_t dat
   return Status::ok();
 }
 
+Status launchBump(void* word, void* stream) {
+  BRAID_TRY(checkAligned("bump kernel", word, 8));
+  int err = detail::launchBumpWord(word, stream);
+  if (err != 0) return launchFailure("bump kernel", err);
+  return Status::ok();
+}
+
 Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
   if (bytes == 0) return Status::ok();
   if (dst == nullptr || src == nullptr) return invalidArgument("copy kernel: a buffer is NULL");

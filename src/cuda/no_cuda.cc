@@ -27,7 +27,9 @@ Expected<void*> streamCreate() { return notBuilt(); }
 Status streamDestroy(void*) { return notBuilt(); }
 Expected<bool> streamCapturing(void*) { return notBuilt(); }
 Status streamBeginCapture(void*) { return notBuilt(); }
-Status streamEndCapture(void*) { return notBuilt(); }
+Expected<void*> streamEndCapture(void*) { return notBuilt(); }
+Status graphLaunch(void*, void*) { return notBuilt(); }
+Status graphDestroy(void*) { return notBuilt(); }
 Expected<void*> deviceAlloc(size_t) { return notBuilt(); }
 Status deviceFree(void*) { return notBuilt(); }
 Expected<void*> pinnedAlloc(size_t) { return notBuilt(); }
@@ -63,6 +65,7 @@ Status launchReduce(void*, const void* const*, int, size_t, braidDataType_t, bra
   return notBuilt();
 }
 Status launchCopy(void*, const void*, size_t, void*) { return notBuilt(); }
+Status launchBump(void*, void*) { return notBuilt(); }
 Status launchScale(void*, const void*, size_t, braidDataType_t, const void*, const void*, void*) {
   return notBuilt();
 }

@@ -51,6 +51,8 @@ int launchScaleFloat(const ScaleParams& p, braidDataType_t datatype, unsigned bl
 int launchScaleHalf(const ScaleParams& p, braidDataType_t datatype, unsigned blocks, void* stream);
 int launchScaleFloat8(const ScaleParams& p, braidDataType_t datatype, unsigned blocks,
                       void* stream);
+// *word += 1 (kernels.h launchBump).
+int launchBumpWord(void* word, void* stream);
 // Bytes [0, head) and [head + 16 * nvec, bytes) one by one, the vectors between as vectors.
 int launchCopyBytes(void* dst, const void* src, size_t bytes, size_t head, size_t nvec,
                     unsigned blocks, void* stream);

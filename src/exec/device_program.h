@@ -56,13 +56,17 @@ struct DeviceOp {
     kConsume,       // consumed[from][to] = value, after the work before it
     kArrive,        // rank `from`'s barrier counter = value, after the work before it
     kWaitRank,      // hold the stream until rank `from`'s barrier counter >= value
-    kCopy,          // dst = src[0], `bytes` bytes (nothing when they are the same bytes)
-    kReduce,        // dst = src[0] op ... op src[nsrcs - 1], `bytes` bytes of elements
-    kScale,         // dst = src[0] times this rank's premul-sum scalar, `bytes` bytes
+    // A captured call's barriers (exec/device_windows.h): replay-safe flags, one per
+    // ordered pair and set (`value`: 0 or 1), each 0 or 1.
+    kSignal,      // flag[value][from][to] = 1 (from: this rank), after the work before it
+    kWaitSignal,  // hold the stream until flag[value][from][to] >= 1 (to: this rank), then 0
+    kCopy,        // dst = src[0], `bytes` bytes (nothing when they are the same bytes)
+    kReduce,      // dst = src[0] op ... op src[nsrcs - 1], `bytes` bytes of elements
+    kScale,       // dst = src[0] times this rank's premul-sum scalar, `bytes` bytes
   };
   Kind kind = Kind::kCopy;
   int from = -1, to = -1;  // counters: the ordered pair (kArrive, kWaitRank: the rank)
-  uint64_t value = 0;      // counters: the slice or barrier number
+  uint64_t value = 0;      // counters: the slice or barrier number (flags: the set)
   DeviceAddr dst;
   DeviceAddr src[kMaxDeviceSources];
   int nsrcs = 1;       // kReduce: 1 (src[0] alone: avg's division, or a copy) to 8

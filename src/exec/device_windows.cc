@@ -98,6 +98,20 @@ void Builder::reduceTo(uint64_t outElem, uint64_t srcOffset, uint64_t elems) {
 
 void Builder::barrier() {
   const uint64_t e = ++counts_->barriers;
+  if (c_.captured) {  // flags of set e % 2: a signal to each peer, then each peer's
+    DeviceOp op;
+    op.value = e % 2;
+    for (const Kind kind : {Kind::kSignal, Kind::kWaitSignal}) {
+      op.kind = kind;
+      for (int q = 0; q < n_; ++q) {
+        if (q == me_) continue;
+        op.from = kind == Kind::kSignal ? me_ : q;
+        op.to = kind == Kind::kSignal ? q : me_;
+        p_.ops.push_back(op);
+      }
+    }
+    return;
+  }
   DeviceOp op;
   op.kind = Kind::kArrive;
   op.from = me_;
@@ -199,6 +213,7 @@ void Builder::oneRound(uint64_t chunk, bool blocks) {
 
 WindowProgram Builder::build() {
   const uint64_t perBlock = half_ / (es_ * static_cast<size_t>(n_));
+  if (c_.captured) barrier();  // every rank is done with the halves
   switch (c_.collective) {
     case Collective::kAllReduce:
       allReduce();
@@ -212,6 +227,10 @@ WindowProgram Builder::build() {
       oneRound(half_ / es_, false);
       break;
   }
+  if (c_.captured) {  // every rank is done reading; an even count of barriers in all
+    barrier();
+    if (counts_->barriers % 2 != 0) barrier();
+  }
   return std::move(p_);
 }
 
@@ -219,7 +238,8 @@ WindowProgram Builder::build() {
 
 WindowProgram buildWindowCall(const WindowCall& call, int rank, int nranks, size_t halfBytes,
                               WindowCounts* counts) {
-  return Builder(call, rank, nranks, halfBytes, counts).build();
+  WindowCounts own;  // a captured call's count from zero, every replay alike
+  return Builder(call, rank, nranks, halfBytes, call.captured ? &own : counts).build();
 }
 
 }  // namespace braid

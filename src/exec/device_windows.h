@@ -18,6 +18,18 @@
 // buffer kernels cannot write (host memory) reduces into the call's device scratch
 // (kScratch) and copies from it. Copies whose source and destination are the same bytes
 // (in place) are no-ops for the executor.
+//
+// A call captured into a CUDA graph runs again at every replay with the values it was
+// enqueued with, so its barriers cannot be numbers that count on. Its barriers are flags
+// instead, one per ordered pair of ranks in each of two sets: a rank signals each peer
+// (kSignal: its flag for the peer = 1) and waits for each peer's flag for it, which it
+// then clears (kWaitSignal); barriers alternate sets, so a peer signals a set again only
+// after passing the barrier in between, which needs this rank to have cleared it. A
+// captured call starts with a barrier (every rank is done with what it read of the halves
+// before) and ends with one (every rank is done reading this call's), and has an even
+// number of barriers, so whatever captured and ordinary calls follow one another, at any
+// replay, the sets alternate and the halves are safe. Its counts start from zero and are
+// never carried on.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +53,7 @@ struct WindowCall {
   // A premul-sum: the input is scaled on its way into the window (kScale instead of the
   // copy in), so it takes no pass of its own (all-reduce, reduce-scatter, reduce).
   bool scaleInput = false;
+  bool captured = false;  // into a CUDA graph: flag barriers, bracketed (above)
 };
 
 // Rounds and barriers a rank has enqueued so far (alike on every rank between calls).
@@ -55,7 +68,7 @@ struct WindowProgram {
 };
 
 // The work of `call` on rank `rank` of `nranks` (2..8) with halves of `halfBytes` (a
-// multiple of 256); advances `counts`.
+// multiple of 256); advances `counts` (a captured call leaves them as they are).
 WindowProgram buildWindowCall(const WindowCall& call, int rank, int nranks, size_t halfBytes,
                               WindowCounts* counts);
 

@@ -21,8 +21,9 @@
 //   may make wait (not established either way): a test that holds a stream makes its
 //   first device call, which sets the windows up, before. Allocating does not wait (seen on an
 //   H200: a pinned allocation while a stream was held returned at once).
-// - A stream capturing a graph (streamBeginCapture) records its work without running it
-//   (nothing here launches the graph) and refuses to be synchronised or queried, which
+// - A stream capturing a graph (streamBeginCapture) records its work without running it,
+//   each operation with the values it was given (graphLaunch queues them all again on a
+//   stream, as a replay does), and refuses to be synchronised or queried, which
 //   invalidates the capture; device.h's allocating, freeing and page-locking calls are relaxed
 //   about captures, as the real ones are (src/cuda/device.cc), so they are not checked.
 // - Copies follow CUDA's pageable rules: from pageable memory the stream is synchronised

@@ -50,7 +50,10 @@ class Stream {
   Stream() : worker_([this] { run(); }) { worker_.detach(); }
   void push(std::function<void()> op) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (capturing_) return;  // recorded into the graph, which nothing here launches
+    if (capturing_) {  // recorded into the graph: it runs at each launch (graphLaunch)
+      graph_.push_back(std::move(op));
+      return;
+    }
     queue_.push_back(std::move(op));
     ++queued_;
     cv_.notify_all();
@@ -77,14 +80,18 @@ class Stream {
     if (capturing_) return false;
     capturing_ = true;
     invalidated_ = false;
+    graph_.clear();
     return true;
   }
-  // false: it was not capturing; *invalidated: the capture was broken meanwhile.
-  bool endCapture(bool* invalidated) {
+  // false: it was not capturing; *invalidated: the capture was broken meanwhile; *ops:
+  // what it recorded.
+  bool endCapture(bool* invalidated, std::vector<std::function<void()>>* ops) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!capturing_) return false;
     capturing_ = false;
     *invalidated = invalidated_;
+    ops->swap(graph_);
+    graph_.clear();
     return true;
   }
   bool capturing() {
@@ -122,6 +129,7 @@ class Stream {
   uint64_t queued_ = 0, done_ = 0;
   bool retired_ = false;
   bool capturing_ = false, invalidated_ = false;
+  std::vector<std::function<void()>> graph_;  // what a capture recorded so far
   std::thread worker_;
 };
 
@@ -286,12 +294,29 @@ Status streamBeginCapture(void* stream) {
   return Status::ok();
 }
 
-Status streamEndCapture(void* stream) {
+// A graph: the operations its capture recorded, each with the values it was given then.
+Expected<void*> streamEndCapture(void* stream) {
   emu::Stream* s = emu::Streams::get().find(stream);
   if (s == nullptr) return emu::badStream(stream);
   bool invalidated = false;
-  if (!s->endCapture(&invalidated)) return emu::emulated("streamEndCapture: not capturing");
+  auto graph = std::make_unique<std::vector<std::function<void()>>>();
+  if (!s->endCapture(&invalidated, graph.get())) {
+    return emu::emulated("streamEndCapture: not capturing");
+  }
   if (invalidated) return emu::emulated("streamEndCapture: the capture was invalidated");
+  return static_cast<void*>(graph.release());
+}
+
+Status graphLaunch(void* graph, void* stream) {
+  emu::Stream* s = emu::Streams::get().find(stream);
+  if (s == nullptr) return emu::badStream(stream);
+  if (graph == nullptr) return emu::emulated("graphLaunch: no graph");
+  for (const auto& op : *static_cast<std::vector<std::function<void()>>*>(graph)) s->push(op);
+  return Status::ok();
+}
+
+Status graphDestroy(void* graph) {
+  delete static_cast<std::vector<std::function<void()>>*>(graph);
   return Status::ok();
 }
 
@@ -397,6 +422,14 @@ Status streamWaitValue64(void* stream, void* deviceAddr, uint64_t value) {
   if (!why.empty()) return emu::emulated(why);
   return emu::enqueue(stream,
                       [at = emu::reach(deviceAddr), value] { emu::waitAtLeast(at, value); });
+}
+
+Status launchBump(void* word, void* stream) {
+  std::string why = emu::unreachable("the bump kernel's word", word, 8);
+  return emu::enqueue(stream, [why, to = static_cast<std::atomic<uint64_t>*>(emu::reach(word))] {
+    if (!why.empty()) return emu::fault(why);
+    to->store(to->load() + 1);
+  });
 }
 
 Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {

@@ -5,7 +5,9 @@
 // results are what the simulator computes. It reports a deadlock (no rank can move),
 // leftovers (a slice posted and never consumed), out-of-bounds addresses, overlapping
 // copies, a counter set out of order, and a kernel writing memory kernels cannot write
-// (a rank's output marked host memory). kScale multiplies by the rank's premul-sum
+// (a rank's output marked host memory). A captured call's flags (kSignal, kWaitSignal)
+// start clear; a signal over one its peer has not cleared yet, or a flag left set at the
+// end, is an error. kScale multiplies by the rank's premul-sum
 // scalar. Header-only, for the unit tests.
 #pragma once
 
@@ -47,6 +49,7 @@ class DeviceInterpreter {
     posted_ = st_.pairs.empty() ? std::vector<uint64_t>(nn, 0) : st_.pairs;
     consumed_ = posted_;
     barriers_ = st_.barriers.empty() ? std::vector<uint64_t>(n_, 0) : st_.barriers;
+    flags_.assign(2 * nn, 0);
     slots_.assign(nn * 2, std::vector<uint8_t>(st_.slotBytes));
     halves_.assign(static_cast<size_t>(n_) * 2, std::vector<uint8_t>(st_.halfBytes));
     for (int r = 0; r < n_; ++r) {
@@ -74,6 +77,10 @@ class DeviceInterpreter {
                             std::to_string(i % n_) + ", which consumed " +
                             std::to_string(consumed_[i]));
       }
+      if (flags_[i] != 0 || flags_[nn + i] != 0) {
+        return invalidUsage("leftover: rank " + std::to_string(i / n_) + "'s signal to rank " +
+                            std::to_string(i % n_) + " was never cleared");
+      }
     }
     return Status::ok();
   }
@@ -87,6 +94,8 @@ class DeviceInterpreter {
         return consumed_[op.from * n_ + op.to] >= op.value;
       case DeviceOp::Kind::kWaitRank:
         return barriers_[op.from] >= op.value;
+      case DeviceOp::Kind::kWaitSignal:
+        return flags_[flag(op)] >= 1;
       default:
         return true;
     }
@@ -100,6 +109,7 @@ class DeviceInterpreter {
       const DeviceOp& op = programs[r][pc[r]];
       const char* what = op.kind == DeviceOp::Kind::kWaitPosted     ? "posted["
                          : op.kind == DeviceOp::Kind::kWaitConsumed ? "consumed["
+                         : op.kind == DeviceOp::Kind::kWaitSignal   ? "signal["
                                                                     : "barrier[";
       msg += " rank " + std::to_string(r) + " waits for " + what + std::to_string(op.from) +
              (op.kind == DeviceOp::Kind::kWaitRank ? "" : "][" + std::to_string(op.to)) +
@@ -158,8 +168,24 @@ class DeviceInterpreter {
     return Status::ok();
   }
 
+  size_t flag(const DeviceOp& op) const {
+    return static_cast<size_t>((static_cast<int>(op.value % 2) * n_ + op.from) * n_ + op.to);
+  }
+
   Status execute(int r, const DeviceOp& op) {
     switch (op.kind) {
+      case DeviceOp::Kind::kSignal:
+        if (op.from != r || op.value > 1 || flags_[flag(op)] != 0) {
+          return invalidUsage("rank " + std::to_string(r) + " signals rank " +
+                              std::to_string(op.to) + " in set " + std::to_string(op.value) +
+                              (op.from != r ? " for another rank" : " before it cleared the last"));
+        }
+        flags_[flag(op)] = 1;
+        return Status::ok();
+      case DeviceOp::Kind::kWaitSignal:
+        if (op.to != r) return invalidUsage("a rank clears another rank's signal");
+        flags_[flag(op)] = 0;
+        return Status::ok();
       case DeviceOp::Kind::kWaitPosted:
       case DeviceOp::Kind::kWaitConsumed:
       case DeviceOp::Kind::kWaitRank:
@@ -227,6 +253,7 @@ class DeviceInterpreter {
   size_t es_;
   std::vector<std::vector<uint8_t>> scratch_, slots_, halves_;
   std::vector<uint64_t> posted_, consumed_, barriers_;
+  std::vector<uint8_t> flags_;  // [set][from][to]
 };
 
 }  // namespace braid::test

@@ -26,15 +26,22 @@ using Kind = DeviceOp::Kind;
 constexpr size_t kHalf = 64;
 
 // Runs case c through the windows: twoShot for all-reduce, and receive buffers in host
-// memory on the ranks `hostOutput` says.
-test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput) {
-  return [c, twoShot, hostOutput](const std::vector<algo::Schedule>&, braidDataType_t type,
-                                  braidRedOp_t op, std::vector<SimRank>& ranks, const SimOptions&) {
+// memory on the ranks `hostOutput` says. `captured`: as a call captured into a CUDA graph
+// (flag barriers); out of place it runs as a graph would be used, replayed between
+// ordinary calls: captured, ordinary, captured, captured (each writes the same result).
+test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput,
+                    bool captured = false) {
+  return [c, twoShot, hostOutput, captured](const std::vector<algo::Schedule>&,
+                                            braidDataType_t type, braidRedOp_t op,
+                                            std::vector<SimRank>& ranks, const SimOptions&) {
     const int n = c.nranks;
     test::DeviceState state;
     state.halfBytes = kHalf;
     state.barriers.assign(n, 5);
     std::vector<std::vector<DeviceOp>> programs;
+    const std::vector<bool> sequence = !captured   ? std::vector<bool>{false}
+                                       : c.inPlace ? std::vector<bool>{true}
+                                                   : std::vector<bool>{true, false, true, true};
     for (int r = 0; r < n; ++r) {
       WindowCall call;
       call.collective = c.collective;
@@ -44,9 +51,16 @@ test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput) {
       call.twoShot = twoShot;
       call.recvIsDevice = !(hostOutput && r % 2 == 0);
       WindowCounts counts{3, 5};
-      WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts);
-      programs.push_back(std::move(p.ops));
-      state.scratchBytes.push_back(p.scratchBytes);
+      std::vector<DeviceOp> ops;
+      size_t scratch = 0;
+      for (bool graph : sequence) {
+        call.captured = graph;
+        WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts);
+        ops.insert(ops.end(), p.ops.begin(), p.ops.end());
+        scratch = std::max(scratch, p.scratchBytes);
+      }
+      programs.push_back(std::move(ops));
+      state.scratchBytes.push_back(scratch);
       state.outputIsHost.push_back(!call.recvIsDevice);
     }
     return test::DeviceInterpreter(type, op, ranks, state).run(programs);
@@ -155,6 +169,67 @@ TEST(DeviceWindows, EveryWindowCollectiveMatchesTheReference) {
     }
   }
   EXPECT_EQ(cases, 8 * 7 * 4 * 2 * 2);
+}
+
+// The same, captured into a CUDA graph: flag barriers, and out of place replayed between
+// ordinary calls (the interpreter runs each rank as far as it can before the next, so a
+// signal that lands before its peer cleared the last one, a flag left set, or a half
+// refilled while a peer still reads it shows).
+TEST(DeviceWindows, EveryWindowCollectiveMatchesTheReferenceWhenCaptured) {
+  auto empty = [](const algo::CollArgs& a) { return algo::emptySchedule(a); };
+  int cases = 0;
+  for (Collective coll : test::kAllCollectives) {
+    if (coll == Collective::kAllToAllv) continue;
+    for (int n = 2; n <= 8; ++n) {
+      for (uint64_t count : {uint64_t{1}, uint64_t(n + 1), uint64_t{97}}) {
+        for (bool inPlace : {false, true}) {
+          const bool twoShot = coll == Collective::kAllReduce && n >= 3 && count > 50;
+          const test::CheckCase c =
+              test::sweepCase(coll, n, count, inPlace, {braidFloat32, braidSum}, 1);
+          EXPECT_EQ(test::checkCollective(empty, c, windows(c, twoShot, false, true)), "")
+              << (twoShot ? "two-shot" : "");
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 8 * 7 * 3 * 2);
+}
+
+// A captured call opens and closes with a barrier, has an even number of them (set 1
+// first, set 0 last), signals and waits for every peer at each, and leaves the ordinary
+// calls' counts as they were.
+TEST(DeviceWindows, ACapturedCallIsBracketedByFlagBarriersThatAlternate) {
+  for (Collective coll : {Collective::kAllGather, Collective::kAllReduce, Collective::kReduce}) {
+    WindowCall call;
+    call.collective = coll;
+    call.count = 40;  // 160 bytes: rounds of 64, 64 and 32 (all-gather)
+    call.elemSize = 4;
+    call.twoShot = coll == Collective::kAllReduce;
+    call.captured = true;
+    WindowCounts counts{7, 11};
+    WindowProgram p = buildWindowCall(call, 1, 3, kHalf, &counts);
+    EXPECT_EQ(counts.rounds, 7u);
+    EXPECT_EQ(counts.barriers, 11u);
+    std::vector<uint64_t> sets;
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      const DeviceOp& op = p.ops[i];
+      EXPECT_NE(op.kind, Kind::kArrive);
+      EXPECT_NE(op.kind, Kind::kWaitRank);
+      if (op.kind != Kind::kSignal) continue;
+      if (op.to == 0) sets.push_back(op.value);
+      EXPECT_EQ(op.from, 1);
+    }
+    ASSERT_GE(sets.size(), 2u);
+    EXPECT_EQ(sets.size() % 2, 0u);
+    for (size_t i = 0; i < sets.size(); ++i) EXPECT_EQ(sets[i], (i + 1) % 2);
+    // First and last: the bracketing barriers (signals to 0 and 2, then waits for both).
+    ASSERT_GE(p.ops.size(), 8u);
+    EXPECT_EQ(p.ops[0].kind, Kind::kSignal);
+    EXPECT_EQ(p.ops[2].kind, Kind::kWaitSignal);
+    EXPECT_EQ(p.ops[3].kind, Kind::kWaitSignal);
+    EXPECT_EQ(p.ops.back().kind, Kind::kWaitSignal);
+  }
 }
 
 // A round copies in, passes one barrier (this rank's counter first, then a wait for each
