@@ -5,8 +5,8 @@ Usage: python3 torch_nccl_dropin.py /path/to/libnccl.so.2 [nranks]
 Starts `nranks` (default 2) processes on GPU 0 with Braid's library preloaded (torch
 links its own NCCL; LD_PRELOAD makes the process resolve every nccl* symbol to Braid's)
 and runs all_reduce, all_gather, reduce_scatter, broadcast, all_to_all_single and
-send/recv on device tensors, each checked exactly against what every rank can compute
-alone. Exits 0 when every rank passed; 77 (skipped) without a GPU or torch.
+send/recv on device tensors, and an all_reduce captured by torch.cuda.graph and replayed,
+each checked exactly against what every rank can compute alone. Exits 0 when every rank passed; 77 (skipped) without a GPU or torch.
 """
 
 import os
@@ -88,6 +88,23 @@ def worker():
     x = torch.ones(n, dtype=torch.bfloat16, device=dev)
     dist.all_reduce(x)
     expect("all_reduce bf16", x, torch.full((n,), float(world), dtype=torch.bfloat16))
+
+    # A CUDA graph: torch.cuda.graph captures the all_reduce (the process group's stream
+    # joins the capture), then each replay reduces what the static tensor holds then.
+    try:
+        static = base + rank
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            dist.all_reduce(static)
+        for k in range(3):
+            static.copy_(base * (k + 2) + rank)
+            graph.replay()
+            torch.cuda.synchronize()
+            expect(f"all_reduce in a CUDA graph, replay {k}", static,
+                   base * (k + 2) * world + sum(range(world)))
+    except Exception as e:  # noqa: BLE001 - reported with the rest
+        failures.append(f"CUDA graph: {type(e).__name__}: {e}")
 
     torch.cuda.synchronize()
     dist.barrier()
