@@ -29,8 +29,33 @@ namespace {
 
 constexpr size_t kCount = 70000;  // floats per rank
 
+// An all-reduce of d[0, kCount) (every rank: sum(i) = n (n + 1) / 2 + n (i % 7)) into
+// d[kCount, 2 kCount) captured into a CUDA graph and replayed twice: exact both times.
+bool replayedGraphIsExact(braidComm_t comm, void* s, float* d, int n) {
+  if (!cuda::streamBeginCapture(s).isOk()) return false;
+  const braidResult_t captured = braidAllReduce(d, d + kCount, kCount, braidFloat32, braidSum, comm,
+                                                static_cast<braidStream_t>(s));
+  Expected<void*> graph = cuda::streamEndCapture(s);
+  if (captured != braidSuccess || !graph.isOk()) return false;
+  std::vector<float> host(kCount);
+  size_t wrong = 0;
+  for (int replay = 0; replay < 2; ++replay) {
+    if (!cuda::graphLaunch(graph.value(), s).isOk() ||
+        !cuda::copyAsync(host.data(), d + kCount, kCount * sizeof(float), s).isOk() ||
+        !cuda::streamSynchronize(s).isOk()) {
+      return false;
+    }
+    for (size_t i = 0; i < kCount; ++i) {
+      wrong += host[i] != static_cast<float>(n * (n * (n + 1) / 2 + n * static_cast<int>(i % 7)));
+    }
+  }
+  (void)cuda::graphDestroy(graph.value());
+  return wrong == 0;
+}
+
 // One rank's thread: an all-reduce, an all-gather into a device buffer and a send/recv
-// ring on its own stream, each checked exactly. 0 when every result is right.
+// ring on its own stream, each checked exactly, then an all-reduce in a CUDA graph. 0
+// when every result is right.
 int oneRank(const braidUniqueId& id, int n, int rank) {
   braidComm_t comm = nullptr;
   if (braidCommInitRank(&comm, n, id, rank) != braidSuccess) return 2;
@@ -59,12 +84,13 @@ int oneRank(const braidUniqueId& id, int n, int rank) {
     wrong += host[i] != sum ? 1 : 0;  // every gathered block is the same sum
     for (int q = 0; q < n; ++q) wrong += host[kCount * (q + 1) + i] != sum ? 1 : 0;
   }
-  std::fprintf(stderr, "rank %d (thread): calls %s, %zu wrong\n", rank, ok ? "ok" : "failed",
-               wrong);
+  const bool graphed = ok && wrong == 0 && replayedGraphIsExact(comm, s.value(), d, n);
+  std::fprintf(stderr, "rank %d (thread): calls %s, %zu wrong, graph %s\n", rank,
+               ok ? "ok" : "failed", wrong, graphed ? "exact" : "failed");
   (void)cuda::streamDestroy(s.value());
   (void)cuda::deviceFree(mem.value());
   braidCommDestroy(comm);
-  return ok && wrong == 0 ? 0 : 1;
+  return ok && wrong == 0 && graphed ? 0 : 1;
 }
 
 // The whole job in one process: TEST_THREADS ranks.
