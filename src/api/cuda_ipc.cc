@@ -41,45 +41,20 @@ Status DeviceWindows::order(void* stream) { return order_->after(stream); }
 
 Status DeviceWindows::finishCall(void* stream) { return order_->mark(stream); }
 
-std::string DeviceWindows::uncapturable(const OpRequest& op) {
-  if (op.kind != OpRequest::Kind::kCollective) {
-    return "sends and receives cannot be captured into a CUDA graph yet";
-  }
-  algo::Algorithm alg = algo::Algorithm::kRing;
-  Expected<bool> lowered = lowers(op, &alg);
-  if (!lowered.isOk()) return lowered.status().message();
-  if (lowered.value()) {
-    return op.collective == Collective::kAllToAllv
-               ? "all-to-all-v cannot be captured into a CUDA graph yet"
-               : "a collective whose algorithm BRAID_ALGO names (a lowered schedule) cannot be "
-                 "captured into a CUDA graph";
-  }
-  return "";
-}
-
 Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool captured) {
   if (released()) {
     Status err = comm_->asyncError();
     return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
   }
-  if (captured) {  // refused before anything is enqueued; no event orders it (cuda_ipc.h)
-    for (const OpRequest& op : ops) {
-      const std::string why = uncapturable(op);
-      if (!why.empty()) return captureRefusal(why);
-    }
-    // The watch looks at the flags from now on. A capture that fails part way is not
-    // released here: nothing runs unless the graph is launched, and a launched graph that
-    // waits for what a peer never signals is the watch's to release.
-    graphs_.store(true);
-    watchCv_.notify_one();
-    for (const OpRequest& op : ops) {
-      if (op.count != 0) BRAID_TRY(runOne(op, stream, true));
-    }
-    return cuda::launchBump(device(progress(rank_)), stream);
-  }
   // Checked before anything is enqueued: bad usage must not release the windows.
   BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, rank_));
-  Status st = order(stream);
+  if (captured) {  // the watch looks at the flags from now on
+    graphs_.store(true);
+    watchCv_.notify_one();
+  }
+  captured_ = captured;
+  // A captured call is ordered by no event (cuda_ipc.h); it ends with the progress bump.
+  Status st = captured ? Status::ok() : order(stream);
   if (st.isOk()) st = copySelfSends(self, stream);
   std::vector<const OpRequest*> pairs;
   for (const OpRequest& op : ops) {
@@ -87,21 +62,26 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool 
     if (op.kind != OpRequest::Kind::kCollective) {
       if (op.peer != rank_) pairs.push_back(&op);
     } else if (op.count != 0 || op.collective == Collective::kAllToAllv) {  // its count is 0
-      st = runOne(op, stream, false);
+      st = runOne(op, stream);
     }
   }
   if (st.isOk() && !pairs.empty()) st = pointToPoint(pairs, stream);
-  if (st.isOk()) st = finishCall(stream);
+  if (st.isOk())
+    st = captured ? cuda::launchBump(device(progress(rank_)), stream) : finishCall(stream);
+  captured_ = false;
   // A call enqueued in part leaves the ranks' counts apart: release them now rather than
-  // let the peers wait for the timeout.
-  if (!st.isOk()) release(st.withContext("device windows: enqueueing a call failed: "));
+  // let the peers wait for the timeout. Not a capture that failed part way: nothing runs
+  // unless its graph is launched, and a replay waiting for what a peer never signals is
+  // the watch's to release.
+  if (!st.isOk() && !captured)
+    release(st.withContext("device windows: enqueueing a call failed: "));
   return st;
 }
 
-Status DeviceWindows::runOne(const OpRequest& op, void* stream, bool captured) {
+Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
   algo::Algorithm alg = algo::Algorithm::kRing;
   BRAID_ASSIGN_OR_RETURN(bool lowered, lowers(op, &alg));
-  if (lowered && !captured) return runSchedule(op, alg, stream);
+  if (lowered) return runSchedule(op, alg, stream);
   WindowCall call;
   call.collective = op.collective;
   call.count = op.count;
@@ -114,7 +94,7 @@ Status DeviceWindows::runOne(const OpRequest& op, void* stream, bool captured) {
                  op.count * call.elemSize >= twoShotBytes_ && (!oneDevice_ || twoShotForced_);
   call.recvIsDevice = cuda::isDeviceMemory(op.recv);
   call.scaleInput = op.preMul.on;  // kScale: the executor reads op.preMul
-  call.captured = captured;
+  call.captured = captured_;
   WindowCounts counts{round_, epoch_.load(std::memory_order_relaxed)};
   const WindowProgram program = buildWindowCall(call, rank_, nranks_, halfBytes_, &counts);
   void* scratch = nullptr;
@@ -124,7 +104,7 @@ Status DeviceWindows::runOne(const OpRequest& op, void* stream, bool captured) {
     scratch = scratch_;
   }
   BRAID_TRY(enqueue(program.ops, op, op.send, op.recv, scratch, stream));
-  if (captured) return Status::ok();  // counts as they were (exec/device_windows.h)
+  if (captured_) return Status::ok();  // counts as they were (exec/device_windows.h)
   const uint64_t before = epoch_.load(std::memory_order_relaxed);
   round_ = counts.rounds;
   epoch_.store(counts.barriers, std::memory_order_relaxed);

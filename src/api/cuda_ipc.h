@@ -38,11 +38,14 @@
 // progress word in the shared page (a kernel: a count that advances at every replay). It
 // is not ordered after the communicator's other calls by an event (an event recorded
 // outside a capture cannot be waited on inside one, nor the other way): the graph's launch
-// is ordered by the stream it is launched on, as NCCL's captured calls are. Sends and
-// receives, lowered schedules, host buffers and the staged path are not captured: such a
-// call is refused before anything is enqueued (api/cuda_ops.cc). The watch thread releases
-// the barriers when this rank's signal to a peer stays unclaimed and that peer's progress
-// word stands still, both for the timeout: the peer stopped replaying.
+// is ordered by the stream it is launched on, as NCCL's captured calls are. Sends,
+// receives and lowered schedules go through each pair's two graph slots (1 MiB each, in
+// every window after the send slots) with the flags of exec/device_program.h. Host
+// buffers and the staged path are not captured: such a call is refused before anything
+// is enqueued (api/cuda_ops.cc). The watch thread releases the barriers when this rank's
+// signal or filled graph slot for a peer stays unclaimed, or this rank waits for a peer's
+// slot, while that peer's progress word stands still, for the timeout: the peer stopped
+// replaying.
 //
 // Schedules (api/cuda_schedule.cc): all-to-all-v, and any collective whose algorithm
 // BRAID_ALGO names, run the same schedule the host executor would, lowered to device work
@@ -63,7 +66,8 @@
 // A rank whose receive buffer is not device
 // memory reduces into a device scratch buffer and copies from it (the kernels write only
 // device memory); copies take any memory.
-// (Calls: cuda_ipc.cc; set-up, teardown and the watch thread: cuda_ipc_setup.cc.)
+// (Calls: cuda_ipc.cc; set-up and teardown: cuda_ipc_setup.cc; the shared page, the watch
+// thread and releasing: cuda_ipc_watch.cc.)
 #pragma once
 
 #include <atomic>
@@ -108,9 +112,9 @@ class DeviceWindows {
   // any pattern completes; a send to this rank is
   // a copy to the receive from it that it pairs with, in order. The caller holds
   // comm->opMu.
-  // captured: the stream is capturing a CUDA graph (above); ops it cannot capture are
-  // refused (braidInvalidUsage) before anything is enqueued.
+  // captured: the stream is capturing a CUDA graph (above).
   Status run(const std::vector<OpRequest>& ops, void* stream, bool captured = false);
+  static constexpr size_t kGraphSlotBytes = size_t{1} << 20;
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
   // Whether the barriers were released (by any rank's watch); the first to see it raises
@@ -127,7 +131,8 @@ class DeviceWindows {
   // counters posted[s][r] and consumed[s][r] (8 bytes each), then why the barriers were
   // released: the first rank to release writes its error there before any counter shows
   // it, so the others' errors say what happened, not only that a peer released. The
-  // second page: the captured calls' flags [set][from][to], then each rank's progress.
+  // second page: the captured calls' flags [set][from][to], each rank's progress, the
+  // graph slots' full and freed flags [from][to][j] and the waiting marks [from][to].
   struct alignas(128) Counter {
     std::atomic<uint64_t> value{0};
   };
@@ -146,7 +151,10 @@ class DeviceWindows {
   static constexpr size_t kProbeAt = kReasonAt + sizeof(ReleaseReason);
   static constexpr size_t kGraphFlagsAt = 4096;
   static constexpr size_t kProgressAt = kGraphFlagsAt + 2 * 8 * 8 * 8;
-  static_assert(kProbeAt + 8 * 8 <= kGraphFlagsAt && kProgressAt + 8 * 8 <= kFlagsBytes);
+  static constexpr size_t kFullAt = kProgressAt + 8 * 8;
+  static constexpr size_t kFreedAt = kFullAt + 8 * 8 * 2 * 8;
+  static constexpr size_t kWaitingAt = kFreedAt + 8 * 8 * 2 * 8;
+  static_assert(kProbeAt + 8 * 8 <= kGraphFlagsAt && kWaitingAt + 8 * 8 * 8 <= kFlagsBytes);
   ReleaseReason& reason() const {
     return *reinterpret_cast<ReleaseReason*>(reinterpret_cast<char*>(counters_) + kReasonAt);
   }
@@ -154,9 +162,7 @@ class DeviceWindows {
   static constexpr uint64_t kReleased = uint64_t{1} << 62;
 
   DeviceWindows() = default;
-  Status runOne(const OpRequest& op, void* stream, bool captured);
-  // Why op cannot be captured into a CUDA graph ("" when it can).
-  std::string uncapturable(const OpRequest& op);
+  Status runOne(const OpRequest& op, void* stream);
   // Whether op runs as a lowered schedule (true: which algorithm in *alg).
   Expected<bool> lowers(const OpRequest& op, algo::Algorithm* alg);
   Status runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream);
@@ -182,6 +188,14 @@ class DeviceWindows {
   // progress word (exec/device_windows.h, above).
   std::atomic<uint64_t>& graphFlag(int set, int from, int to) const;
   std::atomic<uint64_t>& progress(int q) const;
+  // A graph slot's flags (exec/device_program.h) and rank `to`'s waiting mark for `from`.
+  std::atomic<uint64_t>& full(int from, int to, int j) const;
+  std::atomic<uint64_t>& freed(int from, int to, int j) const;
+  std::atomic<uint64_t>& waiting(int from, int to) const;
+  // Graph slot j (0, 1) that rank `from` sends to rank `to` through.
+  char* graphSlot(int from, int to, uint64_t j) const {
+    return slot(from, nranks_, 0) + (static_cast<size_t>(to) * 2 + j) * kGraphSlotBytes;
+  }
   char* device(const std::atomic<uint64_t>& counter) const;
   Status order(void* stream);
   Status finishCall(void* stream);
@@ -240,6 +254,7 @@ class DeviceWindows {
   bool stopping_ = false;
   std::atomic<bool> released_{false};
   std::atomic<bool> graphs_{false};  // a call was captured: the watch looks at the flags
+  bool captured_ = false;            // the call being enqueued is captured (under opMu)
 };
 
 }  // namespace braid

@@ -74,6 +74,8 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
         return slot(a.from, a.to, a.slot) + a.offset;
       case DeviceAddr::Space::kHalf:
         return windows_[static_cast<size_t>(a.from)] + a.slot * halfBytes_ + a.offset;
+      case DeviceAddr::Space::kGraphSlot:
+        return graphSlot(a.from, a.to, a.slot) + a.offset;
     }
     return nullptr;
   };
@@ -107,6 +109,29 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
         BRAID_TRY(cuda::streamWriteValue64(stream, flag, 0));
         break;
       }
+      case DeviceOp::Kind::kWaitFreed: {
+        char* flag = device(freed(d.from, d.to, static_cast<int>(d.value)));
+        BRAID_TRY(cuda::streamWaitValue64(stream, flag, 1));
+        BRAID_TRY(cuda::streamWriteValue64(stream, flag, 0));
+        break;
+      }
+      case DeviceOp::Kind::kFill:
+        BRAID_TRY(cuda::streamWriteValue64(
+            stream, device(full(d.from, d.to, static_cast<int>(d.value))), 1));
+        break;
+      case DeviceOp::Kind::kWaitFull: {  // marked waiting meanwhile, for the watch
+        char* flag = device(full(d.from, d.to, static_cast<int>(d.value)));
+        char* mark = device(waiting(d.from, d.to));
+        BRAID_TRY(cuda::streamWriteValue64(stream, mark, 1));
+        BRAID_TRY(cuda::streamWaitValue64(stream, flag, 1));
+        BRAID_TRY(cuda::streamWriteValue64(stream, flag, 0));
+        BRAID_TRY(cuda::streamWriteValue64(stream, mark, 0));
+        break;
+      }
+      case DeviceOp::Kind::kFree:
+        BRAID_TRY(cuda::streamWriteValue64(
+            stream, device(freed(d.from, d.to, static_cast<int>(d.value))), 1));
+        break;
       case DeviceOp::Kind::kScale:  // a premul-sum's input on its way into the window
         BRAID_TRY(scaleInto(op, addr(d.dst), addr(d.src[0]), d.bytes, stream));
         break;
@@ -182,6 +207,13 @@ Status DeviceWindows::runSchedule(const OpRequest& request, algo::Algorithm alg,
 
 Status DeviceWindows::runLowered(const algo::Schedule& s, const OpRequest& op, const void* in,
                                  void* out, void* stream) {
+  if (captured_) {  // through the graph slots, counted from zero (exec/device_program.h)
+    PairCounts zero(nranks_);
+    BRAID_ASSIGN_OR_RETURN(
+        std::vector<DeviceOp> program,
+        lowerSchedule(s, datatypeSize(op.datatype), kGraphSlotBytes, &zero, true));
+    return enqueue(program, op, in, out, scratch_, stream);
+  }
   PairCounts counts(nranks_);
   for (int q = 0; q < nranks_; ++q) {
     counts.sent[static_cast<size_t>(q)] = sent_[q].load(std::memory_order_relaxed);

@@ -14,8 +14,12 @@ using Space = DeviceAddr::Space;
 
 class Lowering {
  public:
-  Lowering(const algo::Schedule& s, size_t es, size_t slotBytes, PairCounts counts)
-      : s_(s), es_(es), sliceElems_(slotBytes / es), counts_(std::move(counts)) {}
+  Lowering(const algo::Schedule& s, size_t es, size_t slotBytes, PairCounts counts, bool captured)
+      : s_(s),
+        es_(es),
+        sliceElems_(slotBytes / es),
+        captured_(captured),
+        counts_(std::move(counts)) {}
 
   Status run();
   std::vector<DeviceOp>& ops() { return ops_; }
@@ -35,6 +39,7 @@ class Lowering {
   const algo::Schedule& s_;
   const size_t es_;
   const uint64_t sliceElems_;
+  const bool captured_;  // graph slots and flags (device_program.h)
   PairCounts counts_;
   std::vector<DeviceOp> ops_;
 };
@@ -99,18 +104,27 @@ void Lowering::slice(const Step& st, uint64_t i) {
   const int me = s_.rank, p = st.recvPeer, q = st.sendPeer;
   DeviceAddr in, out;
   uint64_t kin = 0, kout = 0;
+  const Space slots = captured_ ? Space::kGraphSlot : Space::kSlot;
   if (algo::needsRecv(st.op)) {
     kin = ++counts_.received[static_cast<size_t>(p)];
-    counter(Kind::kWaitPosted, p, me, kin);
-    in.space = Space::kSlot;
+    if (captured_) {
+      counter(Kind::kWaitFull, p, me, kin % 2);
+    } else {
+      counter(Kind::kWaitPosted, p, me, kin);
+    }
+    in.space = slots;
     in.from = p;
     in.to = me;
     in.slot = static_cast<uint8_t>(kin % 2);
   }
   if (algo::needsSend(st.op)) {
     kout = ++counts_.sent[static_cast<size_t>(q)];
-    if (kout > 2) counter(Kind::kWaitConsumed, me, q, kout - 2);
-    out.space = Space::kSlot;
+    if (captured_) {
+      counter(Kind::kWaitFreed, me, q, kout % 2);
+    } else if (kout > 2) {
+      counter(Kind::kWaitConsumed, me, q, kout - 2);
+    }
+    out.space = slots;
     out.from = me;
     out.to = q;
     out.slot = static_cast<uint8_t>(kout % 2);
@@ -142,8 +156,8 @@ void Lowering::slice(const Step& st, uint64_t i) {
     case OpKind::kReduceLocal:
       break;  // local(): no slices
   }
-  if (kout != 0) counter(Kind::kPost, me, q, kout);
-  if (kin != 0) counter(Kind::kConsume, p, me, kin);
+  if (kout != 0) counter(captured_ ? Kind::kFill : Kind::kPost, me, q, captured_ ? kout % 2 : kout);
+  if (kin != 0) counter(captured_ ? Kind::kFree : Kind::kConsume, p, me, captured_ ? kin % 2 : kin);
 }
 
 // The batch [begin, end) in rounds. A slice's round is its place in its lane: among the
@@ -235,9 +249,9 @@ Status Lowering::run() {
 }  // namespace
 
 Expected<std::vector<DeviceOp>> lowerSchedule(const algo::Schedule& schedule, size_t elemSize,
-                                              size_t slotBytes, PairCounts* counts) {
+                                              size_t slotBytes, PairCounts* counts, bool captured) {
   if (elemSize == 0) return Status(braidInternalError, "device lowering: element size 0");
-  Lowering l(schedule, elemSize, slotBytes, *counts);
+  Lowering l(schedule, elemSize, slotBytes, *counts, captured);
   BRAID_TRY(l.run());
   *counts = std::move(l.counts());
   return std::move(l.ops());

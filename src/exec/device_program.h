@@ -22,6 +22,14 @@
 // a batch whose rounds would send to (or receive from) a peer out of step order (a pure
 // send and a receive-and-send step to one peer, or such steps paced by different senders).
 //
+// Captured into a CUDA graph, slices cannot be numbered (a replay reuses the numbers), so
+// a captured program counts its slices from zero and goes through the pair's two graph
+// slots (kGraphSlot, apart from the ordinary slots) with flags: full[s][r][j] (set by s
+// once it wrote slot j, cleared by r once it read it) and freed[s][r][j] (set by r once it
+// read slot j, cleared by s before it writes it again; 1 before anything ran). Each slot
+// is a one-deep handshake, so the program runs again at any replay, between ordinary
+// calls. A receiver also marks waiting[s][r] while it waits for s (what the watch sees).
+//
 // Plain data and pure functions: the unit tests interpret the program on the host (every
 // algorithm against the simulator, deadlocks included); the CUDA executor enqueues it.
 #pragma once
@@ -39,7 +47,7 @@ namespace braid {
 // (a Schedule's BufRefs), slot `slot` of the pair (from, to) in `from`'s window, or half
 // `slot` of rank `from`'s window (the window collectives, exec/device_windows.h).
 struct DeviceAddr {
-  enum class Space : uint8_t { kInput, kOutput, kScratch, kSlot, kHalf };
+  enum class Space : uint8_t { kInput, kOutput, kScratch, kSlot, kHalf, kGraphSlot };
   Space space = Space::kInput;
   int from = -1, to = -1;  // kSlot: the pair; kHalf: `from` is the window's rank
   uint8_t slot = 0;        // kSlot, kHalf: 0 or 1
@@ -60,9 +68,14 @@ struct DeviceOp {
     // ordered pair and set (`value`: 0 or 1), each 0 or 1.
     kSignal,      // flag[value][from][to] = 1 (from: this rank), after the work before it
     kWaitSignal,  // hold the stream until flag[value][from][to] >= 1 (to: this rank), then 0
-    kCopy,        // dst = src[0], `bytes` bytes (nothing when they are the same bytes)
-    kReduce,      // dst = src[0] op ... op src[nsrcs - 1], `bytes` bytes of elements
-    kScale,       // dst = src[0] times this rank's premul-sum scalar, `bytes` bytes
+    // A captured program's graph slots (above; `value`: the slot j).
+    kWaitFreed,  // hold the stream until freed[from][to][j] >= 1, then 0 (from: this rank)
+    kFill,       // full[from][to][j] = 1, after the work before it
+    kWaitFull,   // waiting, hold the stream until full[from][to][j] >= 1, then 0, not waiting
+    kFree,       // freed[from][to][j] = 1, after the work before it (to: this rank)
+    kCopy,       // dst = src[0], `bytes` bytes (nothing when they are the same bytes)
+    kReduce,     // dst = src[0] op ... op src[nsrcs - 1], `bytes` bytes of elements
+    kScale,      // dst = src[0] times this rank's premul-sum scalar, `bytes` bytes
   };
   Kind kind = Kind::kCopy;
   int from = -1, to = -1;  // counters: the ordered pair (kArrive, kWaitRank: the rank)
@@ -86,8 +99,10 @@ struct PairCounts {
 // The device work for `schedule` (this rank's), slices of at most `slotBytes` (a multiple
 // of elemSize). On success `counts` has advanced past the slices it uses; on error
 // (a batch reaching a peer out of step order, a peer out of range, a slot smaller than an
-// element) nothing changes.
+// element) nothing changes. `captured`: through the graph slots and their flags (above);
+// the caller passes counts of zero.
 Expected<std::vector<DeviceOp>> lowerSchedule(const algo::Schedule& schedule, size_t elemSize,
-                                              size_t slotBytes, PairCounts* counts);
+                                              size_t slotBytes, PairCounts* counts,
+                                              bool captured = false);
 
 }  // namespace braid

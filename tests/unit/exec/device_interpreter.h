@@ -7,8 +7,9 @@
 // copies, a counter set out of order, and a kernel writing memory kernels cannot write
 // (a rank's output marked host memory). A captured call's flags (kSignal, kWaitSignal)
 // start clear; a signal over one its peer has not cleared yet, or a flag left set at the
-// end, is an error. kScale multiplies by the rank's premul-sum
-// scalar. Header-only, for the unit tests.
+// end, is an error. So are, for the graph slots (their own storage), a fill of a slot not
+// freed, a free of one not taken, and a slot left full at the end. kScale multiplies by the rank's
+// premul-sum scalar. Header-only, for the unit tests.
 #pragma once
 
 #include <array>
@@ -50,6 +51,9 @@ class DeviceInterpreter {
     consumed_ = posted_;
     barriers_ = st_.barriers.empty() ? std::vector<uint64_t>(n_, 0) : st_.barriers;
     flags_.assign(2 * nn, 0);
+    full_.assign(2 * nn, 0);
+    freed_.assign(2 * nn, 1);
+    graphSlots_.assign(nn * 2, std::vector<uint8_t>(st_.slotBytes));
     slots_.assign(nn * 2, std::vector<uint8_t>(st_.slotBytes));
     halves_.assign(static_cast<size_t>(n_) * 2, std::vector<uint8_t>(st_.halfBytes));
     for (int r = 0; r < n_; ++r) {
@@ -77,6 +81,11 @@ class DeviceInterpreter {
                             std::to_string(i % n_) + ", which consumed " +
                             std::to_string(consumed_[i]));
       }
+      if (full_[2 * i] != 0 || full_[2 * i + 1] != 0 || freed_[2 * i] != 1 ||
+          freed_[2 * i + 1] != 1) {
+        return invalidUsage("leftover: a graph slot from rank " + std::to_string(i / n_) +
+                            " to rank " + std::to_string(i % n_) + " is still full");
+      }
       if (flags_[i] != 0 || flags_[nn + i] != 0) {
         return invalidUsage("leftover: rank " + std::to_string(i / n_) + "'s signal to rank " +
                             std::to_string(i % n_) + " was never cleared");
@@ -96,6 +105,10 @@ class DeviceInterpreter {
         return barriers_[op.from] >= op.value;
       case DeviceOp::Kind::kWaitSignal:
         return flags_[flag(op)] >= 1;
+      case DeviceOp::Kind::kWaitFull:
+        return full_[slotFlag(op)] >= 1;
+      case DeviceOp::Kind::kWaitFreed:
+        return freed_[slotFlag(op)] >= 1;
       default:
         return true;
     }
@@ -110,6 +123,8 @@ class DeviceInterpreter {
       const char* what = op.kind == DeviceOp::Kind::kWaitPosted     ? "posted["
                          : op.kind == DeviceOp::Kind::kWaitConsumed ? "consumed["
                          : op.kind == DeviceOp::Kind::kWaitSignal   ? "signal["
+                         : op.kind == DeviceOp::Kind::kWaitFull     ? "full["
+                         : op.kind == DeviceOp::Kind::kWaitFreed    ? "freed["
                                                                     : "barrier[";
       msg += " rank " + std::to_string(r) + " waits for " + what + std::to_string(op.from) +
              (op.kind == DeviceOp::Kind::kWaitRank ? "" : "][" + std::to_string(op.to)) +
@@ -142,6 +157,12 @@ class DeviceInterpreter {
         base = slots_[static_cast<size_t>((a.from * n_ + a.to) * 2 + a.slot)].data();
         size = st_.slotBytes;
         break;
+      case DeviceAddr::Space::kGraphSlot:
+        if (a.from < 0 || a.from >= n_ || a.to < 0 || a.to >= n_ || a.slot > 1) return nullptr;
+        if (a.from != r && a.to != r) return nullptr;
+        base = graphSlots_[static_cast<size_t>((a.from * n_ + a.to) * 2 + a.slot)].data();
+        size = st_.slotBytes;
+        break;
       case DeviceAddr::Space::kHalf:
         if (a.from < 0 || a.from >= n_ || a.slot > 1) return nullptr;
         base = halves_[static_cast<size_t>(a.from * 2 + a.slot)].data();
@@ -168,6 +189,28 @@ class DeviceInterpreter {
     return Status::ok();
   }
 
+  size_t slotFlag(const DeviceOp& op) const {
+    return static_cast<size_t>((op.from * n_ + op.to) * 2) + op.value % 2;
+  }
+
+  // A graph slot's flag set (kFill: full, by the sender; kFree: freed, by the receiver)
+  // or waited for and cleared (kWaitFull by the receiver, kWaitFreed by the sender).
+  Status slotOp(int r, const DeviceOp& op) {
+    const bool sender = op.kind == DeviceOp::Kind::kFill || op.kind == DeviceOp::Kind::kWaitFreed;
+    if ((sender ? op.from : op.to) != r || op.value > 1) {
+      return invalidUsage("rank " + std::to_string(r) + " works another pair's graph slot");
+    }
+    const bool onFull = op.kind == DeviceOp::Kind::kFill || op.kind == DeviceOp::Kind::kWaitFull;
+    uint8_t& f = (onFull ? full_ : freed_)[slotFlag(op)];
+    const bool sets = op.kind == DeviceOp::Kind::kFill || op.kind == DeviceOp::Kind::kFree;
+    if (sets && f != 0) {
+      return invalidUsage("rank " + std::to_string(r) + (onFull ? " fills" : " frees") +
+                          " a graph slot that is already " + (onFull ? "full" : "free"));
+    }
+    f = sets ? 1 : 0;
+    return Status::ok();
+  }
+
   size_t flag(const DeviceOp& op) const {
     return static_cast<size_t>((static_cast<int>(op.value % 2) * n_ + op.from) * n_ + op.to);
   }
@@ -186,6 +229,11 @@ class DeviceInterpreter {
         if (op.to != r) return invalidUsage("a rank clears another rank's signal");
         flags_[flag(op)] = 0;
         return Status::ok();
+      case DeviceOp::Kind::kWaitFreed:
+      case DeviceOp::Kind::kFill:
+      case DeviceOp::Kind::kWaitFull:
+      case DeviceOp::Kind::kFree:
+        return slotOp(r, op);
       case DeviceOp::Kind::kWaitPosted:
       case DeviceOp::Kind::kWaitConsumed:
       case DeviceOp::Kind::kWaitRank:
@@ -253,7 +301,9 @@ class DeviceInterpreter {
   size_t es_;
   std::vector<std::vector<uint8_t>> scratch_, slots_, halves_;
   std::vector<uint64_t> posted_, consumed_, barriers_;
-  std::vector<uint8_t> flags_;  // [set][from][to]
+  std::vector<uint8_t> flags_;         // [set][from][to]
+  std::vector<uint8_t> full_, freed_;  // graph slots' flags, [from][to][j]
+  std::vector<std::vector<uint8_t>> graphSlots_;
 };
 
 }  // namespace braid::test
