@@ -8,9 +8,9 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench premul schedules symbols torch floor diag bigwindow mps pack]
-#        (default: build test sanitize bench schedules symbols torch pack; `quick`: build
-#        test torch bench pack, each step bounded, about 8 minutes on an H200)
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs premul schedules symbols torch floor diag bigwindow mps pack]
+#        (default: build test sanitize bench graphs schedules symbols torch pack; `quick`:
+#        build test torch bench graphs pack, each step bounded, about 8 minutes on an H200)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
 # the perf tools' largest size (default 256M).
 set -uo pipefail
@@ -19,14 +19,15 @@ root=$PWD
 out=${OUT:-$root/build-gpu/logs}
 mkdir -p "$out/logs/logs"
 if [ "${1:-}" = quick ]; then  # what fits one lease of 15 minutes with time to spare
-  export LIMIT_build=${LIMIT_build:-200} LIMIT_test=${LIMIT_test:-420} TEST_WALL=${TEST_WALL:-400}
+  export LIMIT_build=${LIMIT_build:-200} LIMIT_test=${LIMIT_test:-360} TEST_WALL=${TEST_WALL:-340}
   export LIMIT_torch=${LIMIT_torch:-60} LIMIT_bench=${LIMIT_bench:-110} PERF_MAX=${PERF_MAX:-128M}
-  set -- build test torch bench pack
+  export LIMIT_graphs=${LIMIT_graphs:-45}
+  set -- build test torch bench graphs pack
 fi
 if [ "${1:-}" != --one ]; then
   : > "$out/summary.txt"
   steps=("$@")
-  [ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench schedules symbols torch pack)
+  [ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench graphs schedules symbols torch pack)
   for step in "${steps[@]}"; do
     limit=LIMIT_$step
     start=$SECONDS
@@ -104,6 +105,12 @@ for step in "${steps[@]}"; do
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_TWO_SHOT_BYTES=0 perfrun $n all_reduce_perf twoshot
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_IPC=0 perfrun $n all_reduce_perf staged
       done;;
+    graphs)  # the timed calls captured into a CUDA graph (-G) against the same calls one by one
+      for n in 2 4; do
+        PERF_MAX=1M perfrun $n all_reduce_perf calls
+        PERF_MAX=1M perfrun $n all_reduce_perf graph -G 10
+      done
+      PERF_MAX=1M perfrun 2 sendrecv_perf graph -G 10;;
     premul)  # premul-sum (-o mulsum): the scaling fused into the device windows' copy-in
       for n in 2 4; do
         perfrun $n all_reduce_perf mulsum -o mulsum

@@ -32,6 +32,7 @@ struct PerfArgs {
   std::string algo;         // -A: "" for the library's choice
   int memAlloc = 0;         // -R 1: buffers from braidMemAlloc; 2: registered (peers read in place)
   int device = 0;           // -D 1: send and receive buffers in CUDA device memory
+  int graphLaunches = 0;    // -G n: the timed calls captured into a CUDA graph, launched n times
   bool help = false;
 };
 
@@ -65,6 +66,8 @@ inline const char* perfUsage() {
          "  -D, --device <0/1>       1: send and receive buffers in CUDA device memory (the\n"
          "                           calls run on a CUDA stream of the tool's; a build with\n"
          "                           CUDA only)\n"
+         "  -G, --cudagraph <n>      with -D 1: capture the -n timed calls into a CUDA graph\n"
+         "                           and time n launches of it (0: no graph; default 0)\n"
          "  -h, --help               this text\n";
 }
 
@@ -101,6 +104,8 @@ inline bool applyPerfFlag(int flag, const char* arg, PerfArgs* args, std::string
     case 'z': return detail::parseInt(arg, 0, 1, &args->blocking) || bad("-z");
     case 'R': return detail::parseInt(arg, 0, 2, &args->memAlloc) || bad("-R (0, 1 or 2)");
     case 'D': return detail::parseInt(arg, 0, 1, &args->device) || bad("-D (0 or 1)");
+    case 'G':
+      return detail::parseInt(arg, 0, 1 << 20, &args->graphLaunches) || bad("-G");
     case 'a':
       if (!detail::parseInt(arg, 0, 3, &v)) return bad("-a (0-3)");
       args->average = static_cast<AverageMode>(v);
@@ -145,13 +150,15 @@ inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* er
       {"algo", required_argument, nullptr, 'A'},
       {"memalloc", required_argument, nullptr, 'R'},
       {"device", required_argument, nullptr, 'D'},
+      {"cudagraph", required_argument, nullptr, 'G'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   optind = 0;  // glibc: full reset, so a second parse (tests) starts afresh
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:A:R:D:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:a:z:J:T:A:R:D:G:h", kLong, nullptr)) !=
+         -1) {
     if (c == '?' || c == ':') {
       char opt[2] = {static_cast<char>(optopt), '\0'};
       *error = optopt ? std::string("unknown flag or missing value: -") + opt
@@ -162,6 +169,10 @@ inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* er
   }
   if (optind < argc) {
     *error = std::string("unexpected argument '") + argv[optind] + "'";
+    return false;
+  }
+  if (args->graphLaunches > 0 && args->device == 0) {
+    *error = "-G (CUDA graph launches) needs device buffers: add -D 1";
     return false;
   }
   if (args->minBytes > args->maxBytes) {

@@ -121,6 +121,27 @@ class DeviceBuffer {
     cudaStream_t s = nullptr;
     return cudaStreamCreate(&s) == cudaSuccess ? reinterpret_cast<braidStream_t>(s) : nullptr;
   }
+  // -G: the calls `enqueue` makes on `stream`, captured into a graph (global mode, as
+  // torch.cuda.graph captures) and instantiated; nullptr when CUDA refuses.
+  template <typename Fn>
+  static void* capture(braidStream_t stream, Fn enqueue) {
+    auto s = reinterpret_cast<cudaStream_t>(stream);
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) != cudaSuccess) return nullptr;
+    enqueue();
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    if (cudaStreamEndCapture(s, &graph) != cudaSuccess) return nullptr;
+    const bool made = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    (void)cudaGraphDestroy(graph);
+    return made ? exec : nullptr;
+  }
+  static bool launch(void* graph, braidStream_t stream) {
+    return cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph),
+                           reinterpret_cast<cudaStream_t>(stream)) == cudaSuccess;
+  }
+  static void destroyGraph(void* graph) {
+    (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+  }
 #else
   bool allocate(size_t, std::string* error) {
     *error = "this build has no CUDA (configure with nvcc found)";
@@ -130,6 +151,12 @@ class DeviceBuffer {
   static bool toHost(char*, const char*, size_t) { return false; }
   static bool synchronize() { return true; }
   static braidStream_t createStream() { return nullptr; }
+  template <typename Fn>
+  static void* capture(braidStream_t, Fn) {
+    return nullptr;
+  }
+  static bool launch(void*, braidStream_t) { return false; }
+  static void destroyGraph(void*) {}
 #endif
   char* data() const { return data_; }
   char* mirror() const { return mirror_.data(); }
@@ -166,6 +193,11 @@ class Harness {
   // Fills row.algorithm and row.predictedUs from braidCommGetAlgorithm.
   void whichAlgorithm(Row& row) const;
   Placement runPlacement(const PerfCase& c, bool inPlace);
+  // Seconds per call: `iters` calls timed (after a barrier), or (-G) the calls captured
+  // into a CUDA graph and its launches timed.
+  double timeCalls(const PerfCase& c, char* send, char* recv, int iters);
+  double timeGraph(const PerfCase& c, char* send, char* recv);
+  void synchronizeDevice() const;
   int64_t checkPlacement(const PerfCase& c, char* send, char* recv);
   int64_t checkOnDevice(const PerfCase& c, char* send, char* recv);
   double combineTime(double seconds);
@@ -261,9 +293,10 @@ void Harness::printHeader() {
   bool factor = args_.stepFactor > 1;
   std::printf(
       "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
-      "agg iters: 1 validation: %d graph: 0\n",
+      "agg iters: 1 validation: %d graph: %d\n",
       args_.minBytes, args_.maxBytes, factor ? args_.stepFactor : args_.stepBytes,
-      factor ? "factor" : "bytes", args_.warmupIters, args_.iters, args_.check);
+      factor ? "factor" : "bytes", args_.warmupIters, args_.iters, args_.check,
+      args_.graphLaunches);
   std::printf("# Algorithm: %s\n#\n", algorithm_.c_str());
 }
 
@@ -377,20 +410,57 @@ Placement Harness::runPlacement(const PerfCase& c, bool inPlace) {
   bool checked = args_.check > 0 && (!inPlace || coll_.checkInPlace);
   p.wrong = checked ? sumOverRanks(checkPlacement(c, send, recv)) : -1;
   for (int i = 0; i < args_.warmupIters; ++i) check(coll_.run(c, send, recv, comm_));
-  barrier();
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < args_.iters; ++i) check(coll_.run(c, send, recv, comm_));
-  if (dev && !DeviceBuffer::synchronize()) {
-    std::fprintf(stderr, "%s: rank %d: cudaDeviceSynchronize failed\n", coll_.name, rank_);
-    std::exit(1);
-  }
-  auto t1 = std::chrono::steady_clock::now();
-  double seconds = std::chrono::duration<double>(t1 - t0).count() / args_.iters;
+  const double seconds =
+      args_.graphLaunches > 0 ? timeGraph(c, send, recv) : timeCalls(c, send, recv, args_.iters);
   double t = combineTime(seconds);
   p.timeUs = t * 1e6;
   p.algBw = algBandwidth(c.sizes.rowBytes, t);
   p.busBw = p.algBw * coll_.busBwFactor(nranks_);
   return p;
+}
+
+void Harness::synchronizeDevice() const {
+  if (args_.device != 0 && !DeviceBuffer::synchronize()) {
+    std::fprintf(stderr, "%s: rank %d: cudaDeviceSynchronize failed\n", coll_.name, rank_);
+    std::exit(1);
+  }
+}
+
+double Harness::timeCalls(const PerfCase& c, char* send, char* recv, int iters) {
+  barrier();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) check(coll_.run(c, send, recv, comm_));
+  synchronizeDevice();
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(t1 - t0).count() / iters;
+}
+
+// -G: the -n calls captured into one graph, launched once untimed, then -G times timed
+// (as nccl-tests' -G): the time per call.
+double Harness::timeGraph(const PerfCase& c, char* send, char* recv) {
+  void* graph = DeviceBuffer::capture(gStream, [&] {
+    for (int i = 0; i < args_.iters; ++i) check(coll_.run(c, send, recv, comm_));
+  });
+  if (graph == nullptr) {
+    std::fprintf(stderr, "%s: rank %d: capturing the calls into a CUDA graph failed\n", coll_.name,
+                 rank_);
+    std::exit(1);
+  }
+  auto launch = [&] {
+    if (!DeviceBuffer::launch(graph, gStream)) {
+      std::fprintf(stderr, "%s: rank %d: cudaGraphLaunch failed\n", coll_.name, rank_);
+      std::exit(1);
+    }
+  };
+  launch();
+  synchronizeDevice();
+  barrier();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int l = 0; l < args_.graphLaunches; ++l) launch();
+  synchronizeDevice();
+  auto t1 = std::chrono::steady_clock::now();
+  DeviceBuffer::destroyGraph(graph);
+  return std::chrono::duration<double>(t1 - t0).count() / args_.iters / args_.graphLaunches;
 }
 
 void Harness::runType(braidDataType_t type, braidRedOp_t op) {

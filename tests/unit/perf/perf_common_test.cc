@@ -379,6 +379,21 @@ TEST(PerfArgsTest, ParsesEveryFlag) {
   }
 }
 
+// -G (nccl-tests' --cudagraph): launches of a graph of the timed calls, device buffers only.
+TEST(PerfArgsTest, CudaGraphLaunchesGoWithDeviceBuffers) {
+  PerfArgs a;
+  std::string error;
+  EXPECT_EQ(a.graphLaunches, 0);
+  ASSERT_TRUE(parse({"-D", "1", "-G", "10"}, &a, &error)) << error;
+  EXPECT_EQ(a.graphLaunches, 10);
+  PerfArgs b;
+  ASSERT_TRUE(parse({"--device", "1", "--cudagraph", "3"}, &b, &error)) << error;
+  EXPECT_EQ(b.graphLaunches, 3);
+  PerfArgs c;
+  EXPECT_FALSE(parse({"-G", "2"}, &c, &error));
+  EXPECT_NE(error.find("-D 1"), std::string::npos) << error;
+}
+
 TEST(PerfArgsTest, RejectsBadValues) {
   std::string error;
   for (std::vector<std::string> bad :
@@ -390,6 +405,8 @@ TEST(PerfArgsTest, RejectsBadValues) {
                                              {"-b", "2M", "-e", "1M"},
                                              {"-b", "1K", "-e", "1M", "-i", "0"},
                                              {"-T", "0"},
+                                             {"-G", "5"},  // CUDA graphs need -D 1
+                                             {"-G", "-1", "-D", "1"},
                                              {"-q"},
                                              {"stray"}}) {
     PerfArgs a;
