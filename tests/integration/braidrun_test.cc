@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "transports/shm/segment_name.h"
+
 #ifndef BRAIDRUN_PATH
 #error "BRAIDRUN_PATH must name the braidrun binary (tests/integration/CMakeLists.txt sets it)"
 #endif
@@ -195,15 +197,18 @@ class SyncDir {
 }  // namespace
 
 TEST(Braidrun, RemovesSharedMemoryAKilledRankLeft) {
-  // The rank is the shell itself (braidrun execs it): $$ is its pid, as in
-  // the FIFO names Braid's shm transport uses.
+  // The rank is the shell itself (braidrun execs it): $$ is its pid and its pid
+  // namespace this one's, as in the names Braid's shm transport gives its segments.
   Result r = runBraidrun({"-n", "1", "--", "sh", "-c",
-                          "touch /dev/shm/braid-$$-0123456789abcdef; echo $$; kill -9 $$"});
+                          "ns=$(printf %x $(stat -L -c %i /proc/$$/ns/pid)); "
+                          "touch /dev/shm/braid-$$-$ns-0123456789abcdef; echo $$; kill -9 $$"});
   EXPECT_NE(r.exit_code, 0);
   const size_t at = r.out.find("] ");
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string pid = r.out.substr(at + 2, r.out.find('\n', at) - at - 2);
-  EXPECT_FALSE(std::filesystem::exists("/dev/shm/braid-" + pid + "-0123456789abcdef")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(
+      "/dev/shm/" + braid::transport::shm::segmentPrefix(std::stol(pid)) + "0123456789abcdef"))
+      << r.err;
   EXPECT_NE(r.err.find("removed 1 shared-memory segment(s) rank 0 left"), std::string::npos) << r.err;
 }
 

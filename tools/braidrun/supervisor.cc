@@ -2,14 +2,15 @@
 
 #include <dirent.h>
 #include <poll.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "tools/braidrun/rank_process.h"
 #include "tools/braidrun/signals.h"
+#include "transports/shm/segment_name.h"
 
 namespace braid::run {
 namespace {
@@ -144,11 +145,13 @@ void Supervisor::reapChildren() {
   }
 }
 
-// Shared-memory FIFOs are named /braid-<creator pid>-<random> and unlinked as
-// soon as the peer maps them; a rank killed inside that window leaves one.
-// Returns how many of `pid`'s segments were removed.
+// Shared-memory segments are named /braid-<creator pid>-<pid namespace>-<random>
+// (transports/shm/segment_name.h; the ranks share braidrun's namespace). FIFOs are
+// unlinked as soon as the peer maps them, so a rank killed inside that window leaves
+// one; so does one killed holding a braidMemAlloc or registered buffer. Returns how many
+// of `pid`'s segments were removed.
 int removeSegmentsOf(pid_t pid) {
-  const std::string prefix = "braid-" + std::to_string(pid) + "-";
+  const std::string prefix = transport::shm::segmentPrefix(pid);
   int removed = 0;
   if (DIR* dir = opendir("/dev/shm")) {
     while (dirent* e = readdir(dir)) {

@@ -1,18 +1,24 @@
 #include "transports/shm/shm_transport.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "core/bootstrap.h"
 #include "core/futex.h"
 #include "core/logging.h"
 #include "core/proc_maps.h"
+#include "transports/shm/segment_name.h"
 
 namespace braid::transport::shm {
 namespace {
@@ -54,11 +60,9 @@ struct Mapping {
   }
 };
 
-// "/braid-<creator pid>-<128 random bits>": unguessable, and braidrun can
-// remove what a killed rank created but no peer had unlinked yet.
-std::string randomName() {
-  return "/braid-" + std::to_string(getpid()) + "-" + secretToHex(randomSecret());
-}
+// "/braid-<creator pid>-<pid namespace>-<128 random bits>" (segment_name.h): unguessable,
+// and a later process (sweepDeadSegments) or braidrun can remove what a killed rank left.
+std::string randomName() { return "/" + segmentPrefix(getpid()) + secretToHex(randomSecret()); }
 
 Status createFifo(const std::string& name, const ConnectOptions& o, Mapping* m) {
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
@@ -397,6 +401,47 @@ Expected<std::unique_ptr<Endpoint>> ShmTransport::connect(int linkFd, const Peer
 
 }  // namespace
 
-std::unique_ptr<Transport> makeShmTransport() { return std::make_unique<ShmTransport>(); }
+int sweepDeadSegments() {
+  const std::string& ns = pidNamespace();
+  if (ns.empty()) return 0;  // no way to tell our namespace's pids from another's
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return 0;
+  int removed = 0;
+  std::string pids;
+  while (dirent* e = readdir(dir)) {
+    const char* name = e->d_name;
+    if (std::strncmp(name, "braid-", 6) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name + 6, &end, 10);
+    if (end == name + 6 || pid <= 0) continue;
+    const std::string prefix = segmentPrefix(pid);  // this namespace's, this form
+    if (std::strncmp(name, prefix.c_str(), prefix.size()) != 0) continue;
+    const std::string path = std::string("/dev/shm/") + name;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0 || st.st_uid != geteuid()) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or unknown
+    if (unlink(path.c_str()) == 0) {
+      ++removed;
+      if (pids.find(" " + std::to_string(pid) + ",") == std::string::npos) {
+        pids += " " + std::to_string(pid) + ",";
+      }
+    }
+  }
+  closedir(dir);
+  if (removed > 0) {
+    pids.pop_back();
+    BRAID_INFO(
+        "shm: removed %d shared-memory segment(s) left in /dev/shm by process(es)%s, "
+        "which no longer exist",
+        removed, pids.c_str());
+  }
+  return removed;
+}
+
+std::unique_ptr<Transport> makeShmTransport() {
+  static std::once_flag swept;
+  std::call_once(swept, [] { (void)sweepDeadSegments(); });
+  return std::make_unique<ShmTransport>();
+}
 
 }  // namespace braid::transport::shm

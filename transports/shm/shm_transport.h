@@ -13,6 +13,24 @@
 
 namespace braid::transport::shm {
 
+// The first one a process makes also sweeps /dev/shm (sweepDeadSegments, once).
+// The first one a process makes also sweeps /dev/shm (sweepDeadSegments, once).
 std::unique_ptr<Transport> makeShmTransport();
+
+// Segment names are /braid-<creator pid>-<its pid namespace>-<128 random bits>. Removes
+// this user's segments whose creator, in this process's pid namespace, no longer exists:
+// what a killed rank left (a FIFO no peer had mapped yet, a braidMemAlloc or registered
+// buffer, a window not yet unlinked), whatever launched it (braidrun removes its own
+// ranks' at once). Names of another pid namespace (containers sharing /dev/shm) or of
+// the older form are never touched. Returns how many it removed.
+int sweepDeadSegments();
+
+// Segment names are /braid-<creator pid>-<its pid namespace>-<128 random bits>. Removes
+// this user's segments whose creator, in this process's pid namespace, no longer exists:
+// what a killed rank left (a FIFO no peer had mapped yet, a braidMemAlloc or registered
+// buffer, a window not yet unlinked), whatever launched it (braidrun removes its own
+// ranks' at once). Names of another pid namespace (containers sharing /dev/shm) or of
+// the older form are never touched. Returns how many it removed.
+int sweepDeadSegments();
 
 }  // namespace braid::transport::shm
