@@ -66,15 +66,17 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool 
     }
   }
   if (st.isOk() && !pairs.empty()) st = pointToPoint(pairs, stream);
-  if (st.isOk())
+  if (st.isOk()) {
     st = captured ? cuda::launchBump(device(progress(rank_)), stream) : finishCall(stream);
+  }
   captured_ = false;
   // A call enqueued in part leaves the ranks' counts apart: release them now rather than
   // let the peers wait for the timeout. Not a capture that failed part way: nothing runs
   // unless its graph is launched, and a replay waiting for what a peer never signals is
   // the watch's to release.
-  if (!st.isOk() && !captured)
+  if (!st.isOk() && !captured) {
     release(st.withContext("device windows: enqueueing a call failed: "));
+  }
   return st;
 }
 

@@ -180,6 +180,8 @@ class DeviceWindows {
     return windows_[static_cast<size_t>(from)] + 2 * halfBytes_ +
            (static_cast<size_t>(to) * 2 + j) * slotBytes_;
   }
+  // The 8-byte word `index` of the page's table at byte `at`.
+  std::atomic<uint64_t>& word(size_t at, int index) const;
   // The send/receive counters in the shared page: rounds rank s posted to rank r, and
   // rounds rank r consumed from rank s.
   std::atomic<uint64_t>& posted(int s, int r) const;

@@ -14,46 +14,28 @@
 
 namespace braid {
 
+std::atomic<uint64_t>& DeviceWindows::word(size_t at, int index) const {
+  return reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + at)[index];
+}
+
 std::atomic<uint64_t>& DeviceWindows::posted(int s, int r) const {
-  auto* base =
-      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kPostedAt);
-  return base[s * 8 + r];
+  return word(kPostedAt, s * 8 + r);
 }
-
 std::atomic<uint64_t>& DeviceWindows::consumed(int s, int r) const {
-  auto* base =
-      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kConsumedAt);
-  return base[s * 8 + r];
+  return word(kConsumedAt, s * 8 + r);
 }
-
 std::atomic<uint64_t>& DeviceWindows::graphFlag(int set, int from, int to) const {
-  auto* base =
-      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kGraphFlagsAt);
-  return base[(set * 8 + from) * 8 + to];
+  return word(kGraphFlagsAt, (set * 8 + from) * 8 + to);
 }
-
-std::atomic<uint64_t>& DeviceWindows::progress(int q) const {
-  auto* base =
-      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kProgressAt);
-  return base[q];
-}
-
+std::atomic<uint64_t>& DeviceWindows::progress(int q) const { return word(kProgressAt, q); }
 std::atomic<uint64_t>& DeviceWindows::full(int from, int to, int j) const {
-  auto* base =
-      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kFullAt);
-  return base[(from * 8 + to) * 2 + j];
+  return word(kFullAt, (from * 8 + to) * 2 + j);
 }
-
 std::atomic<uint64_t>& DeviceWindows::freed(int from, int to, int j) const {
-  auto* base =
-      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kFreedAt);
-  return base[(from * 8 + to) * 2 + j];
+  return word(kFreedAt, (from * 8 + to) * 2 + j);
 }
-
 std::atomic<uint64_t>& DeviceWindows::waiting(int from, int to) const {
-  auto* base =
-      reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + kWaitingAt);
-  return base[from * 8 + to];
+  return word(kWaitingAt, from * 8 + to);
 }
 
 char* DeviceWindows::device(const std::atomic<uint64_t>& counter) const {

@@ -11,6 +11,7 @@
 #include "exec/reduce.h"
 
 namespace braid {
+
 Status captureRefusal(const std::string& why) {
   return invalidUsage("stream is capturing a CUDA graph and this call cannot be captured: " + why +
                       "; make the call outside the capture");

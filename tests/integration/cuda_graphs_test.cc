@@ -235,7 +235,7 @@ int stuckReplayBody() {
   }
   int rc = 0;
   if (rank == n - 1) {
-    sleep(8);
+    sleep(6);
   } else {
     const uint64_t t0 = nowNs();
     const bool launched = cuda::graphLaunch(graph.value(), s).isOk();
@@ -249,7 +249,7 @@ int stuckReplayBody() {
     const bool named = msg.find("rank " + std::to_string(n - 1)) != std::string::npos ||
                        msg.find("rank(s) " + std::to_string(n - 1)) != std::string::npos ||
                        msg.find("released") != std::string::npos;
-    rc = launched && synced && sec < 7.5 && async != braidSuccess && named ? 0 : 1;
+    rc = launched && synced && sec < 5.5 && async != braidSuccess && named ? 0 : 1;
   }
   (void)cuda::graphDestroy(graph.value());
   braidCommDestroy(comm);
