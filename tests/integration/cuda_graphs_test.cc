@@ -109,7 +109,10 @@ bool refusalLeavesTheCaptureIntact(braidComm_t comm, int rank, void* s) {
 // all-reduce and send/recv ring on the same stream after each, and checks every output
 // exactly.
 int replayBody(const Job& job) {
-  const auto& [comm, n, rank, s, st] = job;
+  braidComm_t comm = job.comm;  // not a structured binding: lambdas below capture these
+  const int n = job.n, rank = job.rank;
+  void* s = job.s;
+  braidStream_t st = job.st;
   Buffers b;
   float* in = b.make(kCount);
   float* sum = b.make(kCount);
@@ -229,7 +232,9 @@ int replayBody(const Job& job) {
 // After one replay together, the last rank stops replaying (alive, not calling): the
 // others' next replay ends within the timeout with the communicator's error naming it.
 int stuckReplayBody(const Job& job) {
-  const auto& [comm, n, rank, s, st] = job;
+  braidComm_t comm = job.comm;
+  const int n = job.n, rank = job.rank;
+  void* s = job.s;
   Buffers b;
   float* d = b.make(1024);
   if (!b.ok()) return 3;
@@ -263,7 +268,9 @@ int stuckReplayBody(const Job& job) {
 // One rank: its calls are copies on the stream (no windows), captured as they are: an
 // all-reduce and an all-gather of `in`, replayed twice with new inputs, exact.
 int oneRankBody(const Job& job) {
-  const auto& [comm, n, rank, s, st] = job;
+  braidComm_t comm = job.comm;
+  void* s = job.s;
+  braidStream_t st = job.st;
   Buffers b;
   float* in = b.make(kCount);
   float* sum = b.make(kCount);
