@@ -180,7 +180,9 @@ class DeviceWindows {
     return windows_[static_cast<size_t>(from)] + 2 * halfBytes_ +
            (static_cast<size_t>(to) * 2 + j) * slotBytes_;
   }
-  // The 8-byte word `index` of the page's table at byte `at`.
+  // The 8-byte word `index` of the table at byte `at` of the shared page (`page`, or this
+  // rank's mapping of it).
+  static std::atomic<uint64_t>& word(void* page, size_t at, int index);
   std::atomic<uint64_t>& word(size_t at, int index) const;
   // The send/receive counters in the shared page: rounds rank s posted to rank r, and
   // rounds rank r consumed from rank s.

@@ -161,9 +161,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     if (r.isOk() && r.value()->name().size() < kNameBytes) {
       w->flags_ = std::move(r).value();
       // Every graph slot starts freed (exec/device_program.h), before any rank maps it.
-      auto* freedWords = reinterpret_cast<std::atomic<uint64_t>*>(
-          static_cast<char*>(w->flags_->base()) + kFreedAt);
-      for (int i = 0; i < 8 * 8 * 2; ++i) freedWords[i].store(1);
+      for (int i = 0; i < 8 * 8 * 2; ++i) word(w->flags_->base(), kFreedAt, i).store(1);
       std::memcpy(mine.flagsName, w->flags_->name().data(), w->flags_->name().size());
     } else {
       why = r.isOk() ? "the counters' region name is too long" : r.status().message();

@@ -14,8 +14,11 @@
 
 namespace braid {
 
+std::atomic<uint64_t>& DeviceWindows::word(void* page, size_t at, int index) {
+  return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(page) + at)[index];
+}
 std::atomic<uint64_t>& DeviceWindows::word(size_t at, int index) const {
-  return reinterpret_cast<std::atomic<uint64_t>*>(reinterpret_cast<char*>(counters_) + at)[index];
+  return word(counters_, at, index);
 }
 
 std::atomic<uint64_t>& DeviceWindows::posted(int s, int r) const {
@@ -136,6 +139,12 @@ void DeviceWindows::watch() {
       }
     }
     const uint64_t now = nowNs();
+    auto timedOut = [&](const std::string& ranks, const std::string& what) {
+      release(Status(braidTimeout, "device windows: rank(s) " + ranks + " " + what + " within " +
+                                       std::to_string(comm_->config().timeoutMs) +
+                                       " ms of this rank; every rank's barriers and waits are "
+                                       "released and results since are undefined"));
+    };
     std::string stalled;
     for (int q = 0; q < nranks_ && graphs_.load(std::memory_order_relaxed); ++q) {
       if (q == rank_) continue;
@@ -169,26 +178,13 @@ void DeviceWindows::watch() {
                   ? comm_->asyncError().withContext("device windows: ")
                   : Status(braidInvalidUsage, "device windows: the communicator was aborted"));
     } else if (behind && now - changedAt > timeoutNs) {
-      release(Status(braidTimeout,
-                     "device windows: rank(s) " + lagging + " did not reach GPU barrier #" +
-                         std::to_string(mine) + " within " +
-                         std::to_string(comm_->config().timeoutMs) +
-                         " ms of this rank; every rank's barriers are released and results "
-                         "since are undefined"));
+      timedOut(lagging, "did not reach GPU barrier #" + std::to_string(mine));
     } else if (!silent.empty() && now - pairsChangedAt > timeoutNs) {
-      release(Status(braidTimeout, "device windows: rank(s) " + silent +
-                                       " did not send or receive what this rank waits for "
-                                       "within " +
-                                       std::to_string(comm_->config().timeoutMs) +
-                                       " ms; every rank's waits are released and results "
-                                       "since are undefined"));
+      timedOut(silent, "did not send or receive what this rank waits for");
     } else if (!stalled.empty()) {
-      release(Status(braidTimeout, "device windows: rank(s) " + stalled +
-                                       " did not reach a barrier of a call captured into a CUDA "
-                                       "graph (a replay) within " +
-                                       std::to_string(comm_->config().timeoutMs) +
-                                       " ms of this rank; every rank's barriers are released and "
-                                       "results since are undefined"));
+      timedOut(stalled,
+               "did not reach a barrier or a send of a call captured into a CUDA graph "
+               "(a replay)");
     }
     if (pending) {
       watchCv_.wait_for(lock, std::chrono::milliseconds(2));

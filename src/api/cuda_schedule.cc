@@ -79,6 +79,12 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
     }
     return nullptr;
   };
+  // A flag's wait until it is set, then its clearing: a captured program's take of a
+  // signal or a graph slot's full or freed flag.
+  auto take = [stream](char* flag) {
+    BRAID_TRY(cuda::streamWaitValue64(stream, flag, 1));
+    return cuda::streamWriteValue64(stream, flag, 0);
+  };
   for (const DeviceOp& d : program) {
     switch (d.kind) {
       case DeviceOp::Kind::kWaitPosted:
@@ -103,28 +109,20 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
         BRAID_TRY(cuda::streamWriteValue64(
             stream, device(graphFlag(static_cast<int>(d.value), d.from, d.to)), 1));
         break;
-      case DeviceOp::Kind::kWaitSignal: {  // then cleared, for the set's next barrier
-        char* flag = device(graphFlag(static_cast<int>(d.value), d.from, d.to));
-        BRAID_TRY(cuda::streamWaitValue64(stream, flag, 1));
-        BRAID_TRY(cuda::streamWriteValue64(stream, flag, 0));
+      case DeviceOp::Kind::kWaitSignal:  // cleared for the set's next barrier
+        BRAID_TRY(take(device(graphFlag(static_cast<int>(d.value), d.from, d.to))));
         break;
-      }
-      case DeviceOp::Kind::kWaitFreed: {
-        char* flag = device(freed(d.from, d.to, static_cast<int>(d.value)));
-        BRAID_TRY(cuda::streamWaitValue64(stream, flag, 1));
-        BRAID_TRY(cuda::streamWriteValue64(stream, flag, 0));
+      case DeviceOp::Kind::kWaitFreed:
+        BRAID_TRY(take(device(freed(d.from, d.to, static_cast<int>(d.value)))));
         break;
-      }
       case DeviceOp::Kind::kFill:
         BRAID_TRY(cuda::streamWriteValue64(
             stream, device(full(d.from, d.to, static_cast<int>(d.value))), 1));
         break;
       case DeviceOp::Kind::kWaitFull: {  // marked waiting meanwhile, for the watch
-        char* flag = device(full(d.from, d.to, static_cast<int>(d.value)));
         char* mark = device(waiting(d.from, d.to));
         BRAID_TRY(cuda::streamWriteValue64(stream, mark, 1));
-        BRAID_TRY(cuda::streamWaitValue64(stream, flag, 1));
-        BRAID_TRY(cuda::streamWriteValue64(stream, flag, 0));
+        BRAID_TRY(take(device(full(d.from, d.to, static_cast<int>(d.value)))));
         BRAID_TRY(cuda::streamWriteValue64(stream, mark, 0));
         break;
       }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <thread>
 
@@ -11,6 +10,7 @@
 #include "api/schedule_dump.h"
 #include "core/logging.h"
 #include "core/stream.h"
+#include "core/stream_lanes.h"
 #include "cuda/device.h"
 #include "exec/reduce.h"
 
@@ -433,14 +433,8 @@ braidResult_t braidGroupEnd(void) {
     if (it == issues.end()) it = issues.insert(issues.end(), Issue{q.comm, q.stream, {}});
     it->ops.push_back(std::move(q.op));
   }
-  std::vector<std::vector<size_t>> lanes;  // indices into issues, run in order
-  for (size_t i = 0; i < issues.size(); ++i) {
-    auto lane = std::find_if(lanes.begin(), lanes.end(), [&](const std::vector<size_t>& l) {
-      return issues[i].stream != nullptr && issues[l[0]].stream == issues[i].stream;
-    });
-    if (lane == lanes.end()) lane = lanes.insert(lanes.end(), std::vector<size_t>());
-    lane->push_back(i);
-  }
+  const std::vector<std::vector<size_t>> lanes =  // indices into issues, run in order
+      laneByStream(issues.size(), [&](size_t i) { return issues[i].stream; });
   std::vector<braidResult_t> results(issues.size(), braidSuccess);
   std::vector<std::string> errors(issues.size());
   auto run = [&](const std::vector<size_t>& lane) {

@@ -49,8 +49,8 @@ namespace braid {
 struct DeviceAddr {
   enum class Space : uint8_t { kInput, kOutput, kScratch, kSlot, kHalf, kGraphSlot };
   Space space = Space::kInput;
-  int from = -1, to = -1;  // kSlot: the pair; kHalf: `from` is the window's rank
-  uint8_t slot = 0;        // kSlot, kHalf: 0 or 1
+  int from = -1, to = -1;  // kSlot, kGraphSlot: the pair; kHalf: `from` is the window's rank
+  uint8_t slot = 0;        // kSlot, kGraphSlot, kHalf: 0 or 1
   uint64_t offset = 0;     // bytes into the buffer, slot or half
 };
 
@@ -79,7 +79,7 @@ struct DeviceOp {
   };
   Kind kind = Kind::kCopy;
   int from = -1, to = -1;  // counters: the ordered pair (kArrive, kWaitRank: the rank)
-  uint64_t value = 0;      // counters: the slice or barrier number (flags: the set)
+  uint64_t value = 0;      // counters: the slice or barrier number; flags: the set or slot
   DeviceAddr dst;
   DeviceAddr src[kMaxDeviceSources];
   int nsrcs = 1;       // kReduce: 1 (src[0] alone: avg's division, or a copy) to 8

@@ -5,6 +5,8 @@
 #include <functional>
 #include <thread>
 
+#include "core/stream_lanes.h"
+
 namespace braid::nccl {
 namespace {
 
@@ -85,15 +87,8 @@ ncclResult_t finishInits(const std::vector<GroupInit>& inits) {
 // same order on every rank, as braidGroupEnd orders them.
 ncclResult_t runBuckets(const std::vector<Bucket>& buckets) {
   std::vector<ncclResult_t> results(buckets.size(), ncclSuccess);
-  std::vector<std::vector<size_t>> lanes;
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    const braidStream_t stream = buckets[i].calls.front().stream;
-    auto lane = std::find_if(lanes.begin(), lanes.end(), [&](const std::vector<size_t>& l) {
-      return stream != nullptr && buckets[l.front()].calls.front().stream == stream;
-    });
-    if (lane == lanes.end()) lane = lanes.insert(lanes.end(), std::vector<size_t>());
-    lane->push_back(i);
-  }
+  const std::vector<std::vector<size_t>> lanes =
+      laneByStream(buckets.size(), [&](size_t i) { return buckets[i].calls.front().stream; });
   auto run = [&](const std::vector<size_t>& lane) {
     for (size_t i : lane) results[i] = runBucket(buckets[i]);
   };
