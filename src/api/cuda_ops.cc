@@ -7,6 +7,7 @@
 #include "api/cuda_proxy.h"
 #include "api/premul.h"
 #include "cuda/device.h"
+#include "cuda/kernels.h"
 #include "exec/device_program.h"
 #include "exec/reduce.h"
 
@@ -240,6 +241,9 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
   {
     std::lock_guard<std::mutex> lock(comm->opMu);
     if (comm->deviceOrder == nullptr) {
+      // Before this communicator enqueues anything: a kernel loaded at its first launch
+      // could wait for a stream that waits for this rank (kernels.h).
+      BRAID_TRY(cuda::loadKernels());
       BRAID_ASSIGN_OR_RETURN(comm->deviceOrder, DeviceOrder::create());
     }
   }

@@ -9,9 +9,12 @@
 
 #include "core/logging.h"
 #include "cuda/driver_entry.h"
+#include "cuda/relaxed_capture.h"
 
 namespace braid::cuda {
 namespace {
+
+using detail::RelaxedCapture;
 
 Status cudaFailure(const char* call, cudaError_t err) {
   return Status(braidUnhandledCudaError, std::string(call) + " failed: " + cudaGetErrorName(err) +
@@ -25,29 +28,6 @@ Status cudaFailure(const char* call, cudaError_t err) {
       return cudaFailure(#call, braid_cuda_err_); \
     }                                             \
   } while (0)
-
-// For the life of one call that CUDA counts unsafe during a graph capture (allocating,
-// freeing, page-locking, IPC, synchronising): this thread's capture mode is relaxed, so
-// the call neither fails nor invalidates a capture the application is making on another
-// stream in global mode (torch.cuda.graph's default), as NCCL's own allocations do.
-class RelaxedCapture {
- public:
-  RelaxedCapture() {
-    if (cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) {
-      cudaGetLastError();
-      swapped_ = false;
-    }
-  }
-  ~RelaxedCapture() {
-    if (swapped_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
-  }
-  RelaxedCapture(const RelaxedCapture&) = delete;
-  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-  bool swapped_ = true;
-};
 
 DeviceStatus askDevices() {
   DeviceStatus s;
@@ -154,6 +134,7 @@ Status checkStream(void* stream) {
   } else if (capture != cudaStreamCaptureStatusNone) {
     return Status::ok();
   }
+  const RelaxedCapture relaxed;  // this thread may be capturing on another stream
   cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
   if (err == cudaSuccess || err == cudaErrorNotReady) return Status::ok();
   cudaGetLastError();
@@ -192,9 +173,10 @@ Expected<bool> streamCapturing(void* stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-Status streamBeginCapture(void* stream) {
-  BRAID_CUDA_CALL(
-      cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeGlobal));
+Status streamBeginCapture(void* stream, bool threadLocal) {
+  BRAID_CUDA_CALL(cudaStreamBeginCapture(
+      static_cast<cudaStream_t>(stream),
+      threadLocal ? cudaStreamCaptureModeThreadLocal : cudaStreamCaptureModeGlobal));
   return Status::ok();
 }
 
@@ -250,6 +232,7 @@ Status pinnedFree(void* p) {
 }
 
 Expected<IpcHandle> ipcHandle(void* devicePtr) {
+  const RelaxedCapture relaxed;
   static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "CUDA's IPC handle size");
   cudaIpcMemHandle_t h;
   BRAID_CUDA_CALL(cudaIpcGetMemHandle(&h, devicePtr));
@@ -306,6 +289,7 @@ Status enablePeerAccess(int peer) {
 }
 
 Expected<DeviceUuid> deviceUuid(int device) {
+  const RelaxedCapture relaxed;
   cudaDeviceProp prop{};
   BRAID_CUDA_CALL(cudaGetDeviceProperties(&prop, device));
   static_assert(sizeof(prop.uuid.bytes) == sizeof(DeviceUuid::bytes), "CUDA's UUID size");
@@ -328,6 +312,7 @@ Status memsetAsync(void* dst, int value, size_t bytes, void* stream) {
 }
 
 Expected<bool> streamIdle(void* stream) {
+  const RelaxedCapture relaxed;
   cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
   if (err == cudaSuccess) return true;
   if (err == cudaErrorNotReady) return false;

@@ -49,9 +49,12 @@ Status streamDestroy(void* stream);
 // using it).
 Expected<bool> streamCapturing(void* stream);
 // Tests: capture `stream` into a graph (cudaStreamCaptureModeGlobal, as torch.cuda.graph
-// does), then end the capture and instantiate the graph (the error of a capture
-// invalidated meanwhile), launch it on a stream (a replay), and destroy it.
-Status streamBeginCapture(void* stream);
+// does; threadLocal: cudaStreamCaptureModeThreadLocal, as threads that capture side by
+// side must, since in global mode another thread's unsafe call, a copy to pageable memory
+// say, invalidates the capture), then end the capture and instantiate the graph (the
+// error of a capture invalidated meanwhile), launch it on a stream (a replay), and
+// destroy it.
+Status streamBeginCapture(void* stream, bool threadLocal = false);
 Expected<void*> streamEndCapture(void* stream);
 Status graphLaunch(void* graph, void* stream);
 Status graphDestroy(void* graph);

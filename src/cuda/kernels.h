@@ -44,4 +44,12 @@ Status launchCopy(void* dst, const void* src, size_t bytes, void* stream);
 // their captured values). One stream at a time may bump a word.
 Status launchBump(void* word, void* stream);
 
+// Loads every kernel above into the current device's context now, once per process and
+// device (thread-safe; later calls return at once). CUDA's lazy loading (the default
+// since CUDA 12.2) loads a kernel at its first launch instead, and loading may wait for
+// every stream of the context: with ranks that are threads of one process, a rank's first
+// reduction would wait for a peer's stream, which waits at a barrier for that very rank.
+// Braid calls it before a communicator's first device call enqueues anything.
+Status loadKernels();
+
 }  // namespace braid::cuda

@@ -3,12 +3,17 @@
 // family (reduce_*.cu).
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 
+#include "core/logging.h"
 #include "cuda/kernels.h"
 #include "cuda/reduce_family.h"
+#include "cuda/relaxed_capture.h"
 
 namespace braid::cuda {
 namespace {
@@ -164,6 +169,46 @@ Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
   const Split split = splitFor(dst, sameOffset16(src, dst), 1, bytes);
   int err = detail::launchCopyBytes(dst, src, bytes, split.head, split.nvec, split.blocks, stream);
   if (err != 0) return launchFailure("copy kernel", err);
+  return Status::ok();
+}
+
+Status loadKernels() {
+  static std::mutex mu;
+  static std::set<int> loaded;  // devices whose contexts hold every kernel
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return Status::ok();  // no device yet: its first launch says why
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (loaded.count(device) != 0) return Status::ok();
+  const detail::RelaxedCapture relaxed;
+  const auto start = std::chrono::steady_clock::now();
+  const detail::ReduceParams p{};
+  const detail::ScaleParams q{};
+  for (int t = 0; t < braidNumTypes; ++t) {
+    const auto datatype = static_cast<braidDataType_t>(t);
+    for (int o = 0; o < braidNumOps; ++o) {
+      const auto op = static_cast<braidRedOp_t>(o);
+      int err = detail::launchReduceInt(p, datatype, op, 0, nullptr);
+      if (err == -1) err = detail::launchReduceFloat(p, datatype, op, 0, nullptr);
+      if (err == -1) err = detail::launchReduceHalf(p, datatype, op, 0, nullptr);
+      if (err == -1) err = detail::launchReduceFloat8(p, datatype, op, 0, nullptr);
+      if (err != 0) return launchFailure("loading the reduce kernel", err);
+    }
+    int err = detail::launchScaleInt(q, datatype, 0, nullptr);
+    if (err == -1) err = detail::launchScaleFloat(q, datatype, 0, nullptr);
+    if (err == -1) err = detail::launchScaleHalf(q, datatype, 0, nullptr);
+    if (err == -1) err = detail::launchScaleFloat8(q, datatype, 0, nullptr);
+    if (err != 0) return launchFailure("loading the scale kernel", err);
+  }
+  int err = detail::launchCopyBytes(nullptr, nullptr, 0, 0, 0, 0, nullptr);
+  if (err == 0) err = detail::launchBumpWord(nullptr, nullptr);
+  if (err != 0) return launchFailure("loading the copy and bump kernels", err);
+  loaded.insert(device);
+  BRAID_INFO(
+      "kernels loaded on device %d in %.1f ms", device,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return Status::ok();
 }
 

@@ -26,7 +26,7 @@ Status streamSynchronize(void*) { return notBuilt(); }
 Expected<void*> streamCreate() { return notBuilt(); }
 Status streamDestroy(void*) { return notBuilt(); }
 Expected<bool> streamCapturing(void*) { return notBuilt(); }
-Status streamBeginCapture(void*) { return notBuilt(); }
+Status streamBeginCapture(void*, bool) { return notBuilt(); }
 Expected<void*> streamEndCapture(void*) { return notBuilt(); }
 Status graphLaunch(void*, void*) { return notBuilt(); }
 Status graphDestroy(void*) { return notBuilt(); }
@@ -66,6 +66,7 @@ Status launchReduce(void*, const void* const*, int, size_t, braidDataType_t, bra
 }
 Status launchCopy(void*, const void*, size_t, void*) { return notBuilt(); }
 Status launchBump(void*, void*) { return notBuilt(); }
+Status loadKernels() { return notBuilt(); }
 Status launchScale(void*, const void*, size_t, braidDataType_t, const void*, const void*, void*) {
   return notBuilt();
 }

@@ -36,7 +36,8 @@ struct ScaleParams {
 };
 
 // Each launches on `stream` and returns the cudaError_t of the launch as an int (0: done),
-// or -1 when `datatype` is not of its family.
+// or -1 when `datatype` is not of its family. With blocks 0 (the bump: word NULL) each
+// only loads its kernel into the current context (kernels.h loadKernels).
 int launchReduceInt(const ReduceParams& p, braidDataType_t datatype, braidRedOp_t op,
                     unsigned blocks, void* stream);
 int launchReduceFloat(const ReduceParams& p, braidDataType_t datatype, braidRedOp_t op,

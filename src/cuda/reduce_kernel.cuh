@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/load_kernel.cuh"
 #include "cuda/reduce_family.h"
 
 namespace braid::cuda::detail {
@@ -199,30 +200,32 @@ __global__ void __launch_bounds__(kThreads) reduceKernel(ReduceParams p) {
   }
 }
 
-// Launches the kernel of element kind E for `op`; returns the launch's cudaError_t.
+template <typename E, typename Op>
+int launchReduceKernel(const ReduceParams& p, unsigned blocks, cudaStream_t s) {
+  if (blocks == 0) return loadOnly(reduceKernel<E, Op>);
+  reduceKernel<E, Op><<<blocks, kThreads, 0, s>>>(p);
+  return static_cast<int>(cudaGetLastError());
+}
+
+// Launches the kernel of element kind E for `op` (blocks 0: loads it only); returns the
+// launch's cudaError_t.
 template <typename E>
 int launchOps(const ReduceParams& p, braidRedOp_t op, unsigned blocks, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   switch (op) {
     case braidSum:
-      reduceKernel<E, OpSum><<<blocks, kThreads, 0, s>>>(p);
-      break;
+      return launchReduceKernel<E, OpSum>(p, blocks, s);
     case braidProd:
-      reduceKernel<E, OpProd><<<blocks, kThreads, 0, s>>>(p);
-      break;
+      return launchReduceKernel<E, OpProd>(p, blocks, s);
     case braidMax:
-      reduceKernel<E, OpMax><<<blocks, kThreads, 0, s>>>(p);
-      break;
+      return launchReduceKernel<E, OpMax>(p, blocks, s);
     case braidMin:
-      reduceKernel<E, OpMin><<<blocks, kThreads, 0, s>>>(p);
-      break;
+      return launchReduceKernel<E, OpMin>(p, blocks, s);
     case braidAvg:
-      reduceKernel<E, OpAvg><<<blocks, kThreads, 0, s>>>(p);
-      break;
+      return launchReduceKernel<E, OpAvg>(p, blocks, s);
     default:
       return -1;
   }
-  return static_cast<int>(cudaGetLastError());
 }
 
 // A premul-sum's scaling: each element times the scalar, as the type's product (integers
@@ -261,6 +264,7 @@ __global__ void __launch_bounds__(kThreads) scaleKernel(ScaleParams p) {
 
 template <typename E>
 int launchScaleAs(const ScaleParams& p, unsigned blocks, void* stream) {
+  if (blocks == 0) return loadOnly(scaleKernel<E>);
   scaleKernel<E><<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
   return static_cast<int>(cudaGetLastError());
 }

@@ -26,6 +26,11 @@
 //   stream, as a replay does), and refuses to be synchronised or queried, which
 //   invalidates the capture; device.h's allocating, freeing and page-locking calls are relaxed
 //   about captures, as the real ones are (src/cuda/device.cc), so they are not checked.
+// - Kernels load lazily, as CUDA's do by default since 12.2: a kernel's first launch in
+//   the process waits for every stream first (CUDA says loading may synchronise the
+//   context; with ranks as threads of one process that is a deadlock, seen on an H200),
+//   unless kernels.h's loadKernels ran, which loads them all without waiting (whether
+//   CUDA's explicit loading waits is not established).
 // - Copies follow CUDA's pageable rules: from pageable memory the stream is synchronised
 //   and the data taken before the call returns; to pageable memory the call returns once
 //   the copy is done.
@@ -81,6 +86,9 @@ Status drain(void* stream);
 // cudaFreeHost wait for (a stream held on a counter holds them too, as on a GPU), and
 // here also hostRegister/hostUnregister and ipcOpen/ipcClose.
 void drainAll();
+
+// Forgets which kernels were loaded, as a new process would: their next launches load them.
+void forgetLoadedKernels();
 
 // While on, every streamWaitValue64 fails at once, enqueueing nothing: a fault a test
 // injects to reach the error paths of a call enqueued in part.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -32,6 +33,7 @@ struct Gate {
 };
 
 TEST(EmulatedGpu, StreamsRunInOrderAndSynchronizeWaitsForAll) {
+  ASSERT_TRUE(loadKernels().isOk());  // a kernel's first launch would wait for the gate
   void* s = streamCreate().value();
   auto* d = static_cast<int*>(deviceAlloc(4 * sizeof(int)).value());
   int host[4] = {1, 2, 3, 4}, back[4] = {};
@@ -82,6 +84,7 @@ TEST(EmulatedGpu, DeviceMemoryIsNotZeroedAndIsDeviceKind) {
 }
 
 TEST(EmulatedGpu, EventsOrderOneStreamAfterAnother) {
+  ASSERT_TRUE(loadKernels().isOk());
   void* a = streamCreate().value();
   void* b = streamCreate().value();
   auto* d = static_cast<int*>(deviceAlloc(8).value());
@@ -101,6 +104,39 @@ TEST(EmulatedGpu, EventsOrderOneStreamAfterAnother) {
   EXPECT_TRUE(eventDestroy(e).isOk());
   EXPECT_TRUE(deviceFree(d).isOk());
   EXPECT_TRUE(pinnedFree(one).isOk());
+}
+
+// Lazy loading: a kernel's first launch waits for every stream, one held at a gate too,
+// until loadKernels has loaded them all; then a launch returns at once.
+TEST(EmulatedGpu, AKernelsFirstLaunchWaitsForEveryStreamUnlessLoadedFirst) {
+  emu::forgetLoadedKernels();
+  void* held = streamCreate().value();
+  void* s = streamCreate().value();
+  auto* d = static_cast<int*>(deviceAlloc(2 * sizeof(int)).value());
+  {
+    Gate gate(held);
+    std::atomic<bool> opened{false};
+    std::thread opener([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      opened = true;
+      gate.open();
+    });
+    ASSERT_TRUE(launchCopy(d + 1, d, sizeof(int), s).isOk());
+    EXPECT_TRUE(opened.load());  // it returned only after the held stream ran
+    opener.join();
+  }
+  emu::forgetLoadedKernels();
+  ASSERT_TRUE(loadKernels().isOk());
+  {
+    Gate gate(held);
+    ASSERT_TRUE(launchCopy(d + 1, d, sizeof(int), s).isOk());
+    EXPECT_TRUE(streamSynchronize(s).isOk());  // ran while the other stream is held
+    EXPECT_FALSE(streamIdle(held).value());
+    gate.open();
+  }
+  EXPECT_TRUE(deviceFree(d).isOk());
+  EXPECT_TRUE(streamDestroy(s).isOk());
+  EXPECT_TRUE(streamDestroy(held).isOk());
 }
 
 TEST(EmulatedGpu, KernelsOnPageableMemoryFaultAndTheFaultSticks) {

@@ -248,9 +248,37 @@ void drainAll() {
 
 namespace {
 std::atomic<bool> refusingWaits{false};
+
+// CUDA's lazy loading: the kernels this process has loaded (every one once loadKernels ran).
+struct Loaded {
+  std::mutex mu;
+  std::set<std::string> kernels;
+  bool all = false;
+};
+Loaded& loaded() {
+  static auto* l = new Loaded;
+  return *l;
+}
+
+// A kernel's first launch loads it, and waits for every stream first.
+void loadAtFirstLaunch(const std::string& kernel) {
+  Loaded& l = loaded();
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (l.all || !l.kernels.insert(kernel).second) return;
+  }
+  drainAll();
+}
 }  // namespace
 
 void refuseStreamWaits(bool on) { refusingWaits.store(on); }
+
+void forgetLoadedKernels() {
+  Loaded& l = loaded();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.kernels.clear();
+  l.all = false;
+}
 
 }  // namespace emu
 
@@ -287,7 +315,7 @@ Expected<bool> streamCapturing(void* stream) {
   return s->capturing();
 }
 
-Status streamBeginCapture(void* stream) {
+Status streamBeginCapture(void* stream, bool) {
   emu::Stream* s = emu::Streams::get().find(stream);
   if (s == nullptr || stream == nullptr) return emu::badStream(stream);
   if (!s->beginCapture()) return emu::emulated("streamBeginCapture: already capturing");
@@ -424,7 +452,15 @@ Status streamWaitValue64(void* stream, void* deviceAddr, uint64_t value) {
                       [at = emu::reach(deviceAddr), value] { emu::waitAtLeast(at, value); });
 }
 
+Status loadKernels() {
+  emu::Loaded& l = emu::loaded();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.all = true;
+  return Status::ok();
+}
+
 Status launchBump(void* word, void* stream) {
+  emu::loadAtFirstLaunch("bump");
   std::string why = emu::unreachable("the bump kernel's word", word, 8);
   return emu::enqueue(stream, [why, to = static_cast<std::atomic<uint64_t>*>(emu::reach(word))] {
     if (!why.empty()) return emu::fault(why);
@@ -437,6 +473,7 @@ Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
   if (dst == nullptr || src == nullptr) {
     return Status(braidInvalidArgument, "copy kernel: a buffer is NULL");
   }
+  emu::loadAtFirstLaunch("copy");
   std::string why = emu::unreachable("the copy kernel's source", src, bytes);
   if (why.empty()) why = emu::unreachable("the copy kernel's destination", dst, bytes);
   const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
@@ -454,6 +491,7 @@ Status launchReduce(void* dst, const void* const* srcs, int nsrcs, size_t count,
     return Status(braidInvalidArgument, "reduce kernel: bad datatype, op, inputs or divisor");
   }
   if (count == 0) return Status::ok();
+  emu::loadAtFirstLaunch("reduce " + std::to_string(datatype) + " " + std::to_string(op));
   const size_t es = datatypeSize(datatype), bytes = count * es;
   std::vector<const void*> in(srcs, srcs + nsrcs);
   std::vector<const void*> reached;  // as the device reaches them
@@ -499,6 +537,7 @@ Status launchScale(void* dst, const void* src, size_t count, braidDataType_t dat
       reinterpret_cast<uintptr_t>(dst) % es != 0) {
     return Status(braidInvalidArgument, "scale kernel: a buffer is NULL or not aligned");
   }
+  emu::loadAtFirstLaunch("scale " + std::to_string(datatype));
   std::string why = emu::unreachable("the scale kernel's source", src, bytes);
   if (why.empty()) why = emu::unreachable("the scale kernel's destination", dst, bytes);
   if (why.empty() && scalarDevice != nullptr) {
