@@ -8,7 +8,7 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs premul schedules symbols torch floor diag bigwindow mps pack]
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs premul schedules symbols torch floor diag threads bigwindow mps pack]
 #        (default: build test sanitize bench graphs schedules symbols torch pack; `quick`:
 #        build test torch bench graphs pack, each step bounded, about 8 minutes on an H200)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
@@ -142,6 +142,28 @@ for step in "${steps[@]}"; do
         env $v build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -D 1 -b 8 -e 2M -f 64 -n 200 -w 10 2>&1 |
           grep -E "^\[0\] +[0-9]" | awk '{print "  ", $2, $7, $11}'
       done;;
+    threads)  # ranks as threads of one process at 3 and 4 ranks: stalls seen on an H200 (docs)
+      # CUDA's hardware queues per context (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) are
+      # a suspect: the same tests with 8 and 32; at the first stall every thread's stack.
+      traced=0
+      for conns in 8 32; do
+        for i in 1 2 3; do
+          CUDA_DEVICE_MAX_CONNECTIONS=$conns build-gpu/tests/integration/cuda_threads_test \
+            --gtest_filter='*3_ranks:*4_ranks' > "$out/logs/threads_${conns}_$i.log" 2>&1 &
+          pid=$!
+          for k in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+          if kill -0 $pid 2>/dev/null && [ $traced = 0 ]; then
+            traced=1
+            for p in $(pgrep -f cuda_threads_test); do
+              echo "== pid $p, $conns connections"
+              timeout 30 cuda-gdb -batch -p "$p" -ex "thread apply all bt 16" 2>&1 | grep -E "^#|^Thread"
+            done > "$out/logs/threads_stacks.log"
+          fi
+          wait $pid
+          echo "connections $conns run $i: rc $?, $(grep -cE '^\[       OK' "$out/logs/threads_${conns}_$i.log") of 4 passed"
+        done
+      done
+      grep -E "braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | grep -B1 "braid::" | head -40;;
     bigwindow)  # rounds cost a context switch each on a shared GPU: fewer, larger rounds
       for n in 2 4; do BRAID_CUDA_WINDOW_BYTES=256M perfrun $n all_reduce_perf window256M; done;;
     mps)  # the same with NVIDIA's MPS daemon (kernels of the ranks' processes share the GPU)
