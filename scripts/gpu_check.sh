@@ -143,24 +143,28 @@ for step in "${steps[@]}"; do
           grep -E "^\[0\] +[0-9]" | awk '{print "  ", $2, $7, $11}'
       done;;
     threads)  # ranks as threads of one process at 3 and 4 ranks: stalls seen on an H200 (docs)
-      # CUDA's hardware queues per context (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) are
-      # a suspect: the same tests with 8 and 32; at the first stall every thread's stack.
+      # Suspect: streams of one context share hardware queues (CUDA_DEVICE_MAX_CONNECTIONS,
+      # 8 by default), where a stream memory wait holds back the queue. The same tests with
+      # 8 and 32 queues, and with the wait kernel (BRAID_CUDA_WAITS=kernel); at the first
+      # stall every thread's stack.
       traced=0
-      for conns in 8 32; do
-        for i in 1 2 3; do
-          CUDA_DEVICE_MAX_CONNECTIONS=$conns build-gpu/tests/integration/cuda_threads_test \
-            --gtest_filter='*3_ranks:*4_ranks' > "$out/logs/threads_${conns}_$i.log" 2>&1 &
+      for cfg in "8 stream" "32 stream" "8 kernel" "32 kernel"; do
+        set -- $cfg
+        for i in 1 2; do
+          log="$out/logs/threads_$1_$2_$i.log"
+          CUDA_DEVICE_MAX_CONNECTIONS=$1 BRAID_CUDA_WAITS=$2 build-gpu/tests/integration/cuda_threads_test \
+            --gtest_filter='*3_ranks:*4_ranks' > "$log" 2>&1 &
           pid=$!
           for k in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
           if kill -0 $pid 2>/dev/null && [ $traced = 0 ]; then
             traced=1
             for p in $(pgrep -f cuda_threads_test); do
-              echo "== pid $p, $conns connections"
+              echo "== pid $p, $cfg"
               timeout 30 cuda-gdb -batch -p "$p" -ex "thread apply all bt 16" 2>&1 | grep -E "^#|^Thread"
             done > "$out/logs/threads_stacks.log"
           fi
           wait $pid
-          echo "connections $conns run $i: rc $?, $(grep -cE '^\[       OK' "$out/logs/threads_${conns}_$i.log") of 4 passed"
+          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 4 passed"
         done
       done
       grep -E "braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | grep -B1 "braid::" | head -40;;

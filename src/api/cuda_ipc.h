@@ -201,6 +201,9 @@ class DeviceWindows {
     return slot(from, nranks_, 0) + (static_cast<size_t>(to) * 2 + j) * kGraphSlotBytes;
   }
   char* device(const std::atomic<uint64_t>& counter) const;
+  // Enqueues on `stream` a wait until the word at `word` (device address) reaches `value`
+  // as a wrapping counter: a stream memory wait, or the wait kernel (kernelWaits_).
+  Status waitFor(void* stream, char* word, uint64_t value);
   Status order(void* stream);
   Status finishCall(void* stream);
   // Enqueues a device program (exec/device_program.h: a window call's or a lowered
@@ -223,6 +226,7 @@ class DeviceWindows {
   size_t twoShotBytes_ = 0;     // all-reduce from this size up is two-shot (3+ ranks)
   bool oneDevice_ = true;       // every rank's window is on the same GPU
   bool twoShotForced_ = false;  // BRAID_CUDA_TWO_SHOT_BYTES set: two-shot on one GPU too
+  bool kernelWaits_ = false;    // BRAID_CUDA_WAITS=kernel: waits are cuda::launchWait
   void* own_ = nullptr;         // this rank's window (null once local_ owns it)
   // Ranks that are all threads of this process: their windows, shared (cuda_ipc_setup.cc).
   struct Local;

@@ -119,6 +119,11 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   w->halfBytes_ = static_cast<size_t>(bytes) / 2 / 256 * 256;
   w->twoShotBytes_ = static_cast<size_t>(envInt("BRAID_CUDA_TWO_SHOT_BYTES", 1 << 20));
   w->twoShotForced_ = std::getenv("BRAID_CUDA_TWO_SHOT_BYTES") != nullptr;
+  const std::string waits = envString("BRAID_CUDA_WAITS");
+  if (waits != "stream" && waits != "kernel") {
+    return refuse("BRAID_CUDA_WAITS is '" + waits + "' (stream or kernel)");
+  }
+  w->kernelWaits_ = waits == "kernel";
   const int64_t slot = envInt("BRAID_CUDA_P2P_SLOT_BYTES", 4 << 20);
   if (slot < 4096) return refuse("BRAID_CUDA_P2P_SLOT_BYTES is below 4096");
   w->slotBytes_ = static_cast<size_t>(slot) / 256 * 256;
@@ -333,9 +338,11 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
   BRAID_INFO(
-      "device windows (%s): %zu bytes per rank on device %d, %d ranks%s; barriers on the GPU",
+      "device windows (%s): %zu bytes per rank on device %d, %d ranks%s; barriers on the GPU "
+      "(%s)",
       w->local_ != nullptr ? "threads of one process, by address" : "CUDA IPC", 2 * w->halfBytes_,
-      mine.device, w->nranks_, w->oneDevice_ ? ", all on this one GPU" : "");
+      mine.device, w->nranks_, w->oneDevice_ ? ", all on this one GPU" : "",
+      w->kernelWaits_ ? "waits are kernels" : "stream memory waits");
   return w;
 }
 

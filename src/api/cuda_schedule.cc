@@ -57,6 +57,11 @@ Status DeviceWindows::growScratch(size_t bytes) {
   return growDevice(&scratch_, &scratchBytes_, bytes);
 }
 
+Status DeviceWindows::waitFor(void* stream, char* word, uint64_t value) {
+  return kernelWaits_ ? cuda::launchWait(word, value, stream)
+                      : cuda::streamWaitValue64(stream, word, value);
+}
+
 // Each operation on `stream`: counters through the shared page, copies and reductions
 // (enqueueData).
 Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequest& op,
@@ -81,17 +86,17 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
   };
   // A flag's wait until it is set, then its clearing: a captured program's take of a
   // signal or a graph slot's full or freed flag.
-  auto take = [stream](char* flag) {
-    BRAID_TRY(cuda::streamWaitValue64(stream, flag, 1));
+  auto take = [this, stream](char* flag) {
+    BRAID_TRY(waitFor(stream, flag, 1));
     return cuda::streamWriteValue64(stream, flag, 0);
   };
   for (const DeviceOp& d : program) {
     switch (d.kind) {
       case DeviceOp::Kind::kWaitPosted:
-        BRAID_TRY(cuda::streamWaitValue64(stream, device(posted(d.from, d.to)), d.value));
+        BRAID_TRY(waitFor(stream, device(posted(d.from, d.to)), d.value));
         break;
       case DeviceOp::Kind::kWaitConsumed:
-        BRAID_TRY(cuda::streamWaitValue64(stream, device(consumed(d.from, d.to)), d.value));
+        BRAID_TRY(waitFor(stream, device(consumed(d.from, d.to)), d.value));
         break;
       case DeviceOp::Kind::kPost:
         BRAID_TRY(cuda::streamWriteValue64(stream, device(posted(d.from, d.to)), d.value));
@@ -103,7 +108,7 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
         BRAID_TRY(cuda::streamWriteValue64(stream, device(counters_[d.from].value), d.value));
         break;
       case DeviceOp::Kind::kWaitRank:
-        BRAID_TRY(cuda::streamWaitValue64(stream, device(counters_[d.from].value), d.value));
+        BRAID_TRY(waitFor(stream, device(counters_[d.from].value), d.value));
         break;
       case DeviceOp::Kind::kSignal:
         BRAID_TRY(cuda::streamWriteValue64(

@@ -50,6 +50,11 @@ const std::vector<EnvVar>& envTable() {
        "device all-reduce of at least this many bytes with 3 or more ranks on different GPUs "
        "is two-shot (reduce a slice, then gather) rather than one-shot; set, it applies to "
        "ranks sharing one GPU too"},
+      {"BRAID_CUDA_WAITS", nullptr, "stream",
+       "how a device call waits for a peer's barrier or slot: 'stream' (a stream memory "
+       "wait) or 'kernel' (a one-thread kernel polling the word, which does not hold back "
+       "other streams sharing a hardware queue of the context; experimental, for ranks that "
+       "are threads of one process)"},
       {"BRAID_SOCKET_SLOT_BYTES", nullptr, "262144", "bytes per slot of a socket FIFO"},
       {"BRAID_SOCKET_SLOTS", nullptr, "8", "slots per socket FIFO"},
       {"BRAID_SOCKET_NSOCKS", "NCCL_NSOCKS_PERTHREAD", nullptr,

@@ -26,12 +26,30 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void bumpKernel(volatile unsigned long long* word) { *word = *word + 1; }
 
+// Spins until *word, loaded with acquire at system scope, reaches `value` as a wrapping
+// counter ((int64)(*word - value) >= 0, as cuStreamWaitValue64's GEQ compares).
+__global__ void waitKernel(const unsigned long long* word, unsigned long long value) {
+  for (;;) {
+    unsigned long long now;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(now) : "l"(word) : "memory");
+    if (static_cast<long long>(now - value) >= 0) return;
+    __nanosleep(256);
+  }
+}
+
 }  // namespace
 
 int launchBumpWord(void* word, void* stream) {
   if (word == nullptr) return loadOnly(bumpKernel);
   bumpKernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
       static_cast<volatile unsigned long long*>(word));
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launchWaitWord(const void* word, uint64_t value, void* stream) {
+  if (word == nullptr) return loadOnly(waitKernel);
+  waitKernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const unsigned long long*>(word), value);
   return static_cast<int>(cudaGetLastError());
 }
 

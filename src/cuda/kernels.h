@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "braid/braid.h"
 #include "core/status.h"
@@ -43,6 +44,14 @@ Status launchCopy(void* dst, const void* src, size_t bytes, void* stream);
 // that advances at every replay of a CUDA graph that captured it (stream writes replay
 // their captured values). One stream at a time may bump a word.
 Status launchBump(void* word, void* stream);
+
+// A one-thread kernel that returns once *word (device-accessible, 8-byte aligned), loaded
+// with acquire at system scope, reaches `value` as a wrapping counter: what
+// streamWaitValue64 waits for, as a kernel. A stream memory wait blocks the hardware queue
+// it sits at the head of, and streams of one context share those queues
+// (CUDA_DEVICE_MAX_CONNECTIONS): a kernel that spins does not hold back the work of another
+// stream behind it (BRAID_CUDA_WAITS=kernel).
+Status launchWait(const void* word, uint64_t value, void* stream);
 
 // Loads every kernel above into the current device's context now, once per process and
 // device (thread-safe; later calls return at once). CUDA's lazy loading (the default

@@ -163,6 +163,14 @@ Status launchBump(void* word, void* stream) {
   return Status::ok();
 }
 
+Status launchWait(const void* word, uint64_t value, void* stream) {
+  if (word == nullptr) return invalidArgument("wait kernel: the word is NULL");
+  BRAID_TRY(checkAligned("wait kernel", word, 8));
+  int err = detail::launchWaitWord(word, value, stream);
+  if (err != 0) return launchFailure("wait kernel", err);
+  return Status::ok();
+}
+
 Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
   if (bytes == 0) return Status::ok();
   if (dst == nullptr || src == nullptr) return invalidArgument("copy kernel: a buffer is NULL");
@@ -204,7 +212,8 @@ Status loadKernels() {
   }
   int err = detail::launchCopyBytes(nullptr, nullptr, 0, 0, 0, 0, nullptr);
   if (err == 0) err = detail::launchBumpWord(nullptr, nullptr);
-  if (err != 0) return launchFailure("loading the copy and bump kernels", err);
+  if (err == 0) err = detail::launchWaitWord(nullptr, 0, nullptr);
+  if (err != 0) return launchFailure("loading the copy, bump and wait kernels", err);
   loaded.insert(device);
   BRAID_INFO(
       "kernels loaded on device %d in %.1f ms", device,

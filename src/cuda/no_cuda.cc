@@ -67,6 +67,7 @@ Status launchReduce(void*, const void* const*, int, size_t, braidDataType_t, bra
 Status launchCopy(void*, const void*, size_t, void*) { return notBuilt(); }
 Status launchBump(void*, void*) { return notBuilt(); }
 Status loadKernels() { return notBuilt(); }
+Status launchWait(const void*, uint64_t, void*) { return notBuilt(); }
 Status launchScale(void*, const void*, size_t, braidDataType_t, const void*, const void*, void*) {
   return notBuilt();
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "braid/braid.h"
 
@@ -36,7 +37,7 @@ struct ScaleParams {
 };
 
 // Each launches on `stream` and returns the cudaError_t of the launch as an int (0: done),
-// or -1 when `datatype` is not of its family. With blocks 0 (the bump: word NULL) each
+// or -1 when `datatype` is not of its family. With blocks 0 (the bump and the wait: word NULL) each
 // only loads its kernel into the current context (kernels.h loadKernels).
 int launchReduceInt(const ReduceParams& p, braidDataType_t datatype, braidRedOp_t op,
                     unsigned blocks, void* stream);
@@ -54,6 +55,8 @@ int launchScaleFloat8(const ScaleParams& p, braidDataType_t datatype, unsigned b
                       void* stream);
 // *word += 1 (kernels.h launchBump).
 int launchBumpWord(void* word, void* stream);
+// Returns once *word reaches value (kernels.h launchWait).
+int launchWaitWord(const void* word, uint64_t value, void* stream);
 // Bytes [0, head) and [head + 16 * nvec, bytes) one by one, the vectors between as vectors.
 int launchCopyBytes(void* dst, const void* src, size_t bytes, size_t head, size_t nvec,
                     unsigned blocks, void* stream);

@@ -459,6 +459,21 @@ Status loadKernels() {
   return Status::ok();
 }
 
+// A kernel that waits: as streamWaitValue64 (refused too while a test refuses waits), a
+// kernel's fault instead of an error where the word is out of the GPU's reach.
+Status launchWait(const void* word, uint64_t value, void* stream) {
+  if (word == nullptr || reinterpret_cast<uintptr_t>(word) % 8 != 0) {
+    return Status(braidInvalidArgument, "wait kernel: the word is NULL or not aligned");
+  }
+  if (emu::refusingWaits.load()) return emu::emulated("the wait kernel refused (a test's fault)");
+  emu::loadAtFirstLaunch("wait");
+  std::string why = emu::unreachable("the wait kernel's word", word, 8);
+  return emu::enqueue(stream, [why, at = emu::reach(word), value] {
+    if (!why.empty()) return emu::fault(why);
+    emu::waitAtLeast(at, value);
+  });
+}
+
 Status launchBump(void* word, void* stream) {
   emu::loadAtFirstLaunch("bump");
   std::string why = emu::unreachable("the bump kernel's word", word, 8);

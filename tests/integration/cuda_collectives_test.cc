@@ -462,12 +462,15 @@ TEST(CudaPairs, ASendAndReceiveMakeTheWindowsOnTwoRanks) {
 
 // The paths a device call can take: the device windows (CUDA IPC) as configured by
 // default, the windows in 4 KiB rounds with every all-reduce two-shot (many rounds, and
-// the slices of the two-shot uneven), staged through host memory, and the schedules
-// BRAID_ALGO names lowered to device work over 4 KiB slots (every family: ring, tree,
-// halving-doubling, Bruck, pairwise, linear, direct), and ranks on two nodes (staged).
+// the slices of the two-shot uneven), the same rounds waiting through the wait kernel
+// (BRAID_CUDA_WAITS=kernel) instead of stream memory waits, staged through host memory,
+// and the schedules BRAID_ALGO names lowered to device work over 4 KiB slots (every
+// family: ring, tree, halving-doubling, Bruck, pairwise, linear, direct), and ranks on two
+// nodes (staged).
 enum class DevicePath {
   kWindows,
   kWindowRounds,
+  kKernelWaits,
   kStaged,
   kRingSchedules,
   kTreeSchedules,
@@ -480,6 +483,8 @@ const char* pathName(DevicePath p) {
       return "windows";
     case DevicePath::kWindowRounds:
       return "window_rounds";
+    case DevicePath::kKernelWaits:
+      return "kernel_waits";
     case DevicePath::kStaged:
       return "staged";
     case DevicePath::kRingSchedules:
@@ -500,11 +505,12 @@ TEST_P(CudaPaths, EveryCollectiveOnDeviceBuffersIsExact) {
   const auto [n, path] = GetParam();
   Env env = jobEnv(n);
   env["BRAID_TIMEOUT_MS"] = "60000";
-  if (path == DevicePath::kWindowRounds) {
+  if (path == DevicePath::kWindowRounds || path == DevicePath::kKernelWaits) {
     env["BRAID_CUDA_WINDOW_BYTES"] = "8192";  // halves of 4 KiB
     env["BRAID_CUDA_P2P_SLOT_BYTES"] = "4096";
     env["BRAID_CUDA_TWO_SHOT_BYTES"] = "0";
   }
+  if (path == DevicePath::kKernelWaits) env["BRAID_CUDA_WAITS"] = "kernel";
   if (path == DevicePath::kStaged) env["BRAID_CUDA_IPC"] = "0";
   const char* algos = path == DevicePath::kRingSchedules   ? "ring,linear,pairwise"
                       : path == DevicePath::kTreeSchedules ? "tree,direct,linear,bruck,pairwise"
@@ -558,7 +564,7 @@ INSTANTIATE_TEST_SUITE_P(
     Ranks, CudaPaths,
     ::testing::Combine(::testing::Values(2, 3, 4),
                        ::testing::Values(DevicePath::kWindows, DevicePath::kWindowRounds,
-                                         DevicePath::kStaged, DevicePath::kRingSchedules,
+                                         DevicePath::kKernelWaits, DevicePath::kStaged, DevicePath::kRingSchedules,
                                          DevicePath::kTreeSchedules, DevicePath::kHalvingSchedules,
                                          DevicePath::kTwoNodes)),
     [](const auto& info) {

@@ -7,11 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/device.h"
@@ -294,6 +297,35 @@ TEST(CopyKernelTest, CopiesEveryByteAndNothingElse) {
   }
 }
 
+// The wait kernel returns once the word reaches the value, compared as a wrapping
+// counter, and holds its stream until then; loading every kernel twice is harmless.
+TEST(WaitKernelTest, ReturnsOnceTheWordReachesTheValueAsAWrappingCounter) {
+  SKIP_WITHOUT_DEVICE();
+  ASSERT_TRUE(cuda::loadKernels().isOk());
+  ASSERT_TRUE(cuda::loadKernels().isOk());
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> page = cuda::pinnedAlloc(8);
+  ASSERT_TRUE(s.isOk() && page.isOk());
+  auto* word = static_cast<std::atomic<uint64_t>*>(page.value());
+  struct Case {
+    uint64_t before, value, after;
+  };
+  const Case cases[] = {{5, 7, 7}, {~uint64_t{0} - 1, 1, 2}, {3, 4, uint64_t{1} << 62}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.before << " -> " << c.after << " for " << c.value);
+    word->store(c.before);
+    ASSERT_TRUE(cuda::launchWait(word, c.value, s.value()).isOk());
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_FALSE(cuda::streamIdle(s.value()).value());
+    word->store(c.after);
+    EXPECT_TRUE(cuda::streamSynchronize(s.value()).isOk());
+  }
+  ASSERT_TRUE(cuda::launchWait(word, 2, s.value()).isOk());  // already past: returns
+  EXPECT_TRUE(cuda::streamSynchronize(s.value()).isOk());
+  EXPECT_TRUE(cuda::pinnedFree(page.value()).isOk());
+  EXPECT_TRUE(cuda::streamDestroy(s.value()).isOk());
+}
+
 // ---- What holds everywhere, with or without a device.
 
 TEST(CudaDeviceTest, NoDeviceComesWithAReason) {
@@ -367,6 +399,9 @@ TEST(CudaDeviceTest, LaunchArgumentsAreCheckedBeforeAnyLaunch) {
       {"scale: misaligned",
        cuda::launchScale(reinterpret_cast<char*>(a) + 1, b, 3, braidFloat32, nullptr, b, nullptr),
        "aligned"},
+      {"wait: NULL word", cuda::launchWait(nullptr, 1, nullptr), "NULL"},
+      {"wait: misaligned", cuda::launchWait(reinterpret_cast<char*>(a) + 4, 1, nullptr),
+       "aligned"},
   };
   for (const Case& c : cases) {
     if (!cuda::compiled()) {
@@ -385,6 +420,7 @@ TEST(CudaDeviceTest, LaunchWithoutDeviceFailsWithCudaError) {
   Status st = cuda::launchReduce(a, two, 2, 4, braidFloat32, braidSum, 1, nullptr);
   EXPECT_EQ(st.code(), braidUnhandledCudaError) << st.message();
   EXPECT_EQ(cuda::launchCopy(a, b, 16, nullptr).code(), braidUnhandledCudaError);
+  EXPECT_EQ(cuda::launchWait(a, 1, nullptr).code(), braidUnhandledCudaError);
   EXPECT_FALSE(cuda::deviceAlloc(16).isOk());
 }
 
