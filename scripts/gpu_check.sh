@@ -10,7 +10,7 @@
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
 # Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs premul schedules symbols torch floor diag threads bigwindow mps pack]
 #        (default: build test sanitize bench graphs schedules symbols torch pack; `quick`:
-#        build test torch bench graphs pack, each step bounded, about 8 minutes on an H200)
+#        build test torch bench graphs threads pack, each step bounded, 5-9 minutes on an H200)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
 # the perf tools' largest size (default 256M).
 set -uo pipefail
@@ -21,8 +21,8 @@ mkdir -p "$out/logs/logs"
 if [ "${1:-}" = quick ]; then  # what fits one lease of 15 minutes with time to spare
   export LIMIT_build=${LIMIT_build:-200} LIMIT_test=${LIMIT_test:-360} TEST_WALL=${TEST_WALL:-340}
   export LIMIT_torch=${LIMIT_torch:-60} LIMIT_bench=${LIMIT_bench:-110} PERF_MAX=${PERF_MAX:-128M}
-  export LIMIT_graphs=${LIMIT_graphs:-45}
-  set -- build test torch bench graphs pack
+  export LIMIT_graphs=${LIMIT_graphs:-45} LIMIT_threads=${LIMIT_threads:-100}
+  set -- build test torch bench graphs threads pack
 fi
 if [ "${1:-}" != --one ]; then
   : > "$out/summary.txt"

@@ -27,14 +27,24 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void bumpKernel(volatile unsigned long long* word) { *word = *word + 1; }
 
 // Spins until *word, loaded with acquire at system scope, reaches `value` as a wrapping
-// counter ((int64)(*word - value) >= 0, as cuStreamWaitValue64's GEQ compares).
+// counter ((int64)(*word - value) >= 0, as cuStreamWaitValue64's GEQ compares). Before
+// sm_70 (no acquire loads, no nanosleep): volatile loads, then a system-wide fence.
 __global__ void waitKernel(const unsigned long long* word, unsigned long long value) {
   for (;;) {
     unsigned long long now;
+#if __CUDA_ARCH__ >= 700
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(now) : "l"(word) : "memory");
-    if (static_cast<long long>(now - value) >= 0) return;
+#else
+    now = *static_cast<const volatile unsigned long long*>(word);
+#endif
+    if (static_cast<long long>(now - value) >= 0) break;
+#if __CUDA_ARCH__ >= 700
     __nanosleep(256);
+#endif
   }
+#if __CUDA_ARCH__ < 700
+  __threadfence_system();
+#endif
 }
 
 }  // namespace

@@ -181,15 +181,15 @@ Status launchCopy(void* dst, const void* src, size_t bytes, void* stream) {
 }
 
 Status loadKernels() {
-  static std::mutex mu;
-  static std::set<int> loaded;  // devices whose contexts hold every kernel
+  static auto* mu = new std::mutex;         // never destroyed: a call at exit stays safe
+  static auto* loaded = new std::set<int>;  // devices whose contexts hold every kernel
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
     cudaGetLastError();
     return Status::ok();  // no device yet: its first launch says why
   }
-  std::lock_guard<std::mutex> lock(mu);
-  if (loaded.count(device) != 0) return Status::ok();
+  std::lock_guard<std::mutex> lock(*mu);
+  if (loaded->count(device) != 0) return Status::ok();
   const detail::RelaxedCapture relaxed;
   const auto start = std::chrono::steady_clock::now();
   const detail::ReduceParams p{};
@@ -214,7 +214,7 @@ Status loadKernels() {
   if (err == 0) err = detail::launchBumpWord(nullptr, nullptr);
   if (err == 0) err = detail::launchWaitWord(nullptr, 0, nullptr);
   if (err != 0) return launchFailure("loading the copy, bump and wait kernels", err);
-  loaded.insert(device);
+  loaded->insert(device);
   BRAID_INFO(
       "kernels loaded on device %d in %.1f ms", device,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
