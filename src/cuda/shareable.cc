@@ -14,6 +14,7 @@
 #include "core/logging.h"
 #include "cuda/device.h"
 #include "cuda/driver_entry.h"
+#include "cuda/relaxed_capture.h"
 
 namespace braid::cuda {
 namespace {
@@ -190,7 +191,10 @@ bool takeMapping(void* p, bool imported, Mapping* out) {
 
 }  // namespace
 
+// Each call below runs in relaxed capture mode (cuda/relaxed_capture.h): the driver's
+// virtual memory calls are as unsafe during a capture as cudaMalloc.
 Expected<void*> shareableAlloc(size_t bytes) {
+  const detail::RelaxedCapture relaxed;
   if (!hasDevice()) return Status(braidUnhandledCudaError, deviceStatus().reason);
   BRAID_ASSIGN_OR_RETURN(int device, allocationDevice());
   if (!sharesByFd(device)) {
@@ -226,6 +230,7 @@ bool isShareable(const void* p) {
 }
 
 Status shareableFree(void* p) {
+  const detail::RelaxedCapture relaxed;
   Mapping m;
   if (!takeMapping(p, false, &m)) {
     return Status(braidInvalidArgument,
@@ -238,6 +243,7 @@ Status shareableFree(void* p) {
 }
 
 Expected<int> shareableExport(const void* p, size_t* bytes) {
+  const detail::RelaxedCapture relaxed;
   Mapping m;
   {
     std::lock_guard<std::mutex> lock(mappingsMu());
@@ -260,6 +266,7 @@ Expected<int> shareableExport(const void* p, size_t* bytes) {
 }
 
 Expected<void*> shareableImport(int fd, size_t bytes) {
+  const detail::RelaxedCapture relaxed;
   if (!hasDevice()) return Status(braidUnhandledCudaError, deviceStatus().reason);
   if (!driver().complete) {
     return Status(braidUnhandledCudaError, "the driver has no virtual memory management (cuMem)");
@@ -280,6 +287,7 @@ Expected<void*> shareableImport(int fd, size_t bytes) {
 }
 
 Status shareableUnmap(void* p) {
+  const detail::RelaxedCapture relaxed;
   Mapping m;
   if (!takeMapping(p, true, &m)) {
     return Status(braidInvalidArgument, "the pointer is not a mapping from shareableImport");

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -324,6 +325,75 @@ TEST(WaitKernelTest, ReturnsOnceTheWordReachesTheValueAsAWrappingCounter) {
   EXPECT_TRUE(cuda::streamSynchronize(s.value()).isOk());
   EXPECT_TRUE(cuda::pinnedFree(page.value()).isOk());
   EXPECT_TRUE(cuda::streamDestroy(s.value()).isOk());
+}
+
+// While another stream captures a graph in global mode (torch.cuda.graph's default),
+// every host-side call of the device layer on other objects works and leaves the capture
+// intact, as a communicator's set-up during a captured first call needs (on an H200 three
+// unrelaxed calls invalidated such a capture); the captured copy then replays.
+TEST(CudaDeviceTest, HostSideCallsLeaveAGlobalCaptureIntact) {
+  SKIP_WITHOUT_DEVICE();
+  Expected<void*> a = cuda::streamCreate();
+  Expected<void*> b = cuda::streamCreate();
+  Expected<void*> buf = cuda::deviceAlloc(64);
+  ASSERT_TRUE(a.isOk() && b.isOk() && buf.isOk());
+  char* d = static_cast<char*>(buf.value());
+  std::vector<char> host(64, 0);
+  for (int i = 0; i < 32; ++i) host[static_cast<size_t>(i)] = static_cast<char>(i + 1);
+  toDevice(d, host.data(), host.size());
+  ASSERT_TRUE(cuda::streamBeginCapture(a.value()).isOk());
+  ASSERT_TRUE(cuda::launchCopy(d + 32, d, 32, a.value()).isOk());  // captured, not run
+  std::vector<std::string> failed;
+  auto check = [&](const char* what, const Status& st) {
+    if (!st.isOk()) failed.push_back(std::string(what) + ": " + st.message());
+  };
+  Expected<void*> mem = cuda::deviceAlloc(1 << 20);
+  check("deviceAlloc", mem.status());
+  if (mem.isOk()) check("ipcHandle", cuda::ipcHandle(mem.value()).status());
+  Expected<int> device = cuda::currentDevice();
+  check("currentDevice", device.status());
+  if (device.isOk()) {
+    check("deviceUuid", cuda::deviceUuid(device.value()).status());
+    check("enablePeerAccess", cuda::enablePeerAccess(device.value()));
+  }
+  check("checkStream", cuda::checkStream(b.value()));
+  check("streamIdle", cuda::streamIdle(b.value()).status());
+  check("streamSynchronize", cuda::streamSynchronize(b.value()));
+  Expected<void*> s = cuda::streamCreate();
+  check("streamCreate", s.status());
+  if (s.isOk()) check("streamDestroy", cuda::streamDestroy(s.value()));
+  Expected<void*> e = cuda::eventCreate();
+  check("eventCreate", e.status());
+  if (e.isOk()) {
+    check("eventRecord", cuda::eventRecord(e.value(), b.value()));
+    check("eventSynchronize", cuda::eventSynchronize(e.value()));
+    check("eventDestroy", cuda::eventDestroy(e.value()));
+  }
+  Expected<void*> pinned = cuda::pinnedAlloc(4096);
+  check("pinnedAlloc", pinned.status());
+  if (pinned.isOk()) check("pinnedFree", cuda::pinnedFree(pinned.value()));
+  void* page = std::aligned_alloc(4096, 4096);
+  Expected<void*> registered = cuda::hostRegister(page, 4096);
+  check("hostRegister", registered.status());
+  if (registered.isOk()) check("hostUnregister", cuda::hostUnregister(page));
+  std::free(page);
+  Expected<void*> shared = cuda::shareableAlloc(1 << 20);
+  check("shareableAlloc", shared.status());
+  if (shared.isOk()) check("shareableFree", cuda::shareableFree(shared.value()));
+  check("loadKernels", cuda::loadKernels());
+  if (mem.isOk()) check("deviceFree", cuda::deviceFree(mem.value()));
+  Expected<void*> graph = cuda::streamEndCapture(a.value());
+  EXPECT_TRUE(failed.empty()) << failed.front();
+  ASSERT_TRUE(graph.isOk()) << graph.status().message();
+  ASSERT_TRUE(cuda::graphLaunch(graph.value(), a.value()).isOk());
+  ASSERT_TRUE(cuda::streamSynchronize(a.value()).isOk());
+  std::vector<char> want = host;
+  std::memcpy(want.data() + 32, host.data(), 32);
+  EXPECT_EQ(fromDevice(d, host.size()), want);
+  EXPECT_TRUE(cuda::graphDestroy(graph.value()).isOk());
+  EXPECT_TRUE(cuda::deviceFree(d).isOk());
+  EXPECT_TRUE(cuda::streamDestroy(a.value()).isOk());
+  EXPECT_TRUE(cuda::streamDestroy(b.value()).isOk());
 }
 
 // ---- What holds everywhere, with or without a device.
