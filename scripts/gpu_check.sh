@@ -21,7 +21,7 @@ mkdir -p "$out/logs/logs"
 if [ "${1:-}" = quick ]; then  # what fits one lease of 15 minutes with time to spare
   export LIMIT_build=${LIMIT_build:-200} LIMIT_test=${LIMIT_test:-240} TEST_WALL=${TEST_WALL:-220}
   export LIMIT_torch=${LIMIT_torch:-60} LIMIT_bench=${LIMIT_bench:-90} PERF_MAX=${PERF_MAX:-128M}
-  export LIMIT_graphs=${LIMIT_graphs:-45} LIMIT_threads=${LIMIT_threads:-150}
+  export LIMIT_graphs=${LIMIT_graphs:-60} LIMIT_threads=${LIMIT_threads:-150}
   set -- build test torch bench graphs threads pack
 fi
 if [ "${1:-}" != --one ]; then
@@ -105,10 +105,12 @@ for step in "${steps[@]}"; do
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_TWO_SHOT_BYTES=0 perfrun $n all_reduce_perf twoshot
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_IPC=0 perfrun $n all_reduce_perf staged
       done;;
-    graphs)  # the timed calls captured into a CUDA graph (-G) against the same calls one by one
+    graphs)  # the timed calls captured into a CUDA graph (-G) against the same calls one by
+      # one, and captured in the halves (no graph region: 4 barriers a call, not 2)
       for n in 2 4; do
         PERF_MAX=1M perfrun $n all_reduce_perf calls
         PERF_MAX=1M perfrun $n all_reduce_perf graph -G 10
+        BRAID_CUDA_GRAPH_BYTES=0 PERF_MAX=1M perfrun $n all_reduce_perf graph_halves -G 10
       done
       PERF_MAX=1M perfrun 2 sendrecv_perf graph -G 10;;
     premul)  # premul-sum (-o mulsum): the scaling fused into the device windows' copy-in

@@ -98,7 +98,8 @@ Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
   call.scaleInput = op.preMul.on;  // kScale: the executor reads op.preMul
   call.captured = captured_;
   WindowCounts counts{round_, epoch_.load(std::memory_order_relaxed)};
-  const WindowProgram program = buildWindowCall(call, rank_, nranks_, halfBytes_, &counts);
+  const WindowProgram program =
+      buildWindowCall(call, rank_, nranks_, halfBytes_, &counts, graphBytes_);
   void* scratch = nullptr;
   if (program.scratchBytes != 0) {
     // At least 1 MiB (a barrier's one byte should not cost a half's worth), at most a half.

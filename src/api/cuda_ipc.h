@@ -34,7 +34,9 @@
 //
 // CUDA graphs: a call on a stream that is capturing a graph runs its collectives through
 // the windows with the flag barriers of exec/device_windows.h, which a replay can run
-// again, bracketed by a barrier at each end; each such call also bumps this rank's
+// again: in the window's graph region (BRAID_CUDA_GRAPH_BYTES, 8 MiB, at the window's end)
+// after one barrier when it fits in one round there, otherwise in the halves, bracketed by
+// a barrier at each end. Each such call also bumps this rank's
 // progress word in the shared page (a kernel: a count that advances at every replay). It
 // is not ordered after the communicator's other calls by an event (an event recorded
 // outside a capture cannot be waited on inside one, nor the other way): the graph's launch
@@ -115,6 +117,9 @@ class DeviceWindows {
   // captured: the stream is capturing a CUDA graph (above).
   Status run(const std::vector<OpRequest>& ops, void* stream, bool captured = false);
   static constexpr size_t kGraphSlotBytes = size_t{1} << 20;
+  // Captured window calls that fit it run in a region of their own (exec/device_windows.h):
+  // 2 barriers instead of 4. BRAID_CUDA_GRAPH_BYTES changes it (0: none; at most a half).
+  static constexpr int64_t kGraphRegionBytes = int64_t{8} << 20;
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
   // Whether the barriers were released (by any rank's watch); the first to see it raises
@@ -200,6 +205,8 @@ class DeviceWindows {
   char* graphSlot(int from, int to, uint64_t j) const {
     return slot(from, nranks_, 0) + (static_cast<size_t>(to) * 2 + j) * kGraphSlotBytes;
   }
+  // Rank `from`'s graph region (graphBytes_), after its graph slots.
+  char* graphRegion(int from) const { return graphSlot(from, nranks_, 0); }
   char* device(const std::atomic<uint64_t>& counter) const;
   // Enqueues on `stream` a wait until the word at `word` (device address) reaches `value`
   // as a wrapping counter: a stream memory wait, or the wait kernel (kernelWaits_).
@@ -223,6 +230,7 @@ class DeviceWindows {
   int rank_ = 0;
   int nranks_ = 1;
   size_t halfBytes_ = 0;        // per half of a window
+  size_t graphBytes_ = 0;       // the window's graph region (kGraphRegionBytes)
   size_t twoShotBytes_ = 0;     // all-reduce from this size up is two-shot (3+ ranks)
   bool oneDevice_ = true;       // every rank's window is on the same GPU
   bool twoShotForced_ = false;  // BRAID_CUDA_TWO_SHOT_BYTES set: two-shot on one GPU too

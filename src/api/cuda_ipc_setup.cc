@@ -34,7 +34,7 @@ constexpr size_t kNameBytes = 64;
 struct SetupRecord {
   int32_t ok;                     // 1: this rank's window exists
   int32_t device;                 // the CUDA device it lives on (this process's numbering)
-  uint64_t halfBytes, slotBytes;  // its layout, which every rank must share
+  uint64_t halfBytes, slotBytes, graphBytes;  // its layout, which every rank must share
   cuda::DeviceUuid uuid;
   cuda::IpcHandle handle;
   char flagsName[kNameBytes];  // rank 0: the counters' region
@@ -124,6 +124,10 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     return refuse("BRAID_CUDA_WAITS is '" + waits + "' (stream or kernel)");
   }
   w->kernelWaits_ = waits == "kernel";
+  // The captured calls' region (cuda_ipc.h), at most a half.
+  const int64_t graph = envInt("BRAID_CUDA_GRAPH_BYTES", kGraphRegionBytes);
+  if (graph < 0) return refuse("BRAID_CUDA_GRAPH_BYTES is negative");
+  w->graphBytes_ = std::min(static_cast<size_t>(graph) / 256 * 256, w->halfBytes_);
   const int64_t slot = envInt("BRAID_CUDA_P2P_SLOT_BYTES", 4 << 20);
   if (slot < 4096) return refuse("BRAID_CUDA_P2P_SLOT_BYTES is below 4096");
   w->slotBytes_ = static_cast<size_t>(slot) / 256 * 256;
@@ -139,10 +143,11 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   Expected<int> device = cuda::currentDevice();
   Expected<cuda::DeviceUuid> uuid = device.isOk() ? cuda::deviceUuid(device.value())
                                                   : Expected<cuda::DeviceUuid>(device.status());
-  Expected<void*> mem =
-      uuid.isOk() ? cuda::deviceAlloc(2 * w->halfBytes_ + static_cast<size_t>(w->nranks_) * 2 *
-                                                              (w->slotBytes_ + kGraphSlotBytes))
-                  : uuid.status();
+  Expected<void*> mem = uuid.isOk() ? cuda::deviceAlloc(2 * w->halfBytes_ +
+                                                        static_cast<size_t>(w->nranks_) * 2 *
+                                                            (w->slotBytes_ + kGraphSlotBytes) +
+                                                        w->graphBytes_)
+                                    : uuid.status();
   if (mem.isOk()) {
     w->own_ = mem.value();
     Expected<cuda::IpcHandle> h = cuda::ipcHandle(w->own_);
@@ -152,6 +157,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
       mine.ok = 1;
       mine.halfBytes = w->halfBytes_;
       mine.slotBytes = w->slotBytes_;
+      mine.graphBytes = w->graphBytes_;
       mine.device = device.value();
       mine.uuid = uuid.value();
       mine.handle = h.value();
@@ -207,13 +213,15 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
       w->windows_[static_cast<size_t>(q)] = static_cast<char*>(w->own_);
     } else if (r.ok != 1) {
       why = "rank " + std::to_string(q) + " has no window";
-    } else if (r.halfBytes != mine.halfBytes || r.slotBytes != mine.slotBytes) {
+    } else if (r.halfBytes != mine.halfBytes || r.slotBytes != mine.slotBytes ||
+               r.graphBytes != mine.graphBytes) {
       why = "rank " + std::to_string(q) + "'s window has halves of " + std::to_string(r.halfBytes) +
-            " bytes and send slots of " + std::to_string(r.slotBytes) + ", this rank's " +
-            std::to_string(mine.halfBytes) + " and " + std::to_string(mine.slotBytes) +
-            " (BRAID_CUDA_WINDOW_BYTES and BRAID_CUDA_P2P_SLOT_BYTES must agree, and the first "
-            "device call on a 2-rank communicator must be a collective on both ranks or a "
-            "send/recv on both)";
+            " bytes, send slots of " + std::to_string(r.slotBytes) + " and a graph region of " +
+            std::to_string(r.graphBytes) + ", this rank's " + std::to_string(mine.halfBytes) +
+            ", " + std::to_string(mine.slotBytes) + " and " + std::to_string(mine.graphBytes) +
+            " (BRAID_CUDA_WINDOW_BYTES, BRAID_CUDA_P2P_SLOT_BYTES and BRAID_CUDA_GRAPH_BYTES "
+            "must agree, and the first device call on a 2-rank communicator must be a "
+            "collective on both ranks or a send/recv on both)";
     } else if (together) {
       Status peer = cuda::enablePeerAccess(r.device);
       if (peer.isOk()) {
@@ -338,10 +346,10 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
   BRAID_INFO(
-      "device windows (%s): %zu bytes per rank on device %d, %d ranks%s; barriers on the GPU "
-      "(%s)",
+      "device windows (%s): %zu bytes per rank (graph region %zu) on device %d, %d ranks%s; "
+      "barriers on the GPU (%s)",
       w->local_ != nullptr ? "threads of one process, by address" : "CUDA IPC", 2 * w->halfBytes_,
-      mine.device, w->nranks_, w->oneDevice_ ? ", all on this one GPU" : "",
+      w->graphBytes_, mine.device, w->nranks_, w->oneDevice_ ? ", all on this one GPU" : "",
       w->kernelWaits_ ? "waits are kernels" : "stream memory waits");
   return w;
 }

@@ -81,6 +81,8 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
         return windows_[static_cast<size_t>(a.from)] + a.slot * halfBytes_ + a.offset;
       case DeviceAddr::Space::kGraphSlot:
         return graphSlot(a.from, a.to, a.slot) + a.offset;
+      case DeviceAddr::Space::kGraphRegion:
+        return graphRegion(a.from) + a.offset;
     }
     return nullptr;
   };

@@ -44,12 +44,13 @@
 namespace braid {
 
 // Where a copy or reduction reads or writes: the call's input, output or device scratch
-// (a Schedule's BufRefs), slot `slot` of the pair (from, to) in `from`'s window, or half
-// `slot` of rank `from`'s window (the window collectives, exec/device_windows.h).
+// (a Schedule's BufRefs), slot `slot` of the pair (from, to) in `from`'s window, half
+// `slot` of rank `from`'s window, or rank `from`'s graph region (the window collectives,
+// exec/device_windows.h).
 struct DeviceAddr {
-  enum class Space : uint8_t { kInput, kOutput, kScratch, kSlot, kHalf, kGraphSlot };
+  enum class Space : uint8_t { kInput, kOutput, kScratch, kSlot, kHalf, kGraphSlot, kGraphRegion };
   Space space = Space::kInput;
-  int from = -1, to = -1;  // kSlot, kGraphSlot: the pair; kHalf: `from` is the window's rank
+  int from = -1, to = -1;  // kSlot, kGraphSlot: the pair; kHalf, kGraphRegion: the window's rank
   uint8_t slot = 0;        // kSlot, kGraphSlot, kHalf: 0 or 1
   uint64_t offset = 0;     // bytes into the buffer, slot or half
 };

@@ -14,6 +14,11 @@ uint64_t sliceStart(uint64_t count, int q, int n) {
   return count * static_cast<uint64_t>(q) / static_cast<uint64_t>(n);
 }
 
+// Whether a round carries a block for each rank (q's at q * (half / n)).
+bool blocksPerRound(Collective c) {
+  return c == Collective::kReduceScatter || c == Collective::kAllToAll || c == Collective::kScatter;
+}
+
 DeviceAddr at(Space space, uint64_t offset) {
   DeviceAddr a;
   a.space = space;
@@ -23,15 +28,23 @@ DeviceAddr at(Space space, uint64_t offset) {
 
 class Builder {
  public:
-  Builder(const WindowCall& call, int rank, int nranks, size_t halfBytes, WindowCounts* counts)
-      : c_(call), me_(rank), n_(nranks), half_(halfBytes), es_(call.elemSize), counts_(counts) {}
+  // inGraph: a captured call in the graph region (`halfBytes` is then its size).
+  Builder(const WindowCall& call, int rank, int nranks, size_t halfBytes, WindowCounts* counts,
+          bool inGraph)
+      : c_(call),
+        me_(rank),
+        n_(nranks),
+        half_(halfBytes),
+        es_(call.elemSize),
+        counts_(counts),
+        inGraph_(inGraph) {}
 
   WindowProgram build();
 
  private:
-  // Rank q's half of the current round, `offset` bytes in.
+  // Rank q's half of the current round (or its graph region), `offset` bytes in.
   DeviceAddr half(int q, uint64_t offset) const {
-    DeviceAddr a = at(Space::kHalf, offset);
+    DeviceAddr a = at(inGraph_ ? Space::kGraphRegion : Space::kHalf, offset);
     a.from = q;
     a.slot = static_cast<uint8_t>(counts_->rounds % 2);
     return a;
@@ -53,6 +66,7 @@ class Builder {
   const int me_, n_;
   const size_t half_, es_;
   WindowCounts* counts_;
+  const bool inGraph_;
   WindowProgram p_;
 };
 
@@ -213,33 +227,33 @@ void Builder::oneRound(uint64_t chunk, bool blocks) {
 
 WindowProgram Builder::build() {
   const uint64_t perBlock = half_ / (es_ * static_cast<size_t>(n_));
-  if (c_.captured) barrier();  // every rank is done with the halves
-  switch (c_.collective) {
-    case Collective::kAllReduce:
-      allReduce();
-      break;
-    case Collective::kReduceScatter:
-    case Collective::kAllToAll:
-    case Collective::kScatter:
-      oneRound(perBlock, true);
-      break;
-    default:
-      oneRound(half_ / es_, false);
-      break;
+  if (c_.captured) barrier();  // every rank is done with the halves or the graph region
+  if (c_.collective == Collective::kAllReduce) {
+    allReduce();
+  } else if (blocksPerRound(c_.collective)) {
+    oneRound(perBlock, true);
+  } else {
+    oneRound(half_ / es_, false);
   }
-  if (c_.captured) {  // every rank is done reading; an even count of barriers in all
-    barrier();
-    if (counts_->barriers % 2 != 0) barrier();
-  }
+  if (c_.captured && !inGraph_) barrier();  // every rank is done reading the halves
+  if (c_.captured && counts_->barriers % 2 != 0) barrier();  // an even count in all
   return std::move(p_);
 }
 
 }  // namespace
 
+bool runsInGraphRegion(const WindowCall& call, int nranks, size_t graphBytes) {
+  const uint64_t blocks = blocksPerRound(call.collective) ? static_cast<uint64_t>(nranks) : 1;
+  return call.captured && graphBytes != 0 && call.count <= graphBytes / (call.elemSize * blocks);
+}
+
 WindowProgram buildWindowCall(const WindowCall& call, int rank, int nranks, size_t halfBytes,
-                              WindowCounts* counts) {
+                              WindowCounts* counts, size_t graphBytes) {
   WindowCounts own;  // a captured call's count from zero, every replay alike
-  return Builder(call, rank, nranks, halfBytes, call.captured ? &own : counts).build();
+  const bool inGraph = runsInGraphRegion(call, nranks, graphBytes);
+  return Builder(call, rank, nranks, inGraph ? graphBytes : halfBytes,
+                 call.captured ? &own : counts, inGraph)
+      .build();
 }
 
 }  // namespace braid

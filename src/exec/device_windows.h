@@ -24,12 +24,18 @@
 // instead, one per ordered pair of ranks in each of two sets: a rank signals each peer
 // (kSignal: its flag for the peer = 1) and waits for each peer's flag for it, which it
 // then clears (kWaitSignal); barriers alternate sets, so a peer signals a set again only
-// after passing the barrier in between, which needs this rank to have cleared it. A
-// captured call starts with a barrier (every rank is done with what it read of the halves
-// before) and ends with one (every rank is done reading this call's), and has an even
-// number of barriers, so whatever captured and ordinary calls follow one another, at any
-// replay, the sets alternate and the halves are safe. Its counts start from zero and are
-// never carried on.
+// after passing the barrier in between, which needs this rank to have cleared it. Every
+// captured call has an even number of barriers and counts them from zero, so whatever
+// captured and ordinary calls follow one another, at any replay, the sets alternate.
+//
+// A captured call that fits one round of the graph region (`graphBytes` in every window,
+// apart from the halves; DeviceAddr::Space::kGraphRegion) runs there: a barrier before
+// it writes the region (every rank is done reading what the last captured call left
+// there), then the call's own barriers. No ordinary call touches the region, so that is
+// all: a one-shot call has 2 barriers. A larger captured call runs in the halves, and
+// then starts with a barrier (every rank is done with what it read of the halves before)
+// and ends with one (every rank is done reading this call's), 4 in all at the least.
+// Its rounds count from zero too and are never carried on.
 #pragma once
 
 #include <cstddef>
@@ -67,9 +73,13 @@ struct WindowProgram {
   size_t scratchBytes = 0;  // device scratch the ops use (kScratch)
 };
 
-// The work of `call` on rank `rank` of `nranks` (2..8) with halves of `halfBytes` (a
-// multiple of 256); advances `counts` (a captured call leaves them as they are).
+// The work of `call` on rank `rank` of `nranks` (2..8) with halves of `halfBytes` and a
+// graph region of `graphBytes` (multiples of 256; 0: none); advances `counts` (a captured
+// call leaves them as they are).
 WindowProgram buildWindowCall(const WindowCall& call, int rank, int nranks, size_t halfBytes,
-                              WindowCounts* counts);
+                              WindowCounts* counts, size_t graphBytes = 0);
+
+// Whether captured `call` runs in the graph region of `graphBytes` (in one round).
+bool runsInGraphRegion(const WindowCall& call, int nranks, size_t graphBytes);
 
 }  // namespace braid

@@ -1,7 +1,7 @@
 // Runs every rank's device program (exec/device_program.h) on the host as streams would:
 // rank by rank, each until a wait blocks (a counter not yet there), over host copies of
-// the device state: each rank's window halves, the send slots of every ordered pair, the
-// pair counters and the barrier counters. Copies and reductions use the host kernels, so
+// the device state: each rank's window halves and graph region, the send slots of every ordered
+// pair, the pair counters and the barrier counters. Copies and reductions use the host kernels, so
 // results are what the simulator computes. It reports a deadlock (no rank can move),
 // leftovers (a slice posted and never consumed), out-of-bounds addresses, overlapping
 // copies, a counter set out of order, and a kernel writing memory kernels cannot write
@@ -12,6 +12,7 @@
 // premul-sum scalar. Header-only, for the unit tests.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
@@ -24,7 +25,7 @@
 namespace braid::test {
 
 struct DeviceState {
-  size_t slotBytes = 0, halfBytes = 0;
+  size_t slotBytes = 0, halfBytes = 0, graphBytes = 0;  // graphBytes: each graph region
   std::vector<size_t> scratchBytes;  // by rank
   std::vector<bool> outputIsHost;    // by rank: kernels may not write its output
   // By rank: its premul-sum scalar (one element of the datatype), for kScale.
@@ -32,6 +33,11 @@ struct DeviceState {
   // Counters before the programs run: pair counters (posted = consumed: nothing pending)
   // by [from * n + to], barrier counters by rank.
   std::vector<uint64_t> pairs, barriers;
+  // By rank, optional: how many operations each of its calls has, in order. Then every
+  // byte of a half or graph region remembers the call that wrote it last, and a read of
+  // one that another call wrote (a region refilled before a peer read it, though with the
+  // same values) is an error.
+  std::vector<std::vector<size_t>> calls;
 };
 
 class DeviceInterpreter {
@@ -56,15 +62,24 @@ class DeviceInterpreter {
     graphSlots_.assign(nn * 2, std::vector<uint8_t>(st_.slotBytes));
     slots_.assign(nn * 2, std::vector<uint8_t>(st_.slotBytes));
     halves_.assign(static_cast<size_t>(n_) * 2, std::vector<uint8_t>(st_.halfBytes));
+    graphRegions_.assign(static_cast<size_t>(n_), std::vector<uint8_t>(st_.graphBytes));
     for (int r = 0; r < n_; ++r) {
       scratch_.emplace_back(r < static_cast<int>(st_.scratchBytes.size()) ? st_.scratchBytes[r]
                                                                           : 0);
     }
+    for (auto* regions : {&halves_, &graphRegions_}) {
+      tags_[regions == &halves_ ? 0 : 1].clear();
+      for (const auto& region : *regions) {
+        tags_[regions == &halves_ ? 0 : 1].emplace_back(region.size(), -1);
+      }
+    }
     std::vector<size_t> pc(n_, 0);
+    call_.assign(n_, 0);
     for (;;) {
       bool progressed = false, done = true;
       for (int r = 0; r < n_; ++r) {
         while (pc[r] < programs[r].size() && canRun(programs[r][pc[r]])) {
+          call_[r] = callAt(r, pc[r]);
           BRAID_TRY(execute(r, programs[r][pc[r]]));
           ++pc[r];
           progressed = true;
@@ -133,6 +148,38 @@ class DeviceInterpreter {
     return invalidUsage(msg);
   }
 
+  // The call of rank r that its operation `at` belongs to (0 without DeviceState::calls).
+  int callAt(int r, size_t at) const {
+    if (r >= static_cast<int>(st_.calls.size())) return 0;
+    int k = 0;
+    for (size_t ops : st_.calls[r]) {
+      if (at < ops) return k;
+      at -= ops;
+      ++k;
+    }
+    return k;
+  }
+
+  // The write tags of `a`'s bytes when it is a half or a graph region, else null.
+  int* tags(const DeviceAddr& a) {
+    if (a.space == DeviceAddr::Space::kHalf) return tags_[0][a.from * 2 + a.slot].data() + a.offset;
+    if (a.space == DeviceAddr::Space::kGraphRegion) return tags_[1][a.from].data() + a.offset;
+    return nullptr;
+  }
+
+  // Rank r reads `bytes` of `a`: written in r's current call (when calls are given).
+  Status checkRead(int r, const DeviceAddr& a, uint64_t bytes) {
+    const int* t = st_.calls.empty() ? nullptr : tags(a);
+    for (uint64_t i = 0; t != nullptr && i < bytes; ++i) {
+      if (t[i] == call_[r]) continue;
+      return invalidUsage("rank " + std::to_string(r) + " in call " + std::to_string(call_[r]) +
+                          " reads rank " + std::to_string(a.from) + "'s " +
+                          (a.space == DeviceAddr::Space::kHalf ? "half" : "graph region") +
+                          " as call " + std::to_string(t[i]) + " left it");
+    }
+    return Status::ok();
+  }
+
   // The bytes [offset, offset + bytes) of rank r's `a`, or null when out of bounds.
   uint8_t* resolve(int r, const DeviceAddr& a, uint64_t bytes) {
     SimRank& rk = ranks_[r];
@@ -167,6 +214,11 @@ class DeviceInterpreter {
         if (a.from < 0 || a.from >= n_ || a.slot > 1) return nullptr;
         base = halves_[static_cast<size_t>(a.from * 2 + a.slot)].data();
         size = st_.halfBytes;
+        break;
+      case DeviceAddr::Space::kGraphRegion:
+        if (a.from < 0 || a.from >= n_) return nullptr;
+        base = graphRegions_[static_cast<size_t>(a.from)].data();
+        size = st_.graphBytes;
         break;
     }
     if (a.offset > size || bytes > size - a.offset) return nullptr;
@@ -267,6 +319,8 @@ class DeviceInterpreter {
         return invalidUsage(where + "source and destination overlap");
       }
     }
+    for (size_t i = 0; i < srcs.size(); ++i) BRAID_TRY(checkRead(r, op.src[i], op.bytes));
+    if (int* t = tags(op.dst)) std::fill(t, t + op.bytes, call_[r]);
     const size_t count = op.bytes / es_;
     const int divisor = op.final ? n_ : 1;
     const ReduceKernels& k = reduceKernels(type_, op_);
@@ -303,7 +357,9 @@ class DeviceInterpreter {
   std::vector<uint64_t> posted_, consumed_, barriers_;
   std::vector<uint8_t> flags_;         // [set][from][to]
   std::vector<uint8_t> full_, freed_;  // graph slots' flags, [from][to][j]
-  std::vector<std::vector<uint8_t>> graphSlots_;
+  std::vector<std::vector<uint8_t>> graphSlots_, graphRegions_;  // by pair and slot; by rank
+  std::vector<std::vector<int>> tags_[2];  // halves', graph regions': each byte's writing call
+  std::vector<int> call_;                  // by rank: the call of its operation running
 };
 
 }  // namespace braid::test

@@ -24,11 +24,14 @@ using algo::Collective;
 using Kind = DeviceOp::Kind;
 
 constexpr size_t kHalf = 64;
+constexpr size_t kGraph = 128;  // the graph region, where captured calls that fit it run
 
 // Runs case c through the windows: twoShot for all-reduce, and receive buffers in host
 // memory on the ranks `hostOutput` says. `captured`: as a call captured into a CUDA graph
-// (flag barriers); out of place it runs as a graph would be used, replayed between
-// ordinary calls: captured, ordinary, captured, captured (each writes the same result).
+// (flag barriers; in the graph region when it fits); out of place it runs as graphs would
+// be used, replayed between ordinary calls: captured, ordinary, captured, captured in the
+// halves (as if it were larger than the region), captured, captured (each writes the same
+// result).
 test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput,
                     bool captured = false) {
   return [c, twoShot, hostOutput, captured](const std::vector<algo::Schedule>&,
@@ -37,11 +40,16 @@ test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput,
     const int n = c.nranks;
     test::DeviceState state;
     state.halfBytes = kHalf;
+    state.graphBytes = kGraph;
     state.barriers.assign(n, 5);
     std::vector<std::vector<DeviceOp>> programs;
-    const std::vector<bool> sequence = !captured   ? std::vector<bool>{false}
-                                       : c.inPlace ? std::vector<bool>{true}
-                                                   : std::vector<bool>{true, false, true, true};
+    // Each call: captured, and the graph region it may use.
+    using Call = std::pair<bool, size_t>;
+    const std::vector<Call> sequence =
+        !captured   ? std::vector<Call>{{false, kGraph}}
+        : c.inPlace ? std::vector<Call>{{true, kGraph}}
+                    : std::vector<Call>{{true, kGraph}, {false, kGraph}, {true, kGraph},
+                                        {true, 0},      {true, kGraph},  {true, kGraph}};
     for (int r = 0; r < n; ++r) {
       WindowCall call;
       call.collective = c.collective;
@@ -53,10 +61,12 @@ test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput,
       WindowCounts counts{3, 5};
       std::vector<DeviceOp> ops;
       size_t scratch = 0;
-      for (bool graph : sequence) {
-        call.captured = graph;
-        WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts);
+      state.calls.emplace_back();
+      for (const Call& each : sequence) {
+        call.captured = each.first;
+        WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts, each.second);
         ops.insert(ops.end(), p.ops.begin(), p.ops.end());
+        state.calls.back().push_back(p.ops.size());
         scratch = std::max(scratch, p.scratchBytes);
       }
       programs.push_back(std::move(ops));
@@ -183,7 +193,7 @@ TEST(DeviceWindows, EveryWindowCollectiveMatchesTheReferenceWhenCaptured) {
     for (int n = 2; n <= 8; ++n) {
       for (uint64_t count : {uint64_t{1}, uint64_t(n + 1), uint64_t{97}}) {
         for (bool inPlace : {false, true}) {
-          const bool twoShot = coll == Collective::kAllReduce && n >= 3 && count > 50;
+          const bool twoShot = coll == Collective::kAllReduce && n >= 3 && count > 1;
           const test::CheckCase c =
               test::sweepCase(coll, n, count, inPlace, {braidFloat32, braidSum}, 1);
           EXPECT_EQ(test::checkCollective(empty, c, windows(c, twoShot, false, true)), "")
@@ -229,6 +239,68 @@ TEST(DeviceWindows, ACapturedCallIsBracketedByFlagBarriersThatAlternate) {
     EXPECT_EQ(p.ops[2].kind, Kind::kWaitSignal);
     EXPECT_EQ(p.ops[3].kind, Kind::kWaitSignal);
     EXPECT_EQ(p.ops.back().kind, Kind::kWaitSignal);
+  }
+}
+
+// A captured call that fits one round of the graph region runs there, never in the
+// halves: one barrier before it writes the region and its own (2 for a one-shot call, 4
+// for two-shot: 3 and an even count). One that does not fit runs in the halves,
+// bracketed; so does every captured call when there is no region.
+TEST(DeviceWindows, ACapturedCallThatFitsRunsInTheGraphRegionWithTwoBarriers) {
+  WindowCall call;
+  call.collective = Collective::kAllReduce;
+  call.elemSize = 4;
+  call.captured = true;
+  EXPECT_TRUE(runsInGraphRegion(call, 3, kGraph));  // count 0
+  call.count = kGraph / 4;
+  EXPECT_TRUE(runsInGraphRegion(call, 3, kGraph));
+  EXPECT_FALSE(runsInGraphRegion(call, 3, 0));
+  call.captured = false;
+  EXPECT_FALSE(runsInGraphRegion(call, 3, kGraph));
+  call.captured = true;
+  ++call.count;
+  EXPECT_FALSE(runsInGraphRegion(call, 3, kGraph));
+  // A block per rank: reduce-scatter's count is per rank.
+  call.collective = Collective::kReduceScatter;
+  call.count = kGraph / 4 / 3;
+  EXPECT_TRUE(runsInGraphRegion(call, 3, kGraph));
+  EXPECT_FALSE(runsInGraphRegion(call, 4, kGraph));
+
+  struct Case {
+    Collective coll;
+    bool twoShot;
+    uint64_t count;
+    int barriers;
+    bool inGraph;
+  };
+  for (const Case& k : {Case{Collective::kAllReduce, false, 32, 2, true},
+                        Case{Collective::kAllReduce, true, 32, 4, true},
+                        Case{Collective::kAllGather, false, 1, 2, true},
+                        Case{Collective::kAllToAll, false, 10, 2, true},
+                        Case{Collective::kAllReduce, false, 33, 4, false},
+                        Case{Collective::kAllToAll, false, 11, 4, false}}) {
+    call.collective = k.coll;
+    call.twoShot = k.twoShot;
+    call.count = k.count;
+    WindowCounts counts{7, 11};
+    // Halves of 256 bytes: one round in them too.
+    const WindowProgram p = buildWindowCall(call, 1, 3, 2 * kGraph, &counts, kGraph);
+    EXPECT_EQ(counts.rounds, 7u);
+    EXPECT_EQ(counts.barriers, 11u);
+    int signals = 0, region = 0, halves = 0;
+    for (const DeviceOp& op : p.ops) {
+      signals += op.kind == Kind::kSignal && op.to == 0;
+      for (const DeviceAddr& a : {op.dst, op.src[0], op.src[1], op.src[2]}) {
+        region += a.space == DeviceAddr::Space::kGraphRegion;
+        halves += a.space == DeviceAddr::Space::kHalf;
+      }
+    }
+    EXPECT_EQ(signals, k.barriers)
+        << "collective " << static_cast<int>(k.coll) << ", count " << k.count;
+    EXPECT_EQ(region != 0, k.inGraph);
+    EXPECT_EQ(halves != 0, !k.inGraph);
+    ASSERT_FALSE(p.ops.empty());
+    EXPECT_EQ(p.ops[0].kind, Kind::kSignal);  // the first barrier comes before any write
   }
 }
 
