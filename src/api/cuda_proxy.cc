@@ -8,9 +8,11 @@
 #include "api/handle.h"
 #include "api/premul.h"
 #include "core/comm.h"
+#include "core/env.h"
 #include "core/futex.h"
 #include "core/logging.h"
 #include "cuda/device.h"
+#include "cuda/kernels.h"
 #include "exec/reduce.h"
 
 namespace braid {
@@ -24,6 +26,7 @@ Expected<std::unique_ptr<StagedProxy>> StagedProxy::create(braidComm* comm,
                                                            std::shared_ptr<DeviceOrder> order) {
   std::unique_ptr<StagedProxy> p(new StagedProxy(comm));
   p->order_ = std::move(order);
+  p->kernelWaits_ = envString("BRAID_CUDA_WAITS") == "kernel";
   BRAID_ASSIGN_OR_RETURN(void* words, cuda::pinnedAlloc(sizeof(Words)));
   p->words_ = static_cast<Words*>(words);
   std::memset(p->words_, 0, sizeof(Words));
@@ -107,7 +110,10 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   }
   Status st = checkHostScalars(ops);  // each device scalar has its staged copy now
   if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->ready[slot], t.number);
-  if (st.isOk()) st = cuda::streamWaitValue64(stream, &words_->done, t.number);
+  if (st.isOk()) {
+    st = kernelWaits_ ? cuda::launchWait(&words_->done, t.number, stream)
+                      : cuda::streamWaitValue64(stream, &words_->done, t.number);
+  }
   if (st.isOk()) st = t.staged->copyBack(stream);
   if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->back[slot], t.number);
   if (st.isOk()) st = order_->mark(stream);

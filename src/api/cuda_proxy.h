@@ -5,7 +5,8 @@
 //
 // A call becomes a ticket. On the stream: copies of its device buffers into pinned
 // memory (exec/cuda_staging.h), a stream write of the ticket's number to its ready word,
-// a stream wait until the done word reaches that number, the copies back, and a write to
+// a stream wait until the done word reaches that number (the wait kernel under
+// BRAID_CUDA_WAITS=kernel, as the windows' waits), the copies back, and a write to
 // its back word. The proxy thread takes the tickets in the order they were issued, which
 // every rank shares: it waits for a ticket's ready word, runs the host collective on the
 // pinned copies (runOps), and writes the done word. Pinned memory goes back to the pool
@@ -85,6 +86,7 @@ class StagedProxy {
   braidComm* comm_;
   Words* words_ = nullptr;  // pinned: the GPU reaches it at the same address
   std::shared_ptr<DeviceOrder> order_;
+  bool kernelWaits_ = false;  // BRAID_CUDA_WAITS=kernel: the done wait is cuda::launchWait
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Ticket> queue_;      // issued, not yet run

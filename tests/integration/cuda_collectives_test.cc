@@ -463,7 +463,8 @@ TEST(CudaPairs, ASendAndReceiveMakeTheWindowsOnTwoRanks) {
 // The paths a device call can take: the device windows (CUDA IPC) as configured by
 // default, the windows in 4 KiB rounds with every all-reduce two-shot (many rounds, and
 // the slices of the two-shot uneven), the same rounds waiting through the wait kernel
-// (BRAID_CUDA_WAITS=kernel) instead of stream memory waits, staged through host memory,
+// (BRAID_CUDA_WAITS=kernel) instead of stream memory waits, staged through host memory
+// (its waits stream memory waits, or the wait kernel),
 // and the schedules BRAID_ALGO names lowered to device work over 4 KiB slots (every
 // family: ring, tree, halving-doubling, Bruck, pairwise, linear, direct), and ranks on two
 // nodes (staged).
@@ -472,6 +473,7 @@ enum class DevicePath {
   kWindowRounds,
   kKernelWaits,
   kStaged,
+  kStagedKernelWaits,
   kRingSchedules,
   kTreeSchedules,
   kHalvingSchedules,
@@ -487,6 +489,8 @@ const char* pathName(DevicePath p) {
       return "kernel_waits";
     case DevicePath::kStaged:
       return "staged";
+    case DevicePath::kStagedKernelWaits:
+      return "staged_kernel_waits";
     case DevicePath::kRingSchedules:
       return "ring_schedules";
     case DevicePath::kTreeSchedules:
@@ -510,8 +514,12 @@ TEST_P(CudaPaths, EveryCollectiveOnDeviceBuffersIsExact) {
     env["BRAID_CUDA_P2P_SLOT_BYTES"] = "4096";
     env["BRAID_CUDA_TWO_SHOT_BYTES"] = "0";
   }
-  if (path == DevicePath::kKernelWaits) env["BRAID_CUDA_WAITS"] = "kernel";
-  if (path == DevicePath::kStaged) env["BRAID_CUDA_IPC"] = "0";
+  if (path == DevicePath::kKernelWaits || path == DevicePath::kStagedKernelWaits) {
+    env["BRAID_CUDA_WAITS"] = "kernel";
+  }
+  if (path == DevicePath::kStaged || path == DevicePath::kStagedKernelWaits) {
+    env["BRAID_CUDA_IPC"] = "0";
+  }
   const char* algos = path == DevicePath::kRingSchedules   ? "ring,linear,pairwise"
                       : path == DevicePath::kTreeSchedules ? "tree,direct,linear,bruck,pairwise"
                       : path == DevicePath::kHalvingSchedules
@@ -564,7 +572,8 @@ INSTANTIATE_TEST_SUITE_P(
     Ranks, CudaPaths,
     ::testing::Combine(::testing::Values(2, 3, 4),
                        ::testing::Values(DevicePath::kWindows, DevicePath::kWindowRounds,
-                                         DevicePath::kKernelWaits, DevicePath::kStaged, DevicePath::kRingSchedules,
+                                         DevicePath::kKernelWaits, DevicePath::kStaged,
+                                         DevicePath::kStagedKernelWaits, DevicePath::kRingSchedules,
                                          DevicePath::kTreeSchedules, DevicePath::kHalvingSchedules,
                                          DevicePath::kTwoNodes)),
     [](const auto& info) {
