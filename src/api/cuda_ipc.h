@@ -68,6 +68,21 @@
 // A rank whose receive buffer is not device
 // memory reduces into a device scratch buffer and copies from it (the kernels write only
 // device memory); copies take any memory.
+//
+// Threads of one process on one GPU share one CUDA context, whose streams share a few
+// hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default); a queue runs its work in
+// the order it was enqueued, whatever the stream, so a stream wait holds back every other
+// stream's work behind it. A rank's wait enqueued before the peer's write that ends it
+// could then sit in front of that write for good (3 and 4 ranks stalled so on an H200
+// until the watch released them). So there, a rank enqueues a wait for a counter (a
+// barrier's, a pair's posted or consumed) only once the rank that writes it has enqueued
+// that write: the host order puts every write ahead of the waits it ends, in whichever
+// queue, and every queue moves. The calling thread blocks meanwhile (as NCCL's callers
+// that drive several ranks must group their calls, so must Braid's: a group's issues run
+// side by side), for at most the timeout. Captured calls cannot be ordered so (a graph's
+// replays are launched whenever the application launches them): there they are refused
+// (api/cuda_ops.cc), the capture left intact.
+
 // (Calls: cuda_ipc.cc; set-up and teardown: cuda_ipc_setup.cc; the shared page, the watch
 // thread and releasing: cuda_ipc_watch.cc.)
 #pragma once
@@ -122,6 +137,9 @@ class DeviceWindows {
   static constexpr int64_t kGraphRegionBytes = int64_t{8} << 20;
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
+  // Whether the ranks are threads of this process on one GPU (one CUDA context): their
+  // waits are ordered after the writes that end them, and calls cannot be captured.
+  bool oneContext() const { return enqueued_ != nullptr; }
   // Whether the barriers were released (by any rank's watch); the first to see it raises
   // the communicator's error. A stream that passed a released barrier has finished only
   // after the counters show it, so this is current once the caller synchronised. Any
@@ -211,6 +229,19 @@ class DeviceWindows {
   // Enqueues on `stream` a wait until the word at `word` (device address) reaches `value`
   // as a wrapping counter: a stream memory wait, or the wait kernel (kernelWaits_).
   Status waitFor(void* stream, char* word, uint64_t value);
+  // Ranks on one GPU as threads (above): counter `index` (enqueuedIndex) has had a write
+  // of at least `value` enqueued; the next wait for it may be enqueued.
+  static constexpr int kEnqueuedWords = 8 + 2 * 8 * 8;
+  void enqueued(int index, uint64_t value);
+  // Blocks until rank `writer` has enqueued a write of at least `value` to counter `index`
+  // (ok), or the barriers are released, the communicator aborts or fails, or the timeout
+  // passes.
+  Status awaitEnqueued(int index, uint64_t value, int writer);
+  // The barrier counter of rank q, or the pair counter (posted: true) of (s, r).
+  int enqueuedIndex(int q) const { return q; }
+  int enqueuedIndex(bool posted, int s, int r) const {
+    return 8 + (posted ? 0 : 64) + s * nranks_ + r;
+  }
   Status order(void* stream);
   Status finishCall(void* stream);
   // Enqueues a device program (exec/device_program.h: a window call's or a lowered
@@ -239,6 +270,10 @@ class DeviceWindows {
   // Ranks that are all threads of this process: their windows, shared (cuda_ipc_setup.cc).
   struct Local;
   std::shared_ptr<Local> local_;
+  // Ranks on one GPU as threads: local_'s record of enqueued writes, and its count of
+  // threads waiting on it (null: ranks apart, waits not ordered so).
+  std::atomic<uint64_t>* enqueued_ = nullptr;
+  std::atomic<int>* enqueueWaiters_ = nullptr;
   std::vector<char*> windows_;  // every rank's window as this process maps it
   uint64_t round_ = 0;          // rounds enqueued (their half: round_ % 2)
   size_t slotBytes_ = 0;        // per send slot (two per ordered pair of ranks)

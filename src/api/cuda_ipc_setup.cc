@@ -70,6 +70,10 @@ struct DeviceWindows::Local {
   bool published = false;               // rank 0 has put its page (or none) here
   std::shared_ptr<SharedRegion> flags;  // rank 0's counters' page
   char* countersDevice = nullptr;       // its registration, made by the first rank
+  // Ranks on one GPU: the last value of each counter whose write a rank has enqueued
+  // (cuda_ipc.h, "Threads of one process"), and how many threads wait for one.
+  std::atomic<uint64_t> enqueued[kEnqueuedWords] = {};
+  std::atomic<int> waiters{0};
   ~Local() {
     if (countersDevice != nullptr) (void)cuda::hostUnregister(flags->base());
     for (void* p : windows) (void)cuda::deviceFree(p);
@@ -343,6 +347,10 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     }
     w->released_ = true;
     return refuse(!why.empty() ? why : !st.isOk() ? st.message() : "a peer could not map them");
+  }
+  if (w->local_ != nullptr && w->oneDevice_) {  // one context: order the waits (cuda_ipc.h)
+    w->enqueued_ = w->local_->enqueued;
+    w->enqueueWaiters_ = &w->local_->waiters;
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
   BRAID_INFO(

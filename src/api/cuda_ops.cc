@@ -285,6 +285,12 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
       comm->deviceWindows = DeviceWindows::create(comm, !collective);
       comm->deviceWindowsLive = comm->deviceWindows.get();
     }
+    if (captured && comm->deviceWindows != nullptr && comm->deviceWindows->oneContext()) {
+      return captureRefusal(
+          "its ranks are threads of one process on one GPU, whose streams share CUDA's "
+          "hardware queues, so one rank's replay could wait in front of the work its peers' "
+          "replays need, for good (api/cuda_ipc.h); ranks as processes can capture");
+    }
     if (comm->deviceWindows != nullptr) {
       BRAID_TRY(comm->deviceWindows->run(direct, stream, captured));
       ran = true;

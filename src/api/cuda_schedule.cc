@@ -4,11 +4,14 @@
 // own collectives do not: all-to-all-v, and every collective whose algorithm BRAID_ALGO
 // names (ring, tree, halving-doubling, Bruck, pairwise, ...).
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "algorithms/registry.h"
 #include "api/cuda_ipc.h"
 #include "api/cuda_ops.h"
 #include "api/premul.h"
+#include "core/futex.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/device_program.h"
@@ -62,8 +65,49 @@ Status DeviceWindows::waitFor(void* stream, char* word, uint64_t value) {
                       : cuda::streamWaitValue64(stream, word, value);
 }
 
+void DeviceWindows::enqueued(int index, uint64_t value) {
+  if (enqueued_ == nullptr) return;
+  enqueued_[index].store(value);
+  if (enqueueWaiters_->load() != 0) {
+    futexWakeAll(reinterpret_cast<std::atomic<uint32_t>*>(&enqueued_[index]));
+  }
+}
+
+Status DeviceWindows::awaitEnqueued(int index, uint64_t value, int writer) {
+  if (enqueued_ == nullptr) return Status::ok();
+  std::atomic<uint64_t>& word = enqueued_[index];
+  auto reached = [&] { return static_cast<int64_t>(word.load() - value) >= 0; };
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(comm_->config().timeoutMs);
+  for (int spin = 0; !reached(); ++spin) {
+    if (spin < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (released() || comm_->aborted() || comm_->failed()) {
+      Status err = comm_->asyncError();
+      return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
+    }
+    if (std::chrono::steady_clock::now() > until) {
+      return Status(braidTimeout,
+                    "device windows: rank " + std::to_string(writer) +
+                        " (a thread of this process) did not enqueue its part of the call "
+                        "within " +
+                        std::to_string(comm_->config().timeoutMs) +
+                        " ms; threads that drive several ranks must group their calls");
+    }
+    enqueueWaiters_->fetch_add(1);
+    const uint64_t seen = word.load();
+    if (static_cast<int64_t>(seen - value) < 0) {
+      futexWait(reinterpret_cast<std::atomic<uint32_t>*>(&word), static_cast<uint32_t>(seen), 1000);
+    }
+    enqueueWaiters_->fetch_sub(1);
+  }
+  return Status::ok();
+}
+
 // Each operation on `stream`: counters through the shared page, copies and reductions
-// (enqueueData).
+// (enqueueData); with ranks on one GPU as threads, a wait only after its write (above).
 Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequest& op,
                               const void* in, void* out, void* scratch, void* stream) {
   auto addr = [&](const DeviceAddr& a) -> char* {
@@ -95,21 +139,27 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
   for (const DeviceOp& d : program) {
     switch (d.kind) {
       case DeviceOp::Kind::kWaitPosted:
+        BRAID_TRY(awaitEnqueued(enqueuedIndex(true, d.from, d.to), d.value, d.from));
         BRAID_TRY(waitFor(stream, device(posted(d.from, d.to)), d.value));
         break;
       case DeviceOp::Kind::kWaitConsumed:
+        BRAID_TRY(awaitEnqueued(enqueuedIndex(false, d.from, d.to), d.value, d.to));
         BRAID_TRY(waitFor(stream, device(consumed(d.from, d.to)), d.value));
         break;
       case DeviceOp::Kind::kPost:
         BRAID_TRY(cuda::streamWriteValue64(stream, device(posted(d.from, d.to)), d.value));
+        enqueued(enqueuedIndex(true, d.from, d.to), d.value);
         break;
       case DeviceOp::Kind::kConsume:
         BRAID_TRY(cuda::streamWriteValue64(stream, device(consumed(d.from, d.to)), d.value));
+        enqueued(enqueuedIndex(false, d.from, d.to), d.value);
         break;
       case DeviceOp::Kind::kArrive:
         BRAID_TRY(cuda::streamWriteValue64(stream, device(counters_[d.from].value), d.value));
+        enqueued(enqueuedIndex(d.from), d.value);
         break;
       case DeviceOp::Kind::kWaitRank:
+        BRAID_TRY(awaitEnqueued(enqueuedIndex(d.from), d.value, d.from));
         BRAID_TRY(waitFor(stream, device(counters_[d.from].value), d.value));
         break;
       case DeviceOp::Kind::kSignal:

@@ -34,6 +34,13 @@
 // - Copies follow CUDA's pageable rules: from pageable memory the stream is synchronised
 //   and the data taken before the call returns; to pageable memory the call returns once
 //   the copy is done.
+// - Streams of a process share hardware queues when BRAID_EMU_CONNECTIONS=N (or
+//   shareQueues) says so, as a CUDA context's streams share CUDA_DEVICE_MAX_CONNECTIONS
+//   queues: stream k in the order they were made goes to queue k % N, and a queue runs its
+//   operations one at a time in the order they were queued, so a wait holds back the
+//   other streams' work behind it. (A GPU runs independent kernels of one queue side by
+//   side; waits and the work that depends on them hold it as here.) By default each
+//   stream runs on its own.
 // Not modelled: the GPU's memory ordering (all of this is coherent host memory), kernel
 // concurrency, timing; BRAID_EMU_JITTER_US=N delays each stream operation by a random
 // 0..N us, so stream work lands late against the host (scripts/test.sh reruns the device
@@ -89,6 +96,10 @@ void drainAll();
 
 // Forgets which kernels were loaded, as a new process would: their next launches load them.
 void forgetLoadedKernels();
+
+// Streams made from now on share n hardware queues (0: each runs on its own), over
+// BRAID_EMU_CONNECTIONS.
+void shareQueues(int n);
 
 // While on, every streamWaitValue64 fails at once, enqueueing nothing: a fault a test
 // injects to reach the error paths of a call enqueued in part.

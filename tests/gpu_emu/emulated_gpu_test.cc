@@ -259,5 +259,31 @@ TEST(EmulatedGpu, IpcHandlesMapInAnotherProcessOnly) {
   EXPECT_TRUE(deviceFree(d).isOk());
 }
 
+// Streams that share a hardware queue: a wait on one holds back the other stream's work
+// queued behind it, even the write that would end the wait; the same streams on queues of
+// their own do not.
+TEST(EmulatedGpu, AWaitHoldsBackAnotherStreamsWorkInTheirSharedQueue) {
+  for (int queues : {1, 0}) {
+    emu::shareQueues(queues);
+    void* a = streamCreate().value();
+    void* b = streamCreate().value();
+    emu::shareQueues(0);
+    auto* w = static_cast<uint64_t*>(pinnedAlloc(8).value());
+    auto* word = reinterpret_cast<std::atomic<uint64_t>*>(w);
+    word->store(0);
+    ASSERT_TRUE(streamWaitValue64(a, w, 1).isOk());
+    ASSERT_TRUE(streamWriteValue64(b, w, 1).isOk());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(streamIdle(b).value(), queues == 0) << queues << " queue(s)";
+    EXPECT_EQ(word->load(), queues == 0 ? 1u : 0u);
+    word->store(1);  // the host ends the wait: both go on
+    EXPECT_TRUE(streamSynchronize(a).isOk());
+    EXPECT_TRUE(streamSynchronize(b).isOk());
+    EXPECT_TRUE(pinnedFree(w).isOk());
+    EXPECT_TRUE(streamDestroy(a).isOk());
+    EXPECT_TRUE(streamDestroy(b).isOk());
+  }
+}
+
 }  // namespace
 }  // namespace braid::cuda

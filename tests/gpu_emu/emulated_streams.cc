@@ -42,20 +42,82 @@ void jitter() {
       std::chrono::microseconds(rng() % (static_cast<unsigned>(maxUs) + 1)));
 }
 
-// One stream: a worker thread running its operations in order. Never destroyed (a
-// destroyed stream's worker finishes its queue and ends), so an event or a late
-// operation never meets freed memory.
+class Stream;
+
+// BRAID_EMU_CONNECTIONS=N: the process's streams share N hardware queues, as a CUDA
+// context's streams share CUDA_DEVICE_MAX_CONNECTIONS (8 by default): stream k (in the
+// order they were made, the default stream among them) goes to queue k % N. A queue runs
+// its operations one at a time in the order they were queued, whatever their stream, so
+// a wait holds back every operation queued behind it, another stream's too. Unset or 0:
+// each stream runs on its own.
+class Queue {
+ public:
+  Queue() : worker_([this] { run(); }) { worker_.detach(); }
+  void push(Stream* s, std::function<void()> op) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ops_.emplace_back(s, std::move(op));
+    cv_.notify_all();
+  }
+  // Queue k % N, or nullptr when streams run on their own (N = 0).
+  static Queue* forStream(uint64_t k) {
+    std::lock_guard<std::mutex> lock(sharedMu());
+    const int n = shared();
+    if (n == 0) return nullptr;
+    std::vector<Queue*>& queues = *pool();  // made as needed, never destroyed
+    while (queues.size() < static_cast<size_t>(n)) queues.push_back(new Queue);
+    return queues[k % static_cast<uint64_t>(n)];
+  }
+  // N: BRAID_EMU_CONNECTIONS until shareQueues sets it.
+  static int& shared() {
+    static int n = [] {
+      const char* v = getenv("BRAID_EMU_CONNECTIONS");
+      return v != nullptr ? std::max(0, atoi(v)) : 0;
+    }();
+    return n;
+  }
+  static std::mutex& sharedMu() {
+    static auto* mu = new std::mutex;
+    return *mu;
+  }
+
+ private:
+  void run();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<Stream*, std::function<void()>>> ops_;
+  std::thread worker_;
+  static std::vector<Queue*>* pool() {
+    static auto* queues = new std::vector<Queue*>;
+    return queues;
+  }
+};
+
+// One stream: a worker thread running its operations in order (or its hardware queue's,
+// above). Never destroyed (a destroyed stream's worker finishes its queue and ends), so
+// an event or a late operation never meets freed memory.
 class Stream {
  public:
-  Stream() : worker_([this] { run(); }) { worker_.detach(); }
+  explicit Stream(Queue* queue) : hw_(queue) {
+    if (hw_ == nullptr) std::thread([this] { run(); }).detach();
+  }
   void push(std::function<void()> op) {
     std::lock_guard<std::mutex> lock(mu_);
     if (capturing_) {  // recorded into the graph: it runs at each launch (graphLaunch)
       graph_.push_back(std::move(op));
       return;
     }
-    queue_.push_back(std::move(op));
     ++queued_;
+    if (hw_ != nullptr) {
+      hw_->push(this, std::move(op));
+      return;
+    }
+    queue_.push_back(std::move(op));
+    cv_.notify_all();
+  }
+  // One operation of this stream's has run (on its hardware queue).
+  void ran() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++done_;
     cv_.notify_all();
   }
   uint64_t queued() {
@@ -130,8 +192,22 @@ class Stream {
   bool retired_ = false;
   bool capturing_ = false, invalidated_ = false;
   std::vector<std::function<void()>> graph_;  // what a capture recorded so far
-  std::thread worker_;
+  Queue* const hw_;                           // its hardware queue, or none
 };
+
+void Queue::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return !ops_.empty(); });
+    std::pair<Stream*, std::function<void()>> op = std::move(ops_.front());
+    ops_.pop_front();
+    lock.unlock();
+    jitter();
+    op.second();
+    op.first->ran();
+    lock.lock();
+  }
+}
 
 class Streams {
  public:
@@ -140,8 +216,8 @@ class Streams {
     return *all;
   }
   Stream* add() {
-    auto* s = new Stream;
     std::lock_guard<std::mutex> lock(mu_);
+    auto* s = new Stream(Queue::forStream(made_++));
     live_.insert(s);
     return s;
   }
@@ -149,7 +225,7 @@ class Streams {
   Stream* find(void* handle) {
     std::lock_guard<std::mutex> lock(mu_);
     if (handle == nullptr) {
-      if (default_ == nullptr) default_ = new Stream;
+      if (default_ == nullptr) default_ = new Stream(Queue::forStream(made_++));
       return default_;
     }
     auto* s = static_cast<Stream*>(handle);
@@ -175,6 +251,7 @@ class Streams {
   std::set<Stream*> live_;
   std::vector<Stream*> retired_;  // kept (and reachable, for LeakSanitizer): see Stream
   Stream* default_ = nullptr;
+  uint64_t made_ = 0;  // streams made so far, the default one too
 };
 
 // An event: the point `stream` had reached when it was recorded.
@@ -272,6 +349,11 @@ void loadAtFirstLaunch(const std::string& kernel) {
 }  // namespace
 
 void refuseStreamWaits(bool on) { refusingWaits.store(on); }
+
+void shareQueues(int n) {
+  std::lock_guard<std::mutex> lock(Queue::sharedMu());
+  Queue::shared() = std::max(0, n);
+}
 
 void forgetLoadedKernels() {
   Loaded& l = loaded();
