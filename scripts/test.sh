@@ -10,9 +10,10 @@ cd build
 ctest --output-on-failure -L unit -j "$(getconf _NPROCESSORS_ONLN)"
 ctest --output-on-failure -L integration
 # The device failure, ordering, threads and graph replay tests again over the emulated GPU,
-# its stream work landing up to 300 us late (tests/gpu_emu/emulated_gpu.h): races with the
-# host show here.
-BRAID_EMU_JITTER_US=300 ctest --output-on-failure -j 2 \
+# its stream work landing up to 300 us late and each process's streams sharing 2 hardware
+# queues (tests/gpu_emu/emulated_gpu.h): races with the host, and waits that hold back
+# another stream's work, show here.
+BRAID_EMU_JITTER_US=300 BRAID_EMU_CONNECTIONS=2 ctest --output-on-failure -j 2 \
   -R '^Emulated\.(Ranks/CudaFailures|CudaOrder|Ranks/CudaThreads|Ranks/CudaGraphs\.Replays)'
 # Every parser of outside input, fuzzed under ASan + UBSan (clang, build-fuzz/).
 bash ../scripts/fuzz.sh
