@@ -3,7 +3,8 @@
 //
 // Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 128 MiB, or 2 MiB
 // when a send/recv on a 2-rank communicator makes it; the ranks check they agree) in two
-// halves, and every peer maps it with CUDA IPC, so device data never leaves the GPU(s)
+// halves (then the send slots, the graph slots and the graph region, below), and every
+// peer maps it with CUDA IPC, so device data never leaves the GPU(s)
 // (ranks that are all threads of one process reach each other's windows by address). A
 // round of a call copies this rank's input into its own window's half (round % 2) on the
 // stream, passes a barrier, and then the reduction or copy kernels read the peers' halves
