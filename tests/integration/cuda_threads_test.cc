@@ -123,66 +123,125 @@ int threadsBody() {
   return 0;
 }
 
+// Every rank of a job, made from this thread: their communicators (initialised side by
+// side, as the unique id's rendezvous needs), and a stream and kCount floats of device
+// memory each, holding rank + 1.
+struct OneThreadRanks {
+  int n = 0;
+  std::vector<braidComm_t> comms;
+  std::vector<void*> streams, mems;
+  bool make() {
+    n = std::atoi(std::getenv("TEST_THREADS"));
+    braidUniqueId id;
+    if (braidGetUniqueId(&id) != braidSuccess) return false;
+    comms.assign(static_cast<size_t>(n), nullptr);
+    std::vector<std::thread> inits;
+    for (int r = 0; r < n; ++r) {
+      inits.emplace_back([&, r] { braidCommInitRank(&comms[static_cast<size_t>(r)], n, id, r); });
+    }
+    for (std::thread& t : inits) t.join();
+    std::vector<float> host(kCount);
+    for (int r = 0; r < n; ++r) {
+      Expected<void*> s = cuda::streamCreate();
+      Expected<void*> mem = cuda::deviceAlloc(kCount * sizeof(float));
+      if (!s.isOk() || !mem.isOk() || comms[static_cast<size_t>(r)] == nullptr) return false;
+      streams.push_back(s.value());
+      mems.push_back(mem.value());
+      std::fill(host.begin(), host.end(), static_cast<float>(r + 1));
+      if (!cuda::copyAsync(mem.value(), host.data(), kCount * sizeof(float), s.value()).isOk()) {
+        return false;
+      }
+    }
+    return true;
+  }
+  // Rank r's all-reduce in place on its stream.
+  braidResult_t allReduce(int r) {
+    float* d = static_cast<float*>(mems[static_cast<size_t>(r)]);
+    return braidAllReduce(d, d, kCount, braidFloat32, braidSum, comms[static_cast<size_t>(r)],
+                          static_cast<braidStream_t>(streams[static_cast<size_t>(r)]));
+  }
+  // Elements of the ranks' buffers that are not `want`, once every stream has finished.
+  size_t wrong(float want) {
+    std::vector<float> host(kCount);
+    size_t bad = 0;
+    for (int r = 0; r < n; ++r) {
+      void* s = streams[static_cast<size_t>(r)];
+      if (!cuda::copyAsync(host.data(), mems[static_cast<size_t>(r)], kCount * sizeof(float), s)
+               .isOk() ||
+          !cuda::streamSynchronize(s).isOk()) {
+        return kCount * static_cast<size_t>(n);
+      }
+      for (float v : host) bad += v != want ? 1 : 0;
+    }
+    return bad;
+  }
+  // Frees the streams and buffers, then destroys the ranks one after another from this
+  // thread (a teardown barrier among the ranks would hold the first for the timeout):
+  // the seconds that took.
+  double destroy() {
+    for (void* s : streams) (void)cuda::streamDestroy(s);
+    for (void* m : mems) (void)cuda::deviceFree(m);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (braidComm_t c : comms) braidCommDestroy(c);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+};
+
 // One thread drives every rank: one group of an all-reduce per rank, each on its own
 // stream (the first device call, so the group sets up, side by side), then the streams
 // are synchronised and every result checked.
 int oneThreadBody() {
-  const int n = std::atoi(std::getenv("TEST_THREADS"));
-  braidUniqueId id;
-  if (braidGetUniqueId(&id) != braidSuccess) return 2;
-  std::vector<braidComm_t> comms(static_cast<size_t>(n), nullptr);
-  std::vector<std::thread> inits;
-  for (int r = 0; r < n; ++r) {
-    inits.emplace_back([&, r] { braidCommInitRank(&comms[static_cast<size_t>(r)], n, id, r); });
-  }
-  for (std::thread& t : inits) t.join();
-  std::vector<void*> streams, mems;
-  std::vector<float> host(kCount);
-  bool ok = true;
-  for (int r = 0; r < n && ok; ++r) {
-    Expected<void*> s = cuda::streamCreate();
-    Expected<void*> mem = cuda::deviceAlloc(kCount * sizeof(float));
-    ok = s.isOk() && mem.isOk() && comms[static_cast<size_t>(r)] != nullptr;
-    if (!ok) break;
-    streams.push_back(s.value());
-    mems.push_back(mem.value());
-    std::fill(host.begin(), host.end(), static_cast<float>(r + 1));
-    ok = cuda::copyAsync(mem.value(), host.data(), kCount * sizeof(float), s.value()).isOk();
-  }
-  if (!ok) return 3;
+  OneThreadRanks job;
+  if (!job.make()) return 3;
+  const int n = job.n;
   braidGroupStart();
-  for (int r = 0; r < n; ++r) {
-    float* d = static_cast<float*>(mems[static_cast<size_t>(r)]);
-    braidAllReduce(d, d, kCount, braidFloat32, braidSum, comms[static_cast<size_t>(r)],
-                   static_cast<braidStream_t>(streams[static_cast<size_t>(r)]));
-  }
+  for (int r = 0; r < n; ++r) job.allReduce(r);
   const braidResult_t grouped = braidGroupEnd();
-  size_t wrong = 0;
-  for (int r = 0; r < n; ++r) {
-    void* s = streams[static_cast<size_t>(r)];
-    ok = ok &&
-         cuda::copyAsync(host.data(), mems[static_cast<size_t>(r)], kCount * sizeof(float), s)
-             .isOk() &&
-         cuda::streamSynchronize(s).isOk();
-    for (float v : host) wrong += v != static_cast<float>(n * (n + 1) / 2) ? 1 : 0;
-  }
-  for (void* s : streams) (void)cuda::streamDestroy(s);
-  for (void* m : mems) (void)cuda::deviceFree(m);
-  // One after another from this thread: a teardown barrier among the ranks would hold the
-  // first destroy for the timeout (20 s).
-  const auto t0 = std::chrono::steady_clock::now();
-  for (braidComm_t c : comms) braidCommDestroy(c);
-  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const size_t wrong = job.wrong(static_cast<float>(n * (n + 1) / 2));
+  const double sec = job.destroy();
 #if BRAID_EMULATED_GPU
   const size_t left = cuda::emu::deviceBytesInUse();  // the last rank freed every window
 #else
   const size_t left = 0;
 #endif
   std::fprintf(stderr,
-               "one thread, %d ranks: group %d, synced %d, %zu wrong, destroyed in %.2f s, "
-               "%zu device bytes left\n",
-               n, grouped, ok, wrong, sec, left);
-  return grouped == braidSuccess && ok && wrong == 0 && sec < 10 && left == 0 ? 0 : 1;
+               "one thread, %d ranks: group %d, %zu wrong, destroyed in %.2f s, %zu device "
+               "bytes left\n",
+               n, grouped, wrong, sec, left);
+  return grouped == braidSuccess && wrong == 0 && sec < 10 && left == 0 ? 0 : 1;
+}
+
+// One thread that drives several ranks on one GPU outside a group: rank 0's call waits
+// (on the host) for rank 1 to enqueue its part, which this thread would do only after,
+// so it fails with braidTimeout within the timeout (2 s), naming the fix, and rank 1's
+// call then fails at once (the windows were released): errors, not a hang. A group
+// first sets the windows up.
+int ungroupedBody() {
+  OneThreadRanks job;
+  if (!job.make() || job.n != 2) return 3;
+  braidGroupStart();
+  for (int r = 0; r < 2; ++r) job.allReduce(r);
+  const bool grouped = braidGroupEnd() == braidSuccess && job.wrong(3) == 0;
+  auto t0 = std::chrono::steady_clock::now();
+  const braidResult_t first = job.allReduce(0);
+  const std::string why = braidGetLastError(job.comms[0]);
+  const double firstSec =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t0 = std::chrono::steady_clock::now();
+  const braidResult_t second = job.allReduce(1);
+  const double secondSec =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  (void)job.wrong(0);  // the streams finish (the barriers were released)
+  const double sec = job.destroy();
+  std::fprintf(stderr,
+               "grouped %d; ungrouped rank 0: %d after %.2f s (%s); rank 1: %d after %.2f s; "
+               "destroyed in %.2f s\n",
+               grouped, first, firstSec, why.c_str(), second, secondSec, sec);
+  const bool named = why.find("group their calls") != std::string::npos;
+  return grouped && first == braidTimeout && named && firstSec > 1.5 && firstSec < 10 &&
+                 second != braidSuccess && secondSec < 5 && sec < 10
+             ? 0
+             : 1;
 }
 
 class CudaThreads : public ::testing::TestWithParam<int> {};
@@ -203,6 +262,15 @@ TEST_P(CudaThreads, OneThreadDrivesEveryRankInAGroup) {
   env["BRAID_TIMEOUT_MS"] = "20000";
   env["BRAID_EMU_CONNECTIONS"] = "1";
   expectEveryRankPasses(1, env, oneThreadBody, 90);
+}
+
+TEST(CudaThreadsOneGpu, OneThreadDrivingRanksOutsideAGroupGetsATimeoutNotAHang) {
+  SKIP_WITHOUT_DEVICE();
+  Env env;
+  env["TEST_THREADS"] = "2";
+  env["BRAID_TIMEOUT_MS"] = "2000";
+  env["BRAID_EMU_CONNECTIONS"] = "1";
+  expectEveryRankPasses(1, env, ungroupedBody, 60);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaThreads, ::testing::Values(2, 3, 4),
