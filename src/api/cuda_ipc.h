@@ -76,8 +76,9 @@
 // stream's work behind it. A rank's wait enqueued before the peer's write that ends it
 // could then sit in front of that write for good (3 and 4 ranks stalled so on an H200
 // until the watch released them). So there, a rank enqueues a wait for a counter (a
-// barrier's, a pair's posted or consumed) only once the rank that writes it has enqueued
-// that write: the host order puts every write ahead of the waits it ends, in whichever
+// barrier's, a pair's posted or consumed) that a thread of this process on this GPU
+// writes only once that rank has enqueued the write (writers on other GPUs use other
+// queues): the host order puts every write ahead of the waits it ends, in whichever
 // queue, and every queue moves. The calling thread blocks meanwhile (as NCCL's callers
 // that drive several ranks must group their calls, so must Braid's: a group's issues run
 // side by side), for at most the timeout. Captured calls cannot be ordered so (a graph's
@@ -138,8 +139,8 @@ class DeviceWindows {
   static constexpr int64_t kGraphRegionBytes = int64_t{8} << 20;
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
-  // Whether the ranks are threads of this process on one GPU (one CUDA context): their
-  // waits are ordered after the writes that end them, and calls cannot be captured.
+  // Whether a peer is a thread of this process on this rank's GPU (one CUDA context):
+  // waits for what it writes are ordered after its writes, and calls cannot be captured.
   bool oneContext() const { return enqueued_ != nullptr; }
   // Whether the barriers were released (by any rank's watch); the first to see it raises
   // the communicator's error. A stream that passed a released barrier has finished only
@@ -272,9 +273,11 @@ class DeviceWindows {
   struct Local;
   std::shared_ptr<Local> local_;
   // Ranks on one GPU as threads: local_'s record of enqueued writes, and its count of
-  // threads waiting on it (null: ranks apart, waits not ordered so).
+  // threads waiting on it (null: no peer shares this rank's context, waits not ordered);
+  // by rank, whether it is a thread of this process on this GPU.
   std::atomic<uint64_t>* enqueued_ = nullptr;
   std::atomic<int>* enqueueWaiters_ = nullptr;
+  std::vector<bool> sameContext_;
   std::vector<char*> windows_;  // every rank's window as this process maps it
   uint64_t round_ = 0;          // rounds enqueued (their half: round_ % 2)
   size_t slotBytes_ = 0;        // per send slot (two per ordered pair of ranks)

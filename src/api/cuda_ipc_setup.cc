@@ -348,9 +348,16 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     w->released_ = true;
     return refuse(!why.empty() ? why : !st.isOk() ? st.message() : "a peer could not map them");
   }
-  if (w->local_ != nullptr && w->oneDevice_) {  // one context: order the waits (cuda_ipc.h)
-    w->enqueued_ = w->local_->enqueued;
-    w->enqueueWaiters_ = &w->local_->waiters;
+  // Peers that are threads of this process on this GPU share its context's hardware
+  // queues: waits for what they write are ordered after their writes (cuda_ipc.h).
+  w->sameContext_.assign(static_cast<size_t>(w->nranks_), false);
+  for (int q = 0; q < w->nranks_ && w->local_ != nullptr; ++q) {
+    const cuda::DeviceUuid& u = all[static_cast<size_t>(q)].uuid;
+    if (q != w->rank_ && std::memcmp(u.bytes, mine.uuid.bytes, sizeof(u.bytes)) == 0) {
+      w->sameContext_[static_cast<size_t>(q)] = true;
+      w->enqueued_ = w->local_->enqueued;
+      w->enqueueWaiters_ = &w->local_->waiters;
+    }
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
   BRAID_INFO(

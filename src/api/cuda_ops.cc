@@ -287,7 +287,7 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
     }
     if (captured && comm->deviceWindows != nullptr && comm->deviceWindows->oneContext()) {
       return captureRefusal(
-          "its ranks are threads of one process on one GPU, whose streams share CUDA's "
+          "ranks of it are threads of one process on one GPU, whose streams share CUDA's "
           "hardware queues, so one rank's replay could wait in front of the work its peers' "
           "replays need, for good (api/cuda_ipc.h); ranks as processes can capture");
     }
