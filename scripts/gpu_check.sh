@@ -167,7 +167,7 @@ for step in "${steps[@]}"; do
             done > "$out/logs/threads_stacks.log"
           fi
           wait $pid
-          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 6 passed"
+          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 7 passed"
         done
       done
       grep -E "braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | grep -B1 "braid::" | head -40;;
