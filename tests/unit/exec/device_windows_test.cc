@@ -27,11 +27,12 @@ constexpr size_t kHalf = 64;
 constexpr size_t kGraph = 128;  // the graph region, where captured calls that fit it run
 
 // Runs case c through the windows: twoShot for all-reduce, and receive buffers in host
-// memory on the ranks `hostOutput` says. `captured`: as a call captured into a CUDA graph
-// (flag barriers; in the graph region when it fits); out of place it runs as graphs would
-// be used, replayed between ordinary calls: captured, ordinary, captured, captured in the
-// halves (as if it were larger than the region), captured, captured (each writes the same
-// result).
+// memory on the ranks `hostOutput` says; out of place three times in a row (each call
+// writes the same result, and reads only what its own call wrote: the interpreter tags
+// every byte of the halves). `captured`: as a call captured into a CUDA graph (flag
+// barriers; in the graph region when it fits); out of place it runs as graphs would be
+// used, replayed between ordinary calls: captured, ordinary, captured, captured in the
+// halves (as if it were larger than the region), captured, captured.
 test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput,
                     bool captured = false) {
   return [c, twoShot, hostOutput, captured](const std::vector<algo::Schedule>&,
@@ -46,8 +47,8 @@ test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput,
     // Each call: captured, and the graph region it may use.
     using Call = std::pair<bool, size_t>;
     const std::vector<Call> sequence =
-        !captured   ? std::vector<Call>{{false, kGraph}}
-        : c.inPlace ? std::vector<Call>{{true, kGraph}}
+        c.inPlace   ? std::vector<Call>{{captured, kGraph}}
+        : !captured ? std::vector<Call>{{false, kGraph}, {false, kGraph}, {false, kGraph}}
                     : std::vector<Call>{{true, kGraph}, {false, kGraph}, {true, kGraph},
                                         {true, 0},      {true, kGraph},  {true, kGraph}};
     for (int r = 0; r < n; ++r) {
