@@ -1,0 +1,21 @@
+// What the emulated GPU's sources share (tests/gpu_emu): not part of its interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace braid::cuda::emu {
+
+// Blocks until the 8 bytes at `addr` reach `value`, compared as a wrapping counter (as
+// CU_STREAM_WAIT_VALUE_GEQ does): a brief spin, then futex sleeps. Writers here wake the
+// word; host code that stores without a wake is seen within a millisecond.
+void waitAtLeast(void* addr, uint64_t value);
+
+// Why a kernel or memory operation may not touch [p, p + bytes), or "".
+std::string unreachable(const char* what, const void* p, size_t bytes);
+
+// Whether refuseStreamWaits is on.
+bool refusingStreamWaits();
+
+}  // namespace braid::cuda::emu
