@@ -106,7 +106,7 @@ for step in "${steps[@]}"; do
         [ -n "${COMPARE:-}" ] && BRAID_CUDA_IPC=0 perfrun $n all_reduce_perf staged
       done;;
     graphs)  # the timed calls captured into a CUDA graph (-G) against the same calls one by
-      # one, and captured in the halves (no graph region: 4 barriers a call, not 2)
+      # one, and captured in the halves (no graph region: 3 barriers a call, not 2)
       for n in 2 4; do
         PERF_MAX=1M perfrun $n all_reduce_perf calls
         PERF_MAX=1M perfrun $n all_reduce_perf graph -G 10

@@ -135,7 +135,7 @@ class DeviceWindows {
   Status run(const std::vector<OpRequest>& ops, void* stream, bool captured = false);
   static constexpr size_t kGraphSlotBytes = size_t{1} << 20;
   // Captured window calls that fit it run in a region of their own (exec/device_windows.h):
-  // 2 barriers instead of 4. BRAID_CUDA_GRAPH_BYTES changes it (0: none; at most a half).
+  // 2 barriers instead of 3. BRAID_CUDA_GRAPH_BYTES changes it (0: none; at most a half).
   static constexpr int64_t kGraphRegionBytes = int64_t{8} << 20;
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
@@ -156,8 +156,9 @@ class DeviceWindows {
   // counters posted[s][r] and consumed[s][r] (8 bytes each), then why the barriers were
   // released: the first rank to release writes its error there before any counter shows
   // it, so the others' errors say what happened, not only that a peer released. The
-  // second page: the captured calls' flags [set][from][to], each rank's progress, the
-  // graph slots' full and freed flags [from][to][j] and the waiting marks [from][to].
+  // second and third pages: the captured calls' flags [set][from][to], each rank's
+  // progress, the graph slots' full and freed flags [from][to][j] and the waiting marks
+  // [from][to].
   struct alignas(128) Counter {
     std::atomic<uint64_t> value{0};
   };
@@ -167,7 +168,7 @@ class DeviceWindows {
     char text[1016];              // its error, NUL-terminated
   };
   static_assert(sizeof(std::atomic<uint64_t>) == 8, "the GPU writes counters as 8 bytes");
-  static constexpr size_t kFlagsBytes = 8192;
+  static constexpr size_t kFlagsBytes = 12288;
   static constexpr size_t kPostedAt = 1024;
   static constexpr size_t kConsumedAt = kPostedAt + 8 * 8 * 8;
   static constexpr size_t kReasonAt = kConsumedAt + 8 * 8 * 8;
@@ -175,7 +176,8 @@ class DeviceWindows {
   // counter: the probe may run late, after barriers have started).
   static constexpr size_t kProbeAt = kReasonAt + sizeof(ReleaseReason);
   static constexpr size_t kGraphFlagsAt = 4096;
-  static constexpr size_t kProgressAt = kGraphFlagsAt + 2 * 8 * 8 * 8;
+  static constexpr int kFlagSets = 3;  // exec/device_windows.h
+  static constexpr size_t kProgressAt = kGraphFlagsAt + kFlagSets * 8 * 8 * 8;
   static constexpr size_t kFullAt = kProgressAt + 8 * 8;
   static constexpr size_t kFreedAt = kFullAt + 8 * 8 * 2 * 8;
   static constexpr size_t kWaitingAt = kFreedAt + 8 * 8 * 2 * 8;
@@ -213,7 +215,7 @@ class DeviceWindows {
   // rounds rank r consumed from rank s.
   std::atomic<uint64_t>& posted(int s, int r) const;
   std::atomic<uint64_t>& consumed(int s, int r) const;
-  // A captured call's flag in set `set` (0, 1) from rank `from` to rank `to`, and rank q's
+  // A captured call's flag in set `set` (0, 1, 2) from rank `from` to rank `to`, and rank q's
   // progress word (exec/device_windows.h, above).
   std::atomic<uint64_t>& graphFlag(int set, int from, int to) const;
   std::atomic<uint64_t>& progress(int q) const;

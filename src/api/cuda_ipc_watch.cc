@@ -73,7 +73,7 @@ void DeviceWindows::releaseCounters() {
     for (int r = 0; r < nranks_; ++r) {
       posted(q, r).store(kReleased, std::memory_order_release);
       consumed(q, r).store(kReleased, std::memory_order_release);
-      for (int set = 0; set < 2; ++set) graphFlag(set, q, r).store(kReleased);
+      for (int set = 0; set < kFlagSets; ++set) graphFlag(set, q, r).store(kReleased);
       for (int j = 0; j < 2; ++j) {
         full(q, r, j).store(kReleased);
         freed(q, r, j).store(kReleased);
@@ -151,8 +151,8 @@ void DeviceWindows::watch() {
       // This rank's signals and filled graph slots for q, and its wait for q's slot.
       bool unclaimed = false;
       for (const std::atomic<uint64_t>* w :
-           {&graphFlag(0, rank_, q), &graphFlag(1, rank_, q), &full(rank_, q, 0),
-            &full(rank_, q, 1), &waiting(q, rank_)}) {
+           {&graphFlag(0, rank_, q), &graphFlag(1, rank_, q), &graphFlag(2, rank_, q),
+            &full(rank_, q, 0), &full(rank_, q, 1), &waiting(q, rank_)}) {
         const uint64_t v = w->load(std::memory_order_acquire);
         unclaimed = unclaimed || (v != 0 && v < kReleased);
       }

@@ -52,7 +52,7 @@ const std::vector<EnvVar>& envTable() {
        "ranks sharing one GPU too"},
       {"BRAID_CUDA_GRAPH_BYTES", nullptr, "8388608",
        "bytes of each device window kept for calls captured into a CUDA graph: a captured "
-       "collective that fits runs there with 2 barriers rather than 4 (at most a half; 0: "
+       "collective that fits runs there with 2 barriers rather than 3 (at most a half; 0: "
        "none, every captured collective runs in the halves)"},
       {"BRAID_CUDA_WAITS", nullptr, "stream",
        "how a device call waits for a peer's barrier or slot: 'stream' (a stream memory "

@@ -66,7 +66,7 @@ struct DeviceOp {
     kArrive,        // rank `from`'s barrier counter = value, after the work before it
     kWaitRank,      // hold the stream until rank `from`'s barrier counter >= value
     // A captured call's barriers (exec/device_windows.h): replay-safe flags, one per
-    // ordered pair and set (`value`: 0 or 1), each 0 or 1.
+    // ordered pair and set (`value`: 0, 1 or 2), each 0 or 1.
     kSignal,      // flag[value][from][to] = 1 (from: this rank), after the work before it
     kWaitSignal,  // hold the stream until flag[value][from][to] >= 1 (to: this rank), then 0
     // A captured program's graph slots (above; `value`: the slot j).

@@ -57,6 +57,7 @@ class Builder {
   void reduce(const DeviceAddr& dst, uint64_t srcOffset, uint64_t elems);
   void reduceTo(uint64_t outElem, uint64_t srcOffset, uint64_t elems);
   void barrier();
+  void colorBarriers();  // a captured call's flag sets
   void blocksIn(uint64_t off, uint64_t n, uint64_t chunk);
   void allReduce();
   void oneRound(uint64_t chunk, bool blocks);
@@ -112,9 +113,9 @@ void Builder::reduceTo(uint64_t outElem, uint64_t srcOffset, uint64_t elems) {
 
 void Builder::barrier() {
   const uint64_t e = ++counts_->barriers;
-  if (c_.captured) {  // flags of set e % 2: a signal to each peer, then each peer's
+  if (c_.captured) {  // flags (their set once the count is known): a signal, then a wait
     DeviceOp op;
-    op.value = e % 2;
+    op.value = e;
     for (const Kind kind : {Kind::kSignal, Kind::kWaitSignal}) {
       op.kind = kind;
       for (int q = 0; q < n_; ++q) {
@@ -236,8 +237,20 @@ WindowProgram Builder::build() {
     oneRound(half_ / es_, false);
   }
   if (c_.captured && !inGraph_) barrier();  // every rank is done reading the halves
-  if (c_.captured && counts_->barriers % 2 != 0) barrier();  // an even count in all
+  if (c_.captured) colorBarriers();
   return std::move(p_);
+}
+
+// Barrier e of k takes flag set e % 2, and the last of an odd count set 2: no two barriers
+// in a row share a set, within the call or across calls (each starts with set 1 and ends
+// with 0 or 2). One barrier alone (a call with nothing to move) gets a second.
+void Builder::colorBarriers() {
+  if (counts_->barriers == 1) barrier();
+  const uint64_t k = counts_->barriers;
+  for (DeviceOp& op : p_.ops) {
+    if (op.kind != Kind::kSignal && op.kind != Kind::kWaitSignal) continue;
+    op.value = k % 2 == 1 && op.value == k ? 2 : op.value % 2;
+  }
 }
 
 }  // namespace

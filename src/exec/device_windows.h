@@ -21,20 +21,22 @@
 //
 // A call captured into a CUDA graph runs again at every replay with the values it was
 // enqueued with, so its barriers cannot be numbers that count on. Its barriers are flags
-// instead, one per ordered pair of ranks in each of two sets: a rank signals each peer
+// instead, one per ordered pair of ranks in each of three sets: a rank signals each peer
 // (kSignal: its flag for the peer = 1) and waits for each peer's flag for it, which it
-// then clears (kWaitSignal); barriers alternate sets, so a peer signals a set again only
-// after passing the barrier in between, which needs this rank to have cleared it. Every
-// captured call has an even number of barriers and counts them from zero, so whatever
-// captured and ordinary calls follow one another, at any replay, the sets alternate.
+// then clears (kWaitSignal). No two barriers in a row share a set, so a peer signals a
+// set again only after passing a barrier in between, which needs this rank to have
+// cleared it: a captured call's barrier e of k takes set e % 2, the last of an odd count
+// set 2, so every call starts with set 1 and ends with 0 or 2, whatever captured and
+// ordinary calls follow one another, at any replay.
 //
 // A captured call that fits one round of the graph region (`graphBytes` in every window,
 // apart from the halves; DeviceAddr::Space::kGraphRegion) runs there: a barrier before
 // it writes the region (every rank is done reading what the last captured call left
 // there), then the call's own barriers. No ordinary call touches the region, so that is
-// all: a one-shot call has 2 barriers. A larger captured call runs in the halves, and
-// then starts with a barrier (every rank is done with what it read of the halves before)
-// and ends with one (every rank is done reading this call's), 4 in all at the least.
+// all: a one-shot call has 2 barriers, two-shot 3. A larger captured call runs in the
+// halves, and then starts with a barrier (every rank is done with what it read of the
+// halves before) and ends with one (every rank is done reading this call's), 3 in all at
+// the least.
 // Its rounds count from zero too and are never carried on.
 #pragma once
 

@@ -56,7 +56,7 @@ class DeviceInterpreter {
     posted_ = st_.pairs.empty() ? std::vector<uint64_t>(nn, 0) : st_.pairs;
     consumed_ = posted_;
     barriers_ = st_.barriers.empty() ? std::vector<uint64_t>(n_, 0) : st_.barriers;
-    flags_.assign(2 * nn, 0);
+    flags_.assign(3 * nn, 0);
     full_.assign(2 * nn, 0);
     freed_.assign(2 * nn, 1);
     graphSlots_.assign(nn * 2, std::vector<uint8_t>(st_.slotBytes));
@@ -101,7 +101,7 @@ class DeviceInterpreter {
         return invalidUsage("leftover: a graph slot from rank " + std::to_string(i / n_) +
                             " to rank " + std::to_string(i % n_) + " is still full");
       }
-      if (flags_[i] != 0 || flags_[nn + i] != 0) {
+      if (flags_[i] != 0 || flags_[nn + i] != 0 || flags_[2 * nn + i] != 0) {
         return invalidUsage("leftover: rank " + std::to_string(i / n_) + "'s signal to rank " +
                             std::to_string(i % n_) + " was never cleared");
       }
@@ -264,13 +264,13 @@ class DeviceInterpreter {
   }
 
   size_t flag(const DeviceOp& op) const {
-    return static_cast<size_t>((static_cast<int>(op.value % 2) * n_ + op.from) * n_ + op.to);
+    return static_cast<size_t>((static_cast<int>(op.value % 3) * n_ + op.from) * n_ + op.to);
   }
 
   Status execute(int r, const DeviceOp& op) {
     switch (op.kind) {
       case DeviceOp::Kind::kSignal:
-        if (op.from != r || op.value > 1 || flags_[flag(op)] != 0) {
+        if (op.from != r || op.value > 2 || flags_[flag(op)] != 0) {
           return invalidUsage("rank " + std::to_string(r) + " signals rank " +
                               std::to_string(op.to) + " in set " + std::to_string(op.value) +
                               (op.from != r ? " for another rank" : " before it cleared the last"));
@@ -355,7 +355,7 @@ class DeviceInterpreter {
   size_t es_;
   std::vector<std::vector<uint8_t>> scratch_, slots_, halves_;
   std::vector<uint64_t> posted_, consumed_, barriers_;
-  std::vector<uint8_t> flags_;         // [set][from][to]
+  std::vector<uint8_t> flags_;         // [set][from][to], 3 sets
   std::vector<uint8_t> full_, freed_;  // graph slots' flags, [from][to][j]
   std::vector<std::vector<uint8_t>> graphSlots_, graphRegions_;  // by pair and slot; by rank
   std::vector<std::vector<int>> tags_[2];  // halves', graph regions': each byte's writing call

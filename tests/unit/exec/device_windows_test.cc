@@ -207,14 +207,24 @@ TEST(DeviceWindows, EveryWindowCollectiveMatchesTheReferenceWhenCaptured) {
   EXPECT_EQ(cases, 8 * 7 * 3 * 2);
 }
 
-// A captured call opens and closes with a barrier, has an even number of them (set 1
-// first, set 0 last), signals and waits for every peer at each, and leaves the ordinary
-// calls' counts as they were.
-TEST(DeviceWindows, ACapturedCallIsBracketedByFlagBarriersThatAlternate) {
-  for (Collective coll : {Collective::kAllGather, Collective::kAllReduce, Collective::kReduce}) {
+// A captured call in the halves opens and closes with a barrier, signals and waits for
+// every peer at each, and leaves the ordinary calls' counts as they were. Its flag sets:
+// 1 first, alternating with 0, the last of an odd count set 2 (no two barriers in a row
+// share one, across calls neither: the last is never 1). All-gather has 3 rounds (5
+// barriers), two-shot all-reduce 3 rounds of 2 (8), reduce 3 (5), and a call of one
+// element 1 round (3).
+TEST(DeviceWindows, ACapturedCallIsBracketedByFlagBarriersThatNeverRepeatASet) {
+  struct Case {
+    Collective coll;
+    uint64_t count;
+    size_t barriers;
+  };
+  for (const Case& k : {Case{Collective::kAllGather, 40, 5}, Case{Collective::kAllReduce, 40, 8},
+                        Case{Collective::kReduce, 40, 5}, Case{Collective::kBroadcast, 1, 3}}) {
+    const Collective coll = k.coll;
     WindowCall call;
     call.collective = coll;
-    call.count = 40;  // 160 bytes: rounds of 64, 64 and 32 (all-gather)
+    call.count = k.count;  // 40: 160 bytes, rounds of 64, 64 and 32
     call.elemSize = 4;
     call.twoShot = coll == Collective::kAllReduce;
     call.captured = true;
@@ -231,9 +241,11 @@ TEST(DeviceWindows, ACapturedCallIsBracketedByFlagBarriersThatAlternate) {
       if (op.to == 0) sets.push_back(op.value);
       EXPECT_EQ(op.from, 1);
     }
-    ASSERT_GE(sets.size(), 2u);
-    EXPECT_EQ(sets.size() % 2, 0u);
-    for (size_t i = 0; i < sets.size(); ++i) EXPECT_EQ(sets[i], (i + 1) % 2);
+    ASSERT_EQ(sets.size(), k.barriers);
+    for (size_t i = 0; i < sets.size(); ++i) {
+      const uint64_t want = i + 1 == sets.size() && sets.size() % 2 == 1 ? 2 : (i + 1) % 2;
+      EXPECT_EQ(sets[i], want) << "barrier " << i + 1 << " of " << sets.size();
+    }
     // First and last: the bracketing barriers (signals to 0 and 2, then waits for both).
     ASSERT_GE(p.ops.size(), 8u);
     EXPECT_EQ(p.ops[0].kind, Kind::kSignal);
@@ -244,10 +256,10 @@ TEST(DeviceWindows, ACapturedCallIsBracketedByFlagBarriersThatAlternate) {
 }
 
 // A captured call that fits one round of the graph region runs there, never in the
-// halves: one barrier before it writes the region and its own (2 for a one-shot call, 4
-// for two-shot: 3 and an even count). One that does not fit runs in the halves,
-// bracketed; so does every captured call when there is no region.
-TEST(DeviceWindows, ACapturedCallThatFitsRunsInTheGraphRegionWithTwoBarriers) {
+// halves: one barrier before it writes the region and its own (2 for a one-shot call, 3
+// for two-shot). One that does not fit runs in the halves, bracketed (3 for one round);
+// so does every captured call when there is no region.
+TEST(DeviceWindows, ACapturedCallThatFitsRunsInTheGraphRegionWithFewerBarriers) {
   WindowCall call;
   call.collective = Collective::kAllReduce;
   call.elemSize = 4;
@@ -275,11 +287,11 @@ TEST(DeviceWindows, ACapturedCallThatFitsRunsInTheGraphRegionWithTwoBarriers) {
     bool inGraph;
   };
   for (const Case& k : {Case{Collective::kAllReduce, false, 32, 2, true},
-                        Case{Collective::kAllReduce, true, 32, 4, true},
+                        Case{Collective::kAllReduce, true, 32, 3, true},
                         Case{Collective::kAllGather, false, 1, 2, true},
                         Case{Collective::kAllToAll, false, 10, 2, true},
-                        Case{Collective::kAllReduce, false, 33, 4, false},
-                        Case{Collective::kAllToAll, false, 11, 4, false}}) {
+                        Case{Collective::kAllReduce, false, 33, 3, false},
+                        Case{Collective::kAllToAll, false, 11, 3, false}}) {
     call.collective = k.coll;
     call.twoShot = k.twoShot;
     call.count = k.count;
