@@ -7,6 +7,7 @@
 #include "api/cuda_ops.h"
 #include "api/handle.h"
 #include "api/premul.h"
+#include "api/thread_peers.h"
 #include "core/comm.h"
 #include "core/env.h"
 #include "core/futex.h"
@@ -110,6 +111,14 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   }
   Status st = checkHostScalars(ops);  // each device scalar has its staged copy now
   if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->ready[slot], t.number);
+  // Ranks that are threads of this process: the done wait only once each has issued its
+  // part (api/thread_peers.h). The proxy thread may take the lock meanwhile.
+  if (ThreadPeers* threads = ThreadPeers::of(comm_); st.isOk() && threads != nullptr) {
+    threads->issued(ops);
+    lock.unlock();
+    st = threads->awaitPeers(ops);
+    lock.lock();
+  }
   if (st.isOk()) {
     st = kernelWaits_ ? cuda::launchWait(&words_->done, t.number, stream)
                       : cuda::streamWaitValue64(stream, &words_->done, t.number);

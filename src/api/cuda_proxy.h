@@ -15,6 +15,10 @@
 // the windows), whatever stream that ran on; host collectives issued after staged calls
 // wait for them (waitIdle), so every rank runs its host collectives in issue order.
 //
+// Ranks that are threads of one process: the done wait is enqueued only once the other
+// threads' ranks have issued their parts (api/thread_peers.h), as their streams may share
+// CUDA's hardware queues.
+//
 // Never a silent hang: a host collective that fails (a dead peer, the timeout) raises the
 // communicator's asynchronous error and still writes the done word, so the stream goes
 // on (its results undefined) and braidCommGetAsyncError says why. An abort lets every

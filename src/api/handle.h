@@ -25,6 +25,7 @@ namespace braid {
 class DeviceOrder;
 class DeviceWindows;
 class StagedProxy;
+class ThreadPeers;
 }  // namespace braid
 
 struct braidComm {
@@ -44,6 +45,9 @@ struct braidComm {
   // before the members above, which its thread uses.
   std::shared_ptr<braid::StagedProxy> stagedProxy;
   std::atomic<braid::StagedProxy*> stagedProxyLive{nullptr};  // stagedProxy.get(), any thread
+  // Its ranks that are threads of this process (api/thread_peers.h), made at first use.
+  std::once_flag threadPeersOnce;
+  std::shared_ptr<braid::ThreadPeers> threadPeers;
   std::mutex opMu;                  // one operation at a time (streams run on workers)
   std::atomic<int> activeCalls{0};  // calls inside issueOps (acquireComm); destroy waits
   std::atomic<int> inflight{0};     // operations enqueued on streams, not yet finished

@@ -8,6 +8,7 @@
 #include "api/cuda_ops.h"
 #include "api/premul.h"
 #include "api/schedule_dump.h"
+#include "api/thread_peers.h"
 #include "core/logging.h"
 #include "core/stream.h"
 #include "core/stream_lanes.h"
@@ -211,6 +212,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
 braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (Status st = checkHostScalars(ops); !st.isOk()) return finish(comm, st);
+  ThreadPeers::hostCallIssued(comm, ops);  // its part, for peers' staged calls
   waitForStagedCalls(comm);  // host collectives in issue order on every rank
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
   comm->inflight.fetch_add(1);

@@ -1,0 +1,150 @@
+#include "api/thread_peers.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "api/handle.h"
+#include "core/comm.h"
+#include "core/futex.h"
+#include "cuda/device.h"
+
+namespace braid {
+
+// The counts of a communicator's ranks in this process. Rank r's: coll[r], its
+// collectives; sends[r * n + q] and recvs[r * n + q], its sends to and receives from q.
+struct ThreadPeers::Shared {
+  explicit Shared(int n)
+      : coll(static_cast<size_t>(n)),
+        sends(static_cast<size_t>(n) * static_cast<size_t>(n)),
+        recvs(static_cast<size_t>(n) * static_cast<size_t>(n)) {}
+  std::vector<std::atomic<uint64_t>> coll, sends, recvs;
+  std::atomic<uint32_t> version{0};  // bumped at every issued(): what waiters sleep on
+  std::atomic<int> waiters{0};
+
+  // The communicator's object for `key`, made by its first rank here.
+  static std::shared_ptr<Shared> join(const std::string& key, int n) {
+    static std::mutex mu;
+    static auto* live = new std::map<std::string, std::weak_ptr<Shared>>;
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = live->begin(); it != live->end();) {
+      it = it->second.expired() ? live->erase(it) : std::next(it);
+    }
+    std::shared_ptr<Shared> s = (*live)[key].lock();
+    if (s == nullptr) {
+      s = std::make_shared<Shared>(n);
+      (*live)[key] = s;
+    }
+    return s;
+  }
+};
+
+ThreadPeers::~ThreadPeers() = default;
+
+ThreadPeers* ThreadPeers::of(braidComm* comm) {
+  std::call_once(comm->threadPeersOnce, [comm] {
+    const Comm& c = *comm->comm;
+    std::unique_ptr<ThreadPeers> t(new ThreadPeers);
+    t->comm_ = comm;
+    t->rank_ = c.rank();
+    t->nranks_ = c.nranks();
+    t->isThread_.assign(static_cast<size_t>(t->nranks_), false);
+    const PeerInfo& self = c.peer(c.rank());
+    for (int q = 0; q < t->nranks_; ++q) {
+      const PeerInfo& p = c.peer(q);
+      if (q != t->rank_ && p.pid == self.pid && p.hostId == self.hostId) {
+        t->threads_.push_back(q);
+        t->isThread_[static_cast<size_t>(q)] = true;
+      }
+    }
+    if (t->threads_.empty()) return;
+    // Rank 0's listening address names the communicator while it lives.
+    const PeerInfo& first = c.peer(0);
+    t->shared_ = Shared::join(first.hostId + "|" + std::to_string(first.pid) + "|" +
+                                  first.listenAddr.toString() + "|" + std::to_string(t->nranks_),
+                              t->nranks_);
+    comm->threadPeers = std::shared_ptr<ThreadPeers>(std::move(t));
+  });
+  return comm->threadPeers.get();
+}
+
+void ThreadPeers::hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops) {
+  if (!cuda::compiled() || !cuda::hasDevice()) return;
+  if (ThreadPeers* t = of(comm)) t->issued(ops);
+}
+
+void ThreadPeers::issued(const std::vector<OpRequest>& ops) {
+  Shared& s = *shared_;
+  const size_t row = static_cast<size_t>(rank_) * static_cast<size_t>(nranks_);
+  for (const OpRequest& op : ops) {
+    if (op.kind == OpRequest::Kind::kCollective) {
+      s.coll[static_cast<size_t>(rank_)].fetch_add(1);
+    } else if (op.peer != rank_) {
+      auto& counts = op.kind == OpRequest::Kind::kSend ? s.sends : s.recvs;
+      counts[row + static_cast<size_t>(op.peer)].fetch_add(1);
+    }
+  }
+  s.version.fetch_add(1);
+  if (s.waiters.load() != 0) futexWakeAll(&s.version);
+}
+
+Status ThreadPeers::awaitPeers(const std::vector<OpRequest>& ops) {
+  Shared& s = *shared_;
+  const size_t n = static_cast<size_t>(nranks_), me = static_cast<size_t>(rank_);
+  bool collective = false;
+  for (const OpRequest& op : ops)
+    collective = collective || op.kind == OpRequest::Kind::kCollective;
+  // The first rank of this process that has not yet issued its part of `ops`, or -1.
+  auto lagging = [&]() -> int {
+    if (collective) {
+      for (int q : threads_) {
+        if (s.coll[static_cast<size_t>(q)].load() < s.coll[me].load()) return q;
+      }
+    }
+    for (const OpRequest& op : ops) {
+      if (op.kind == OpRequest::Kind::kCollective || op.peer == rank_ ||
+          !isThread_[static_cast<size_t>(op.peer)]) {
+        continue;
+      }
+      const size_t q = static_cast<size_t>(op.peer);
+      // My k-th send to q meets q's k-th receive from me, and the other way round.
+      const bool send = op.kind == OpRequest::Kind::kSend;
+      const uint64_t mine = (send ? s.sends : s.recvs)[me * n + q].load();
+      const uint64_t theirs = (send ? s.recvs : s.sends)[q * n + me].load();
+      if (theirs < mine) return op.peer;
+    }
+    return -1;
+  };
+  const Comm& c = *comm_->comm;
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(c.config().timeoutMs);
+  for (int spin = 0;; ++spin) {
+    const uint32_t seen = s.version.load();
+    const int q = lagging();
+    if (q < 0) return Status::ok();
+    if (spin < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (c.aborted() || c.failed()) {
+      Status err = c.asyncError();
+      return err.isOk() ? Status(braidRemoteError, "the communicator was aborted") : err;
+    }
+    if (std::chrono::steady_clock::now() > until) {
+      return Status(braidTimeout,
+                    "staged device call: rank " + std::to_string(q) +
+                        " (a thread of this process) did not issue its part of the call within " +
+                        std::to_string(c.config().timeoutMs) +
+                        " ms; threads that drive several ranks must group their calls");
+    }
+    s.waiters.fetch_add(1);
+    if (s.version.load() == seen) futexWait(&s.version, seen, 1000);
+    s.waiters.fetch_sub(1);
+  }
+}
+
+}  // namespace braid
