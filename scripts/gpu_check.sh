@@ -147,8 +147,9 @@ for step in "${steps[@]}"; do
     threads)  # ranks as threads of one process on one GPU: stalls seen on an H200 (docs)
       # Their streams share hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default),
       # where a stream wait holds back the queue; every wait is now enqueued after its
-      # write. The tests with 8 queues and with 1 (every stream in one queue: the worst
-      # case), stream and kernel waits; at the first stall every thread's stack.
+      # write (the staged calls' too). The tests with 8 queues and with 1 (every stream in
+      # one queue: the worst case), stream and kernel waits; at the first stall every
+      # thread's stack.
       traced=0
       # The A/B first: a stalled run takes 20 s or more, and the step's limit may end it.
       for cfg in "8 stream" "1 stream" "1 kernel"; do
@@ -167,7 +168,7 @@ for step in "${steps[@]}"; do
             done > "$out/logs/threads_stacks.log"
           fi
           wait $pid
-          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 7 passed"
+          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 14 passed"
         done
       done
       grep -E "braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | grep -B1 "braid::" | head -40;;
