@@ -33,10 +33,11 @@ namespace {
 
 constexpr size_t kCount = 70000;  // floats per rank
 
-// The windows are off (BRAID_CUDA_IPC=0): every call is staged (api/cuda_proxy.h).
+// The windows are off (BRAID_CUDA_IPC=0, or a job of threads and processes, TEST_STAGED=1):
+// every call is staged (api/cuda_proxy.h).
 bool stagedRun() {
   const char* ipc = std::getenv("BRAID_CUDA_IPC");
-  return ipc != nullptr && std::string(ipc) == "0";
+  return (ipc != nullptr && std::string(ipc) == "0") || std::getenv("TEST_STAGED") != nullptr;
 }
 
 // Ranks that are threads of one process on one GPU cannot capture (their streams share
@@ -115,21 +116,46 @@ int oneRank(const braidUniqueId& id, int n, int rank) {
   return ok && wrong == 0 && refused ? 0 : 1;
 }
 
-// The whole job in one process: TEST_THREADS ranks.
-int threadsBody() {
-  const int n = std::atoi(std::getenv("TEST_THREADS"));
-  braidUniqueId id;
-  if (braidGetUniqueId(&id) != braidSuccess) return 2;
-  std::vector<std::atomic<int>> rc(static_cast<size_t>(n));
+// Ranks first .. first + count - 1 of an n-rank job, a thread each: 0 when every one passes.
+int rankThreads(const braidUniqueId& id, int n, int first, int count) {
+  std::vector<std::atomic<int>> rc(static_cast<size_t>(count));
   std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] { rc[static_cast<size_t>(r)] = oneRank(id, n, r); });
+  for (int t = 0; t < count; ++t) {
+    threads.emplace_back([&, t] { rc[static_cast<size_t>(t)] = oneRank(id, n, first + t); });
   }
   for (std::thread& t : threads) t.join();
   for (const std::atomic<int>& c : rc) {
     if (c != 0) return c;
   }
   return 0;
+}
+
+// The whole job in one process: TEST_THREADS ranks.
+int threadsBody() {
+  const int n = std::atoi(std::getenv("TEST_THREADS"));
+  braidUniqueId id;
+  if (braidGetUniqueId(&id) != braidSuccess) return 2;
+  return rankThreads(id, n, 0, n);
+}
+
+// Some ranks threads of one process, some not: each of the launcher's processes runs
+// TEST_THREADS ranks of one job as threads (process p: ranks p * TEST_THREADS on), the
+// unique id broadcast from process 0 over the world communicator. The device windows
+// refuse such a job (CUDA IPC does not open a handle in its own process), so every call is
+// staged, each process's threads sharing its hardware queues.
+int mixedBody() {
+  braidComm_t world = nullptr;
+  int procs = 0, proc = 0;
+  if (!joinJob(&world, &procs, &proc)) return 2;
+  braidUniqueId id{};
+  if ((proc == 0 && braidGetUniqueId(&id) != braidSuccess) ||
+      braidBroadcast(&id, &id, sizeof(id), braidUint8, 0, world, nullptr) != braidSuccess) {
+    return 2;
+  }
+  const int threads = std::atoi(std::getenv("TEST_THREADS"));
+  const int rc = rankThreads(id, procs * threads, proc * threads, threads);
+  braidCommDestroy(world);
+  return rc;
 }
 
 // Every rank of a job, made from this thread: their communicators (initialised side by
@@ -301,6 +327,16 @@ TEST_P(CudaThreads, OneThreadDrivesEveryRankInAGroupStaged) {
 TEST(CudaThreadsOneGpu, OneThreadDrivingRanksOutsideAGroupGetsATimeoutStaged) {
   SKIP_WITHOUT_DEVICE();
   expectEveryRankPasses(1, threadsEnv(2, 2000, true), ungroupedBody, 60);
+}
+
+// Two processes of two ranks as threads each: staged (the windows refuse the mix), and the
+// threads of each process ordered as above.
+TEST(CudaThreadsOneGpu, RanksAsThreadsOfTwoProcessesRunStagedExactly) {
+  SKIP_WITHOUT_DEVICE();
+  Env env = jobEnv(2);
+  env.merge(threadsEnv(2, 20000, false));
+  env["TEST_STAGED"] = "1";
+  expectEveryRankPasses(2, env, mixedBody, 90);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaThreads, ::testing::Values(2, 3, 4),
