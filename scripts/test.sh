@@ -14,7 +14,7 @@ ctest --output-on-failure -L integration
 # queues (tests/gpu_emu/emulated_gpu.h): races with the host, and waits that hold back
 # another stream's work, show here.
 BRAID_EMU_JITTER_US=300 BRAID_EMU_CONNECTIONS=2 ctest --output-on-failure -j 2 \
-  -R '^Emulated\.(Ranks/CudaFailures|CudaOrder|Ranks/CudaThreads|CudaThreadsOneGpu|Ranks/CudaGraphs\.Replays)'
+  -R '^Emulated\.(Ranks/CudaFailures|CudaOrder|Ranks/CudaThreads|CudaThreadsOneGpu|CudaThreadsTwoGpus|Ranks/CudaGraphs\.Replays)'
 # Every parser of outside input, fuzzed under ASan + UBSan (clang, build-fuzz/).
 bash ../scripts/fuzz.sh
 # The unit and integration tests under ASan + UBSan (reusing build-fuzz/), and

@@ -75,15 +75,16 @@
 // the order it was enqueued, whatever the stream, so a stream wait holds back every other
 // stream's work behind it. A rank's wait enqueued before the peer's write that ends it
 // could then sit in front of that write for good (3 and 4 ranks stalled so on an H200
-// until the watch released them). So there, a rank enqueues a wait for a counter (a
-// barrier's, a pair's posted or consumed) that a thread of this process on this GPU
-// writes only once that rank has enqueued the write (writers on other GPUs use other
-// queues): the host order puts every write ahead of the waits it ends, in whichever
-// queue, and every queue moves. The calling thread blocks meanwhile (as NCCL's callers
-// that drive several ranks must group their calls, so must Braid's: a group's issues run
-// side by side), for at most the timeout. Captured calls cannot be ordered so (a graph's
-// replays are launched whenever the application launches them): there they are refused
-// (api/cuda_ops.cc), the capture left intact.
+// until the watch released them). So a rank enqueues a wait for a counter (a barrier's,
+// a pair's posted or consumed) that a thread of this process writes only once that rank
+// has enqueued the write: the host order puts every write ahead of the waits it ends, in
+// whichever queue, and every queue moves. Writers on other GPUs are ordered too: ranks
+// of another communicator of this process may share both GPUs' queues, and a wait of
+// each, on each GPU, could hold back the write the other's needs. The calling thread blocks
+// meanwhile (as NCCL's callers that drive several ranks must group their calls, so must Braid's: a
+// group's issues run side by side), for at most the timeout. Captured calls cannot be ordered so (a
+// graph's replays are launched whenever the application launches them): where a peer shares this
+// rank's GPU they are refused (api/cuda_ops.cc), the capture left intact.
 
 // (Calls: cuda_ipc.cc; set-up and teardown: cuda_ipc_setup.cc; the shared page, the watch
 // thread and releasing: cuda_ipc_watch.cc.)
@@ -140,8 +141,9 @@ class DeviceWindows {
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
   // Whether a peer is a thread of this process on this rank's GPU (one CUDA context):
-  // waits for what it writes are ordered after its writes, and calls cannot be captured.
-  bool oneContext() const { return enqueued_ != nullptr; }
+  // calls cannot be captured (waits for what any thread of this process writes are
+  // ordered after its writes).
+  bool oneContext() const { return sharesGpu_; }
   // Whether the barriers were released (by any rank's watch); the first to see it raises
   // the communicator's error. A stream that passed a released barrier has finished only
   // after the counters show it, so this is current once the caller synchronised. Any
@@ -274,12 +276,13 @@ class DeviceWindows {
   // Ranks that are all threads of this process: their windows, shared (cuda_ipc_setup.cc).
   struct Local;
   std::shared_ptr<Local> local_;
-  // Ranks on one GPU as threads: local_'s record of enqueued writes, and its count of
-  // threads waiting on it (null: no peer shares this rank's context, waits not ordered);
-  // by rank, whether it is a thread of this process on this GPU.
+  // Ranks as threads of one process: local_'s record of enqueued writes, and its count of
+  // threads waiting on it (null: ranks in processes, waits not ordered); by rank, whether
+  // it is another thread's (its writes ordered); whether one shares this rank's GPU.
   std::atomic<uint64_t>* enqueued_ = nullptr;
   std::atomic<int>* enqueueWaiters_ = nullptr;
-  std::vector<bool> sameContext_;
+  std::vector<bool> threadPeer_;
+  bool sharesGpu_ = false;
   std::vector<char*> windows_;  // every rank's window as this process maps it
   uint64_t round_ = 0;          // rounds enqueued (their half: round_ % 2)
   size_t slotBytes_ = 0;        // per send slot (two per ordered pair of ranks)

@@ -348,16 +348,17 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     w->released_ = true;
     return refuse(!why.empty() ? why : !st.isOk() ? st.message() : "a peer could not map them");
   }
-  // Peers that are threads of this process on this GPU share its context's hardware
-  // queues: waits for what they write are ordered after their writes (cuda_ipc.h).
-  w->sameContext_.assign(static_cast<size_t>(w->nranks_), false);
+  // Peers that are threads of this process: waits for what they write are ordered after
+  // their writes (cuda_ipc.h), on this GPU (they share its context's hardware queues) and
+  // on others (another communicator's ranks may share both GPUs' queues).
+  w->threadPeer_.assign(static_cast<size_t>(w->nranks_), false);
   for (int q = 0; q < w->nranks_ && w->local_ != nullptr; ++q) {
+    if (q == w->rank_) continue;
+    w->threadPeer_[static_cast<size_t>(q)] = true;
+    w->enqueued_ = w->local_->enqueued;
+    w->enqueueWaiters_ = &w->local_->waiters;
     const cuda::DeviceUuid& u = all[static_cast<size_t>(q)].uuid;
-    if (q != w->rank_ && std::memcmp(u.bytes, mine.uuid.bytes, sizeof(u.bytes)) == 0) {
-      w->sameContext_[static_cast<size_t>(q)] = true;
-      w->enqueued_ = w->local_->enqueued;
-      w->enqueueWaiters_ = &w->local_->waiters;
-    }
+    if (std::memcmp(u.bytes, mine.uuid.bytes, sizeof(u.bytes)) == 0) w->sharesGpu_ = true;
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
   BRAID_INFO(

@@ -74,7 +74,7 @@ void DeviceWindows::enqueued(int index, uint64_t value) {
 }
 
 Status DeviceWindows::awaitEnqueued(int index, uint64_t value, int writer) {
-  if (enqueued_ == nullptr || !sameContext_[static_cast<size_t>(writer)]) return Status::ok();
+  if (enqueued_ == nullptr || !threadPeer_[static_cast<size_t>(writer)]) return Status::ok();
   std::atomic<uint64_t>& word = enqueued_[index];
   auto reached = [&] { return static_cast<int64_t>(word.load() - value) >= 0; };
   const auto until =

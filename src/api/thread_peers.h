@@ -9,8 +9,9 @@
 // process that its host collective involves has issued its part: a staged call's ready
 // write, a host call as it is issued. Then every wait comes after the writes that end it,
 // in whichever queue, and every queue moves. Peers on other GPUs are counted too: a
-// peer's part may wait, in turn, for a rank on this one (and NCCL asks a thread that
-// drives several GPUs to group their calls alike). A thread that drives several ranks must
+// peer's part may wait, in turn, for a rank on this one, and other communicators' ranks
+// may share both GPUs (the device windows order them alike; NCCL asks a thread that
+// drives several GPUs to group their calls too). A thread that drives several ranks must
 // group their calls (braidGroupEnd issues them side by side); outside a group the wait
 // ends in braidTimeout, naming the fix.
 //

@@ -41,6 +41,9 @@
 //   other streams' work behind it. (A GPU runs independent kernels of one queue side by
 //   side; waits and the work that depends on them hold it as here.) By default each
 //   stream runs on its own.
+// - BRAID_EMU_DEVICES=N (1 by default, at most 8) devices, each thread with a current one
+//   (setCurrentDevice); a stream belongs to its maker's, and each device's streams share
+//   queues of their own. Every device reaches every allocation (peer access always on).
 // Not modelled: the GPU's memory ordering (all of this is coherent host memory), kernel
 // concurrency, timing; BRAID_EMU_JITTER_US=N delays each stream operation by a random
 // 0..N us, so stream work lands late against the host (scripts/test.sh reruns the device

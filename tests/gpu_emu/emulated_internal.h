@@ -18,4 +18,8 @@ std::string unreachable(const char* what, const void* p, size_t bytes);
 // Whether refuseStreamWaits is on.
 bool refusingStreamWaits();
 
+// BRAID_EMU_DEVICES (1 by default, at most 8), and this thread's current device.
+int deviceCount();
+int& currentDeviceOfThread();
+
 }  // namespace braid::cuda::emu

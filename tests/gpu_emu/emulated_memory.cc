@@ -14,6 +14,7 @@
 
 #include "cuda/device.h"
 #include "tests/gpu_emu/emulated_gpu.h"
+#include "tests/gpu_emu/emulated_internal.h"
 
 namespace braid::cuda {
 namespace emu {
@@ -160,8 +161,22 @@ using emu::Region;
 
 bool compiled() { return true; }
 
+namespace emu {
+
+int deviceCount() {  // read each time: a test's child process sets it after fork
+  const char* v = getenv("BRAID_EMU_DEVICES");
+  return v != nullptr ? std::min(8, std::max(1, atoi(v))) : 1;
+}
+
+int& currentDeviceOfThread() {
+  thread_local int device = 0;
+  return device;
+}
+
+}  // namespace emu
+
 const DeviceStatus& deviceStatus() {
-  static const DeviceStatus status{1, ""};
+  static const DeviceStatus status{emu::deviceCount(), ""};
   return status;
 }
 
@@ -356,19 +371,31 @@ Status shareableUnmap(void* p) {
   return Status::ok();
 }
 
-Expected<int> currentDevice() { return 0; }
+// Devices 0 .. BRAID_EMU_DEVICES - 1 (one by default), each reaching the others' memory
+// (it is all host memory), with streams and queues of their own (emulated_streams.cc).
+Expected<int> currentDevice() { return emu::currentDeviceOfThread(); }
 Status setCurrentDevice(int device) {
-  return device == 0 ? Status::ok() : emulated("setCurrentDevice: one device, 0");
+  if (device < 0 || device >= emu::deviceCount()) {
+    return emulated("setCurrentDevice: no device " + std::to_string(device) +
+                    " (BRAID_EMU_DEVICES)");
+  }
+  emu::currentDeviceOfThread() = device;
+  return Status::ok();
 }
 
 Status enablePeerAccess(int peer) {
-  return peer == 0 ? Status::ok() : emulated("enablePeerAccess: one device, 0");
+  return peer >= 0 && peer < emu::deviceCount()
+             ? Status::ok()
+             : emulated("enablePeerAccess: no device " + std::to_string(peer));
 }
 
 Expected<DeviceUuid> deviceUuid(int device) {
-  if (device != 0) return emulated("device " + std::to_string(device) + " (there is one, 0)");
+  if (device < 0 || device >= emu::deviceCount()) {
+    return emulated("no device " + std::to_string(device) + " (BRAID_EMU_DEVICES)");
+  }
   DeviceUuid id{};
   std::memcpy(id.bytes, "braid-emulated-0", sizeof(id.bytes));
+  id.bytes[15] = static_cast<unsigned char>('0' + device);
   return id;
 }
 

@@ -46,9 +46,10 @@ void jitter() {
 
 class Stream;
 
-// BRAID_EMU_CONNECTIONS=N: the process's streams share N hardware queues, as a CUDA
-// context's streams share CUDA_DEVICE_MAX_CONNECTIONS (8 by default): stream k (in the
-// order they were made, the default stream among them) goes to queue k % N. A queue runs
+// BRAID_EMU_CONNECTIONS=N: the process's streams on each device share N hardware queues,
+// as a CUDA context's streams share CUDA_DEVICE_MAX_CONNECTIONS (8 by default): stream k
+// of a device (in the order they were made on it, the default stream among device 0's)
+// goes to that device's queue k % N. A queue runs
 // its operations one at a time in the order they were queued, whatever their stream, so
 // a wait holds back every operation queued behind it, another stream's too. Unset or 0:
 // each stream runs on its own.
@@ -60,12 +61,12 @@ class Queue {
     ops_.emplace_back(s, std::move(op));
     cv_.notify_all();
   }
-  // Queue k % N, or nullptr when streams run on their own (N = 0).
-  static Queue* forStream(uint64_t k) {
+  // Device `device`'s queue k % N, or nullptr when streams run on their own (N = 0).
+  static Queue* forStream(int device, uint64_t k) {
     std::lock_guard<std::mutex> lock(sharedMu());
     const int n = shared();
     if (n == 0) return nullptr;
-    std::vector<Queue*>& queues = *pool();  // made as needed, never destroyed
+    std::vector<Queue*>& queues = pool()[device];  // made as needed, never destroyed
     while (queues.size() < static_cast<size_t>(n)) queues.push_back(new Queue);
     return queues[k % static_cast<uint64_t>(n)];
   }
@@ -88,8 +89,8 @@ class Queue {
   std::condition_variable cv_;
   std::deque<std::pair<Stream*, std::function<void()>>> ops_;
   std::thread worker_;
-  static std::vector<Queue*>* pool() {
-    static auto* queues = new std::vector<Queue*>;
+  static std::vector<Queue*>* pool() {  // by device
+    static auto* queues = new std::vector<Queue*>[8];
     return queues;
   }
 };
@@ -219,7 +220,8 @@ class Streams {
   }
   Stream* add() {
     std::lock_guard<std::mutex> lock(mu_);
-    auto* s = new Stream(Queue::forStream(made_++));
+    const int device = currentDeviceOfThread();
+    auto* s = new Stream(Queue::forStream(device, made_[device]++));
     live_.insert(s);
     return s;
   }
@@ -227,7 +229,7 @@ class Streams {
   Stream* find(void* handle) {
     std::lock_guard<std::mutex> lock(mu_);
     if (handle == nullptr) {
-      if (default_ == nullptr) default_ = new Stream(Queue::forStream(made_++));
+      if (default_ == nullptr) default_ = new Stream(Queue::forStream(0, made_[0]++));
       return default_;
     }
     auto* s = static_cast<Stream*>(handle);
@@ -253,7 +255,7 @@ class Streams {
   std::set<Stream*> live_;
   std::vector<Stream*> retired_;  // kept (and reachable, for LeakSanitizer): see Stream
   Stream* default_ = nullptr;
-  uint64_t made_ = 0;  // streams made so far, the default one too
+  uint64_t made_[8] = {};  // streams made so far on each device, the default one too
 };
 
 // An event: the point `stream` had reached when it was recorded.

@@ -158,6 +158,74 @@ int mixedBody() {
   return rc;
 }
 
+#if BRAID_EMULATED_GPU
+// Two communicators of ranks as threads of one process on two GPUs (BRAID_EMU_DEVICES=2), a
+// rank of each on each GPU, each GPU's streams in one queue. After a first all-reduce
+// (which sets the windows up) and a rendezvous of the four threads, communicator 0's rank
+// on GPU 0 and communicator 1's on GPU 1 make their second call at once and the other two
+// 100 ms later: unordered, each leader's barrier wait would sit in its GPU's queue in front
+// of the other communicator's arrival, which its own peer's arrival waits behind on the
+// other GPU, for good. Waits for writers on other GPUs are ordered too (api/cuda_ipc.h).
+// Then 20 more calls each; 0 when every result is exact and no communicator has an error.
+int twoGpusBody() {
+  braidUniqueId ids[2];
+  for (braidUniqueId& id : ids) {
+    if (braidGetUniqueId(&id) != braidSuccess) return 2;
+  }
+  std::vector<std::atomic<int>> rc(4);
+  std::atomic<int> arrived{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const int c = t / 2, r = t % 2;  // communicator c's rank r, on GPU r
+      rc[static_cast<size_t>(t)] = 3;
+      braidComm_t comm = nullptr;
+      if (!cuda::setCurrentDevice(r).isOk() ||
+          braidCommInitRank(&comm, 2, ids[c], r) != braidSuccess) {
+        return;
+      }
+      Expected<void*> s = cuda::streamCreate();
+      Expected<void*> mem = cuda::deviceAlloc(2 * kCount * sizeof(float));
+      if (!s.isOk() || !mem.isOk()) return;
+      float* d = static_cast<float*>(mem.value());
+      std::vector<float> host(kCount, static_cast<float>((r + 1) * (c + 1)));
+      bool ok = cuda::copyAsync(d, host.data(), kCount * sizeof(float), s.value()).isOk();
+      for (int i = 0; i < 22 && ok; ++i) {
+        if (i == 1) {
+          ok = cuda::streamSynchronize(s.value()).isOk();
+          arrived.fetch_add(1);
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          while (arrived.load() < 4 && std::chrono::steady_clock::now() < until) {
+            std::this_thread::yield();
+          }
+          if (c != r) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        ok = ok && braidAllReduce(d, d + kCount, kCount, braidFloat32, braidSum, comm,
+                                  static_cast<braidStream_t>(s.value())) == braidSuccess;
+      }
+      ok = ok &&
+           cuda::copyAsync(host.data(), d + kCount, kCount * sizeof(float), s.value()).isOk() &&
+           cuda::streamSynchronize(s.value()).isOk();
+      braidResult_t async = braidSuccess;
+      braidCommGetAsyncError(comm, &async);
+      size_t wrong = 0;
+      for (float v : host) wrong += v != static_cast<float>(3 * (c + 1)) ? 1 : 0;
+      std::fprintf(stderr, "communicator %d rank %d (GPU %d): calls %s, %zu wrong, error %d\n", c,
+                   r, r, ok ? "ok" : "failed", wrong, async);
+      (void)cuda::streamDestroy(s.value());
+      (void)cuda::deviceFree(mem.value());
+      braidCommDestroy(comm);
+      rc[static_cast<size_t>(t)] = ok && wrong == 0 && async == braidSuccess ? 0 : 1;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::atomic<int>& c : rc) {
+    if (c != 0) return c;
+  }
+  return 0;
+}
+#endif
+
 // Every rank of a job, made from this thread: their communicators (initialised side by
 // side, as the unique id's rendezvous needs), and a stream and kCount floats of device
 // memory each, holding rank + 1.
@@ -338,6 +406,15 @@ TEST(CudaThreadsOneGpu, RanksAsThreadsOfTwoProcessesRunStagedExactly) {
   env["TEST_STAGED"] = "1";
   expectEveryRankPasses(2, env, mixedBody, 90);
 }
+
+#if BRAID_EMULATED_GPU
+// Over two emulated GPUs (BRAID_EMU_DEVICES=2) only: one GPU has no second device.
+TEST(CudaThreadsTwoGpus, TwoCommunicatorsOfThreadsAcrossTwoGpusRunEveryCall) {
+  Env env = threadsEnv(4, 10000, false);
+  env["BRAID_EMU_DEVICES"] = "2";
+  expectEveryRankPasses(1, env, twoGpusBody, 90);
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaThreads, ::testing::Values(2, 3, 4),
                          [](const auto& info) { return std::to_string(info.param) + "_ranks"; });
