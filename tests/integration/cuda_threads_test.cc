@@ -414,6 +414,13 @@ TEST(CudaThreadsTwoGpus, TwoCommunicatorsOfThreadsAcrossTwoGpusRunEveryCall) {
   env["BRAID_EMU_DEVICES"] = "2";
   expectEveryRankPasses(1, env, twoGpusBody, 90);
 }
+
+// The same staged (api/thread_peers.h orders waits for every thread of this process).
+TEST(CudaThreadsTwoGpus, TwoCommunicatorsOfThreadsAcrossTwoGpusRunEveryCallStaged) {
+  Env env = threadsEnv(4, 10000, true);
+  env["BRAID_EMU_DEVICES"] = "2";
+  expectEveryRankPasses(1, env, twoGpusBody, 90);
+}
 #endif
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaThreads, ::testing::Values(2, 3, 4),
