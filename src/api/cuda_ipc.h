@@ -80,11 +80,12 @@
 // has enqueued the write: the host order puts every write ahead of the waits it ends, in
 // whichever queue, and every queue moves. Writers on other GPUs are ordered too: ranks
 // of another communicator of this process may share both GPUs' queues, and a wait of
-// each, on each GPU, could hold back the write the other's needs. The calling thread blocks
-// meanwhile (as NCCL's callers that drive several ranks must group their calls, so must Braid's: a
-// group's issues run side by side), for at most the timeout. Captured calls cannot be ordered so (a
-// graph's replays are launched whenever the application launches them): where a peer shares this
-// rank's GPU they are refused (api/cuda_ops.cc), the capture left intact.
+// each, on each GPU, could hold back the write the other's needs. The calling thread
+// blocks meanwhile (as NCCL's callers that drive several ranks must group their calls,
+// so must Braid's: a group's issues run side by side), for at most the timeout. Captured
+// calls cannot be ordered so (a graph's replays are launched whenever the application
+// launches them): where a peer shares this rank's GPU they are refused
+// (api/cuda_ops.cc), the capture left intact.
 
 // (Calls: cuda_ipc.cc; set-up and teardown: cuda_ipc_setup.cc; the shared page, the watch
 // thread and releasing: cuda_ipc_watch.cc.)
@@ -101,6 +102,8 @@
 #include "exec/device_program.h"
 
 namespace braid {
+
+struct ChangeSignal;  // core/futex.h
 
 class DeviceOrder;
 class SharedRegion;
@@ -276,11 +279,11 @@ class DeviceWindows {
   // Ranks that are all threads of this process: their windows, shared (cuda_ipc_setup.cc).
   struct Local;
   std::shared_ptr<Local> local_;
-  // Ranks as threads of one process: local_'s record of enqueued writes, and its count of
-  // threads waiting on it (null: ranks in processes, waits not ordered); by rank, whether
+  // Ranks as threads of one process: local_'s record of enqueued writes, and the signal
+  // its waiters sleep on (null: ranks in processes, waits not ordered); by rank, whether
   // it is another thread's (its writes ordered); whether one shares this rank's GPU.
   std::atomic<uint64_t>* enqueued_ = nullptr;
-  std::atomic<int>* enqueueWaiters_ = nullptr;
+  ChangeSignal* enqueuedChanged_ = nullptr;
   std::vector<bool> threadPeer_;
   bool sharesGpu_ = false;
   std::vector<char*> windows_;  // every rank's window as this process maps it

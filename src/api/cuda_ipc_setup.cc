@@ -17,6 +17,7 @@
 #include "api/handle.h"
 #include "core/clock.h"
 #include "core/env.h"
+#include "core/futex.h"
 #include "core/logging.h"
 #include "core/transport.h"
 #include "cuda/device.h"
@@ -71,9 +72,9 @@ struct DeviceWindows::Local {
   std::shared_ptr<SharedRegion> flags;  // rank 0's counters' page
   char* countersDevice = nullptr;       // its registration, made by the first rank
   // Ranks on one GPU: the last value of each counter whose write a rank has enqueued
-  // (cuda_ipc.h, "Threads of one process"), and how many threads wait for one.
+  // (cuda_ipc.h, "Threads of one process"), and the signal its waiters sleep on.
   std::atomic<uint64_t> enqueued[kEnqueuedWords] = {};
-  std::atomic<int> waiters{0};
+  ChangeSignal enqueuedChanged;
   ~Local() {
     if (countersDevice != nullptr) (void)cuda::hostUnregister(flags->base());
     for (void* p : windows) (void)cuda::deviceFree(p);
@@ -356,7 +357,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     if (q == w->rank_) continue;
     w->threadPeer_[static_cast<size_t>(q)] = true;
     w->enqueued_ = w->local_->enqueued;
-    w->enqueueWaiters_ = &w->local_->waiters;
+    w->enqueuedChanged_ = &w->local_->enqueuedChanged;
     const cuda::DeviceUuid& u = all[static_cast<size_t>(q)].uuid;
     if (std::memcmp(u.bytes, mine.uuid.bytes, sizeof(u.bytes)) == 0) w->sharesGpu_ = true;
   }

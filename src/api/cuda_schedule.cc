@@ -68,42 +68,30 @@ Status DeviceWindows::waitFor(void* stream, char* word, uint64_t value) {
 void DeviceWindows::enqueued(int index, uint64_t value) {
   if (enqueued_ == nullptr) return;
   enqueued_[index].store(value);
-  if (enqueueWaiters_->load() != 0) {
-    futexWakeAll(reinterpret_cast<std::atomic<uint32_t>*>(&enqueued_[index]));
-  }
+  enqueuedChanged_->notify();
 }
 
 Status DeviceWindows::awaitEnqueued(int index, uint64_t value, int writer) {
   if (enqueued_ == nullptr || !threadPeer_[static_cast<size_t>(writer)]) return Status::ok();
   std::atomic<uint64_t>& word = enqueued_[index];
-  auto reached = [&] { return static_cast<int64_t>(word.load() - value) >= 0; };
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(comm_->config().timeoutMs);
-  for (int spin = 0; !reached(); ++spin) {
-    if (spin < 64) {
-      std::this_thread::yield();
-      continue;
-    }
-    if (released() || comm_->aborted() || comm_->failed()) {
-      Status err = comm_->asyncError();
-      return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
-    }
-    if (std::chrono::steady_clock::now() > until) {
-      return Status(braidTimeout,
-                    "device windows: rank " + std::to_string(writer) +
-                        " (a thread of this process) did not enqueue its part of the call "
-                        "within " +
-                        std::to_string(comm_->config().timeoutMs) +
-                        " ms; threads that drive several ranks must group their calls");
-    }
-    enqueueWaiters_->fetch_add(1);
-    const uint64_t seen = word.load();
-    if (static_cast<int64_t>(seen - value) < 0) {
-      futexWait(reinterpret_cast<std::atomic<uint32_t>*>(&word), static_cast<uint32_t>(seen), 1000);
-    }
-    enqueueWaiters_->fetch_sub(1);
-  }
-  return Status::ok();
+  return awaitChange(
+      *enqueuedChanged_, [&] { return static_cast<int64_t>(word.load() - value) >= 0; },
+      [&]() -> Status {
+        if (released() || comm_->aborted() || comm_->failed()) {
+          Status err = comm_->asyncError();
+          return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released")
+                            : err;
+        }
+        if (std::chrono::steady_clock::now() <= until) return Status::ok();
+        return Status(braidTimeout,
+                      "device windows: rank " + std::to_string(writer) +
+                          " (a thread of this process) did not enqueue its part of the call "
+                          "within " +
+                          std::to_string(comm_->config().timeoutMs) +
+                          " ms; threads that drive several ranks must group their calls");
+      });
 }
 
 // Each operation on `stream`: counters through the shared page, copies and reductions

@@ -1,12 +1,9 @@
 #include "api/thread_peers.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "api/handle.h"
 #include "core/comm.h"
@@ -23,8 +20,7 @@ struct ThreadPeers::Shared {
         sends(static_cast<size_t>(n) * static_cast<size_t>(n)),
         recvs(static_cast<size_t>(n) * static_cast<size_t>(n)) {}
   std::vector<std::atomic<uint64_t>> coll, sends, recvs;
-  std::atomic<uint32_t> version{0};  // bumped at every issued(): what waiters sleep on
-  std::atomic<int> waiters{0};
+  ChangeSignal changed;  // notified at every issued(): what waiters sleep on
 
   // The communicator's object for `key`, made by its first rank here.
   static std::shared_ptr<Shared> join(const std::string& key, int n) {
@@ -88,8 +84,7 @@ void ThreadPeers::issued(const std::vector<OpRequest>& ops) {
       counts[row + static_cast<size_t>(op.peer)].fetch_add(1);
     }
   }
-  s.version.fetch_add(1);
-  if (s.waiters.load() != 0) futexWakeAll(&s.version);
+  s.changed.notify();
 }
 
 Status ThreadPeers::awaitPeers(const std::vector<OpRequest>& ops) {
@@ -122,29 +117,22 @@ Status ThreadPeers::awaitPeers(const std::vector<OpRequest>& ops) {
   const Comm& c = *comm_->comm;
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(c.config().timeoutMs);
-  for (int spin = 0;; ++spin) {
-    const uint32_t seen = s.version.load();
-    const int q = lagging();
-    if (q < 0) return Status::ok();
-    if (spin < 64) {
-      std::this_thread::yield();
-      continue;
-    }
-    if (c.aborted() || c.failed()) {
-      Status err = c.asyncError();
-      return err.isOk() ? Status(braidRemoteError, "the communicator was aborted") : err;
-    }
-    if (std::chrono::steady_clock::now() > until) {
-      return Status(braidTimeout,
-                    "staged device call: rank " + std::to_string(q) +
-                        " (a thread of this process) did not issue its part of the call within " +
-                        std::to_string(c.config().timeoutMs) +
-                        " ms; threads that drive several ranks must group their calls");
-    }
-    s.waiters.fetch_add(1);
-    if (s.version.load() == seen) futexWait(&s.version, seen, 1000);
-    s.waiters.fetch_sub(1);
-  }
+  int q = -1;
+  return awaitChange(
+      s.changed, [&] { return (q = lagging()) < 0; },
+      [&]() -> Status {
+        if (c.aborted() || c.failed()) {
+          Status err = c.asyncError();
+          return err.isOk() ? Status(braidRemoteError, "the communicator was aborted") : err;
+        }
+        if (std::chrono::steady_clock::now() <= until) return Status::ok();
+        return Status(braidTimeout,
+                      "staged device call: rank " + std::to_string(q) +
+                          " (a thread of this process) did not issue its part of the call "
+                          "within " +
+                          std::to_string(c.config().timeoutMs) +
+                          " ms; threads that drive several ranks must group their calls");
+      });
 }
 
 }  // namespace braid

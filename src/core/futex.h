@@ -10,6 +10,9 @@
 #include <climits>
 #include <cstdint>
 #include <ctime>
+#include <thread>
+
+#include "core/status.h"
 
 namespace braid {
 
@@ -46,5 +49,37 @@ struct alignas(64) WakeSignal {
     }
   }
 };
+
+// "Something changed", among many waiters and notifiers of one process: a notifier calls
+// notify() after publishing (with a seq_cst store); a waiter announces its sleep before
+// re-checking, so no wake is lost, and the notifier pays a system call only while one
+// sleeps.
+struct ChangeSignal {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<int> sleepers{0};
+
+  void notify() {
+    seq.fetch_add(1);
+    if (sleepers.load() != 0) futexWakeAll(&seq);
+  }
+};
+
+// Waits until ready(): a brief spin, then sleeps on `signal` in 1 ms slices, each first
+// asking stop(), whose error (a timeout, an abort) ends the wait and is returned.
+template <typename Ready, typename Stop>
+Status awaitChange(ChangeSignal& signal, Ready ready, Stop stop) {
+  for (int spin = 0;; ++spin) {
+    const uint32_t seen = signal.seq.load();
+    if (ready()) return Status::ok();
+    if (spin < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (Status st = stop(); !st.isOk()) return st;
+    signal.sleepers.fetch_add(1);
+    if (!ready()) futexWait(&signal.seq, seen, 1000);
+    signal.sleepers.fetch_sub(1);
+  }
+}
 
 }  // namespace braid

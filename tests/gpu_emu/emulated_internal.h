@@ -18,7 +18,8 @@ std::string unreachable(const char* what, const void* p, size_t bytes);
 // Whether refuseStreamWaits is on.
 bool refusingStreamWaits();
 
-// BRAID_EMU_DEVICES (1 by default, at most 8), and this thread's current device.
+// BRAID_EMU_DEVICES (1 by default, at most kMaxDevices), and this thread's current device.
+constexpr int kMaxDevices = 8;
 int deviceCount();
 int& currentDeviceOfThread();
 

@@ -165,7 +165,7 @@ namespace emu {
 
 int deviceCount() {  // read each time: a test's child process sets it after fork
   const char* v = getenv("BRAID_EMU_DEVICES");
-  return v != nullptr ? std::min(8, std::max(1, atoi(v))) : 1;
+  return v != nullptr ? std::min(kMaxDevices, std::max(1, atoi(v))) : 1;
 }
 
 int& currentDeviceOfThread() {

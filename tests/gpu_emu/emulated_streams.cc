@@ -90,7 +90,7 @@ class Queue {
   std::deque<std::pair<Stream*, std::function<void()>>> ops_;
   std::thread worker_;
   static std::vector<Queue*>* pool() {  // by device
-    static auto* queues = new std::vector<Queue*>[8];
+    static auto* queues = new std::vector<Queue*>[kMaxDevices];
     return queues;
   }
 };
@@ -255,7 +255,7 @@ class Streams {
   std::set<Stream*> live_;
   std::vector<Stream*> retired_;  // kept (and reachable, for LeakSanitizer): see Stream
   Stream* default_ = nullptr;
-  uint64_t made_[8] = {};  // streams made so far on each device, the default one too
+  uint64_t made_[kMaxDevices] = {};  // streams made so far on each device, the default one too
 };
 
 // An event: the point `stream` had reached when it was recorded.
