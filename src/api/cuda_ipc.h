@@ -280,11 +280,10 @@ class DeviceWindows {
   struct Local;
   std::shared_ptr<Local> local_;
   // Ranks as threads of one process: local_'s record of enqueued writes, and the signal
-  // its waiters sleep on (null: ranks in processes, waits not ordered); by rank, whether
-  // it is another thread's (its writes ordered); whether one shares this rank's GPU.
+  // its waiters sleep on (null: ranks in processes, waits not ordered; else every other
+  // rank's writes are ordered); whether another rank shares this rank's GPU.
   std::atomic<uint64_t>* enqueued_ = nullptr;
   ChangeSignal* enqueuedChanged_ = nullptr;
-  std::vector<bool> threadPeer_;
   bool sharesGpu_ = false;
   std::vector<char*> windows_;  // every rank's window as this process maps it
   uint64_t round_ = 0;          // rounds enqueued (their half: round_ % 2)

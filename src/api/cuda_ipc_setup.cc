@@ -352,14 +352,15 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   // Peers that are threads of this process: waits for what they write are ordered after
   // their writes (cuda_ipc.h), on this GPU (they share its context's hardware queues) and
   // on others (another communicator's ranks may share both GPUs' queues).
-  w->threadPeer_.assign(static_cast<size_t>(w->nranks_), false);
-  for (int q = 0; q < w->nranks_ && w->local_ != nullptr; ++q) {
-    if (q == w->rank_) continue;
-    w->threadPeer_[static_cast<size_t>(q)] = true;
+  if (w->local_ != nullptr) {
     w->enqueued_ = w->local_->enqueued;
     w->enqueuedChanged_ = &w->local_->enqueuedChanged;
-    const cuda::DeviceUuid& u = all[static_cast<size_t>(q)].uuid;
-    if (std::memcmp(u.bytes, mine.uuid.bytes, sizeof(u.bytes)) == 0) w->sharesGpu_ = true;
+    for (int q = 0; q < w->nranks_; ++q) {
+      const cuda::DeviceUuid& u = all[static_cast<size_t>(q)].uuid;
+      if (q != w->rank_ && std::memcmp(u.bytes, mine.uuid.bytes, sizeof(u.bytes)) == 0) {
+        w->sharesGpu_ = true;
+      }
+    }
   }
   w->watcher_ = std::thread([raw = w.get()] { raw->watch(); });
   BRAID_INFO(

@@ -72,7 +72,7 @@ void DeviceWindows::enqueued(int index, uint64_t value) {
 }
 
 Status DeviceWindows::awaitEnqueued(int index, uint64_t value, int writer) {
-  if (enqueued_ == nullptr || !threadPeer_[static_cast<size_t>(writer)]) return Status::ok();
+  if (enqueued_ == nullptr || writer == rank_) return Status::ok();
   std::atomic<uint64_t>& word = enqueued_[index];
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(comm_->config().timeoutMs);
