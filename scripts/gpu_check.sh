@@ -102,8 +102,10 @@ for step in "${steps[@]}"; do
         for tool in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf alltoall_perf; do
           perfrun $n $tool windows
         done
-        [ -n "${COMPARE:-}" ] && BRAID_CUDA_TWO_SHOT_BYTES=0 perfrun $n all_reduce_perf twoshot
-        [ -n "${COMPARE:-}" ] && BRAID_CUDA_IPC=0 perfrun $n all_reduce_perf staged
+        if [ -n "${COMPARE:-}" ]; then
+          BRAID_CUDA_TWO_SHOT_BYTES=0 perfrun $n all_reduce_perf twoshot
+          BRAID_CUDA_IPC=0 perfrun $n all_reduce_perf staged
+        fi
       done;;
     graphs)  # the timed calls captured into a CUDA graph (-G) against the same calls one by
       # one, and captured in the halves (no graph region: 3 barriers a call, not 2)
@@ -164,14 +166,20 @@ for step in "${steps[@]}"; do
             traced=1
             for p in $(pgrep -f cuda_threads_test); do
               echo "== pid $p, $cfg"
-              timeout 30 cuda-gdb -batch -p "$p" -ex "thread apply all bt 16" 2>&1 | grep -E "^#|^Thread"
-            done > "$out/logs/threads_stacks.log"
+              # Each thread's kernel stack first (cuda-gdb timed out on a stalled process):
+              # a thread blocked in the driver shows its ioctl.
+              for t in /proc/$p/task/*; do
+                echo "-- tid ${t##*/} $(cat $t/comm) wchan $(cat $t/wchan)"; head -6 $t/stack
+              done
+              dbg=$(command -v gdb || command -v cuda-gdb)
+              timeout 20 $dbg -batch -p "$p" -ex "thread apply all bt 16" 2>&1 | grep -E "^#|^Thread"
+            done > "$out/logs/threads_stacks.log" 2>&1
           fi
           wait $pid
-          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 15 passed"
+          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 17 passed"
         done
       done
-      grep -E "braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | grep -B1 "braid::" | head -40;;
+      grep -E "^-- tid|braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | head -60;;
     bigwindow)  # rounds cost a context switch each on a shared GPU: fewer, larger rounds
       for n in 2 4; do BRAID_CUDA_WINDOW_BYTES=256M perfrun $n all_reduce_perf window256M; done;;
     mps)  # the same with NVIDIA's MPS daemon (kernels of the ranks' processes share the GPU)

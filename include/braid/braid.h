@@ -198,6 +198,9 @@ braidResult_t braidMemAlloc(void** ptr, size_t size);
  * where the device offers no such handles, from cudaMalloc. braidUnhandledCudaError where
  * there is no device (the message says why). Free it with braidMemFree. */
 braidResult_t braidMemAllocDevice(void** ptr, size_t size);
+/* Frees either kind. Device memory: once the device's work has finished (it synchronises
+ * the device, as cudaFree waits), so not while a stream captures a CUDA graph: a device
+ * synchronisation invalidates the capture. */
 braidResult_t braidMemFree(void* ptr);
 
 /* Registers a user buffer with a communicator for the calls that use it

@@ -98,50 +98,65 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   // the one before wrote.
   BRAID_TRY(order_->after(stream));
   Ticket t;
-  BRAID_ASSIGN_OR_RETURN(StagedBuffers staged, StagedBuffers::stageIn(regions, stream));
-  t.staged.emplace(std::move(staged));
+  BRAID_ASSIGN_OR_RETURN(StagedBuffers stagedIn, StagedBuffers::stageIn(regions, stream));
+  auto staged = std::make_shared<StagedBuffers>(std::move(stagedIn));
+  t.staged = staged;
   t.number = ++issued_;
-  const uint64_t slot = t.number % kSlots;
+  const uint64_t number = t.number, slot = number % kSlots;
   for (OpRequest& op : ops) {
-    op.send = t.staged->hostOf(op.send);
-    op.recv = t.staged->hostOf(op.recv);
-    if (op.preMul.scalarPtr != nullptr) {
-      op.preMul.scalarPtr = t.staged->hostOf(op.preMul.scalarPtr);
-    }
+    op.send = staged->hostOf(op.send);
+    op.recv = staged->hostOf(op.recv);
+    if (op.preMul.scalarPtr != nullptr) op.preMul.scalarPtr = staged->hostOf(op.preMul.scalarPtr);
   }
   Status st = checkHostScalars(ops);  // each device scalar has its staged copy now
-  if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->ready[slot], t.number);
-  // Ranks that are threads of this process: the done wait only once each has issued its
-  // part (api/thread_peers.h). The proxy thread may take the lock meanwhile.
-  if (ThreadPeers* threads = ThreadPeers::of(comm_); st.isOk() && threads != nullptr) {
-    threads->issued(ops);
-    lock.unlock();
-    st = threads->awaitPeers(ops);
-    lock.lock();
-  }
+  if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->ready[slot], number);
+  bool queued = false;
   if (st.isOk()) {
-    st = kernelWaits_ ? cuda::launchWait(&words_->done, t.number, stream)
-                      : cuda::streamWaitValue64(stream, &words_->done, t.number);
-  }
-  if (st.isOk()) st = t.staged->copyBack(stream);
-  if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->back[slot], t.number);
-  if (st.isOk()) st = order_->mark(stream);
-  if (st.isOk()) {
+    // The proxy runs the ticket once its ready word lands, whatever this thread does next:
+    // a peer's call must not wait for this thread (ranks that are threads of one process:
+    // one held elsewhere, by an application's synchronous CUDA call say, would hold its
+    // peers' point-to-point calls, and their streams, with it).
+    ThreadPeers* threads = ThreadPeers::of(comm_);
+    std::vector<OpRequest> mine;
+    if (threads != nullptr) {
+      threads->issued(ops);
+      mine = ops;
+    }
     t.ops = std::move(ops);
-  } else {
-    // Enqueued in part, its number taken: the proxy passes it, running nothing. What was
-    // enqueued may still run (the stream may be held: no waiting for it here), so its
-    // pinned copies stay until exit. The peers' host collective lacks this rank's part:
-    // the communicator fails (later calls are refused; its pages are kept, ~StagedProxy).
-    word(&words_->ready[slot])->store(t.number, std::memory_order_release);
-    word(&words_->back[slot])->store(t.number, std::memory_order_release);
-    keepUntilExit(std::make_shared<StagedBuffers>(std::move(*t.staged)));
-    t.staged.reset();
-    comm_->comm->raiseAsyncError(st.withContext("a staged device call was enqueued in part: "));
+    queue_.push_back(std::move(t));
+    queued = true;
+    comm_->inflight.fetch_add(1);
+    cv_.notify_all();
+    // Ranks that are threads of this process: the done wait only once each has issued its
+    // part (api/thread_peers.h). The proxy thread may take the lock meanwhile.
+    if (threads != nullptr) {
+      lock.unlock();
+      st = threads->awaitPeers(mine);
+      lock.lock();
+    }
   }
-  queue_.push_back(std::move(t));
-  comm_->inflight.fetch_add(1);
-  cv_.notify_all();
+  if (st.isOk()) {
+    st = kernelWaits_ ? cuda::launchWait(&words_->done, number, stream)
+                      : cuda::streamWaitValue64(stream, &words_->done, number);
+  }
+  if (st.isOk()) st = staged->copyBack(stream);
+  if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->back[slot], number);
+  if (st.isOk()) st = order_->mark(stream);
+  if (st.isOk()) return st;
+  // Enqueued in part, its number taken. What was enqueued may still run (the stream may
+  // be held: no waiting for it here), so its pinned copies stay until exit. Queued, the
+  // ticket's host collective runs once its ready write lands; else the proxy passes it,
+  // running nothing. The peers' host collective may lack this rank's part: the
+  // communicator fails (later calls are refused; its pages are kept, ~StagedProxy).
+  keepUntilExit(staged);
+  if (!queued) {
+    word(&words_->ready[slot])->store(number, std::memory_order_release);
+    queue_.push_back(std::move(t));
+    comm_->inflight.fetch_add(1);
+    cv_.notify_all();
+  }
+  word(&words_->back[slot])->store(number, std::memory_order_release);
+  comm_->comm->raiseAsyncError(st.withContext("a staged device call was enqueued in part: "));
   return st;
 }
 

@@ -15,9 +15,13 @@
 // the windows), whatever stream that ran on; host collectives issued after staged calls
 // wait for them (waitIdle), so every rank runs its host collectives in issue order.
 //
-// Ranks that are threads of one process: the done wait is enqueued only once the other
-// threads' ranks have issued their parts (api/thread_peers.h), as their streams may share
-// CUDA's hardware queues.
+// The ticket goes to the proxy as soon as its ready write is enqueued, before the done
+// wait: the host collective needs nothing more of the issuing thread, so a peer's call
+// never waits for what that thread does next. Ranks that are threads of one process: the
+// done wait is enqueued only once the other threads' ranks have issued their parts
+// (api/thread_peers.h), as their streams may share CUDA's hardware queues; until
+// 2026-11-27 the ticket went to the proxy only after that, so a rank's point-to-point call
+// could wait for a thread that was not its peer's (seen on an H200 as a stall at 4 ranks).
 //
 // Never a silent hang: a host collective that fails (a dead peer, the timeout) raises the
 // communicator's asynchronous error and still writes the done word, so the stream goes
@@ -36,7 +40,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <vector>
 
@@ -76,7 +79,7 @@ class StagedProxy {
   struct Ticket {
     uint64_t number = 0;
     std::vector<OpRequest> ops;  // on the staged addresses; empty: nothing to run
-    std::optional<StagedBuffers> staged;
+    std::shared_ptr<StagedBuffers> staged;  // also the issuing thread's, until it returns
   };
 
   explicit StagedProxy(braidComm* comm) : comm_(comm) {}

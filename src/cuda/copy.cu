@@ -51,24 +51,22 @@ __global__ void waitKernel(const unsigned long long* word, unsigned long long va
 
 int launchBumpWord(void* word, void* stream) {
   if (word == nullptr) return loadOnly(bumpKernel);
-  bumpKernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<volatile unsigned long long*>(word));
-  return static_cast<int>(cudaGetLastError());
+  return launchKernel(bumpKernel, 1, 1, static_cast<cudaStream_t>(stream),
+                      static_cast<volatile unsigned long long*>(word));
 }
 
 int launchWaitWord(const void* word, uint64_t value, void* stream) {
   if (word == nullptr) return loadOnly(waitKernel);
-  waitKernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const unsigned long long*>(word), value);
-  return static_cast<int>(cudaGetLastError());
+  return launchKernel(waitKernel, 1, 1, static_cast<cudaStream_t>(stream),
+                      static_cast<const unsigned long long*>(word), value);
 }
 
 int launchCopyBytes(void* dst, const void* src, size_t bytes, size_t head, size_t nvec,
                     unsigned blocks, void* stream) {
   if (blocks == 0) return loadOnly(copyKernel);
-  copyKernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes, head, nvec);
-  return static_cast<int>(cudaGetLastError());
+  return launchKernel(copyKernel, blocks, kThreads, static_cast<cudaStream_t>(stream),
+                      static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes, head,
+                      nvec);
 }
 
 }  // namespace braid::cuda::detail

@@ -16,7 +16,10 @@ namespace {
 
 using detail::RelaxedCapture;
 
+// The error, reported here, is taken off the thread's last error too, where the runtime
+// leaves it for the application's next cudaGetLastError to find as its own.
 Status cudaFailure(const char* call, cudaError_t err) {
+  (void)cudaGetLastError();
   return Status(braidUnhandledCudaError, std::string(call) + " failed: " + cudaGetErrorName(err) +
                                              " (" + cudaGetErrorString(err) + ")");
 }

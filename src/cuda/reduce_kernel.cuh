@@ -203,8 +203,7 @@ __global__ void __launch_bounds__(kThreads) reduceKernel(ReduceParams p) {
 template <typename E, typename Op>
 int launchReduceKernel(const ReduceParams& p, unsigned blocks, cudaStream_t s) {
   if (blocks == 0) return loadOnly(reduceKernel<E, Op>);
-  reduceKernel<E, Op><<<blocks, kThreads, 0, s>>>(p);
-  return static_cast<int>(cudaGetLastError());
+  return launchKernel(reduceKernel<E, Op>, blocks, kThreads, s, p);
 }
 
 // Launches the kernel of element kind E for `op` (blocks 0: loads it only); returns the
@@ -265,8 +264,7 @@ __global__ void __launch_bounds__(kThreads) scaleKernel(ScaleParams p) {
 template <typename E>
 int launchScaleAs(const ScaleParams& p, unsigned blocks, void* stream) {
   if (blocks == 0) return loadOnly(scaleKernel<E>);
-  scaleKernel<E><<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
-  return static_cast<int>(cudaGetLastError());
+  return launchKernel(scaleKernel<E>, blocks, kThreads, static_cast<cudaStream_t>(stream), p);
 }
 
 }  // namespace braid::cuda::detail

@@ -169,7 +169,8 @@ Expected<size_t> granularityOf(int device) {
 }
 
 // Unmaps [p, p + bytes) and frees the address range, once the device's work still using
-// it has finished (as cudaFree waits).
+// it has finished (as cudaFree waits). The synchronisation invalidates a CUDA graph
+// capture in progress on any stream, relaxed or not (seen on an H200; braid.h says so).
 Status unmapRange(void* p, size_t bytes) {
   if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
   const Driver& d = driver();

@@ -350,6 +350,71 @@ int ungroupedBody() {
              : 1;
 }
 
+// Four ranks as threads, a ring of grouped sends and receives: rank r sends to r + 1 and
+// receives from r - 1, after an all-reduce that sets the communicator up. Rank 0's thread
+// makes its part only once rank 2's call has finished on rank 2's stream (or after 5 s).
+// Rank 2's peers are ranks 1 and 3, so, as with NCCL, its call finishes once they have made
+// theirs, whatever rank 0's thread does meanwhile: an application's thread may be held
+// elsewhere (by the CUDA driver, say, behind another thread's synchronous copy). Then every
+// receive is exact and no communicator has an error.
+int ringBody() {
+  const int n = 4;
+  braidUniqueId id;
+  if (braidGetUniqueId(&id) != braidSuccess) return 2;
+  std::atomic<int> released{0};  // 1: rank 2's ring call has finished on its stream
+  std::vector<std::atomic<int>> rc(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      rc[static_cast<size_t>(r)] = 3;
+      braidComm_t comm = nullptr;
+      if (braidCommInitRank(&comm, n, id, r) != braidSuccess) return;
+      Expected<void*> s = cuda::streamCreate();
+      Expected<void*> mem = cuda::deviceAlloc(2 * kCount * sizeof(float));
+      if (!s.isOk() || !mem.isOk()) return;
+      float* d = static_cast<float*>(mem.value());
+      auto* st = static_cast<braidStream_t>(s.value());
+      std::vector<float> host(kCount, static_cast<float>(r + 1));
+      const size_t bytes = kCount * sizeof(float);
+      bool ok =
+          cuda::copyAsync(d, host.data(), bytes, s.value()).isOk() &&
+          braidAllReduce(d, d + kCount, kCount, braidFloat32, braidSum, comm, st) == braidSuccess &&
+          cuda::streamSynchronize(s.value()).isOk();
+      bool waited = false;
+      if (r == 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (released.load() == 0 && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        waited = released.load() == 0;
+      }
+      ok = ok && braidGroupStart() == braidSuccess &&
+           braidSend(d, kCount, braidFloat32, (r + 1) % n, comm, st) == braidSuccess &&
+           braidRecv(d + kCount, kCount, braidFloat32, (r + n - 1) % n, comm, st) == braidSuccess &&
+           braidGroupEnd() == braidSuccess;
+      ok = ok && cuda::copyAsync(host.data(), d + kCount, bytes, s.value()).isOk() &&
+           cuda::streamSynchronize(s.value()).isOk();
+      if (r == 2) released = 1;
+      size_t wrong = 0;
+      for (float v : host) wrong += v != static_cast<float>((r + n - 1) % n + 1) ? 1 : 0;
+      braidResult_t async = braidSuccess;
+      braidCommGetAsyncError(comm, &async);
+      std::fprintf(stderr, "rank %d (thread): calls %s, %zu wrong, error %d%s\n", r,
+                   ok ? "ok" : "failed", wrong, async,
+                   waited ? "; rank 2's call waited for rank 0's thread" : "");
+      (void)cuda::streamDestroy(s.value());
+      (void)cuda::deviceFree(mem.value());
+      braidCommDestroy(comm);
+      rc[static_cast<size_t>(r)] = ok && wrong == 0 && async == braidSuccess && !waited ? 0 : 1;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::atomic<int>& c : rc) {
+    if (c != 0) return c;
+  }
+  return 0;
+}
+
 // One process (the unique id is the rendezvous) of `threads` ranks whose streams share one
 // hardware queue; `staged`: the windows off (BRAID_CUDA_IPC=0), every call staged.
 Env threadsEnv(int threads, int timeoutMs, bool staged) {
@@ -395,6 +460,18 @@ TEST_P(CudaThreads, OneThreadDrivesEveryRankInAGroupStaged) {
 TEST(CudaThreadsOneGpu, OneThreadDrivingRanksOutsideAGroupGetsATimeoutStaged) {
   SKIP_WITHOUT_DEVICE();
   expectEveryRankPasses(1, threadsEnv(2, 2000, true), ungroupedBody, 60);
+}
+
+// A rank's point-to-point call needs only its peers' parts (ringBody), through the windows
+// and staged.
+TEST(CudaThreadsOneGpu, ARingCallFinishesWhileAnotherRanksThreadIsHeld) {
+  SKIP_WITHOUT_DEVICE();
+  expectEveryRankPasses(1, threadsEnv(4, 20000, false), ringBody, 90);
+}
+
+TEST(CudaThreadsOneGpu, ARingCallFinishesWhileAnotherRanksThreadIsHeldStaged) {
+  SKIP_WITHOUT_DEVICE();
+  expectEveryRankPasses(1, threadsEnv(4, 20000, true), ringBody, 90);
 }
 
 // Two processes of two ranks as threads each: staged (the windows refuse the mix), and the
