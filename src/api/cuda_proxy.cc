@@ -90,6 +90,16 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
       regions.push_back({op.preMul.scalarPtr, datatypeSize(op.datatype), false});
     }
   }
+  // Where this thread is, for a thread peer's timeout message (api/thread_peers.h).
+  ThreadPeers* threads = ThreadPeers::of(comm_);
+  struct Whereabouts {
+    ThreadPeers* t;
+    void at(ThreadPeers::Where w) const {
+      if (t != nullptr) t->at(w);
+    }
+    ~Whereabouts() { at(ThreadPeers::kOutside); }
+  } whereabouts{threads};
+  whereabouts.at(ThreadPeers::kStaging);
   std::unique_lock<std::mutex> lock(mu_);
   for (reclaimLocked(); queue_.size() + returning_.size() >= kSlots; reclaimLocked()) {
     cv_.wait_for(lock, std::chrono::microseconds(200));  // the oldest pair is in use
@@ -116,7 +126,6 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
     // a peer's call must not wait for this thread (ranks that are threads of one process:
     // one held elsewhere, by an application's synchronous CUDA call say, would hold its
     // peers' point-to-point calls, and their streams, with it).
-    ThreadPeers* threads = ThreadPeers::of(comm_);
     std::vector<OpRequest> mine;
     if (threads != nullptr) {
       threads->issued(ops);
@@ -130,9 +139,11 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
     // Ranks that are threads of this process: the done wait only once each has issued its
     // part (api/thread_peers.h). The proxy thread may take the lock meanwhile.
     if (threads != nullptr) {
+      whereabouts.at(ThreadPeers::kAwaiting);
       lock.unlock();
       st = threads->awaitPeers(mine);
       lock.lock();
+      whereabouts.at(ThreadPeers::kEnqueueing);
     }
   }
   if (st.isOk()) {

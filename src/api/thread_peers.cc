@@ -18,8 +18,10 @@ struct ThreadPeers::Shared {
   explicit Shared(int n)
       : coll(static_cast<size_t>(n)),
         sends(static_cast<size_t>(n) * static_cast<size_t>(n)),
-        recvs(static_cast<size_t>(n) * static_cast<size_t>(n)) {}
+        recvs(static_cast<size_t>(n) * static_cast<size_t>(n)),
+        where(static_cast<size_t>(n)) {}
   std::vector<std::atomic<uint64_t>> coll, sends, recvs;
+  std::vector<std::atomic<int>> where;  // rank r's thread: a Where
   ChangeSignal changed;  // notified at every issued(): what waiters sleep on
 
   // The communicator's object for `key`, made by its first rank here.
@@ -87,6 +89,28 @@ void ThreadPeers::issued(const std::vector<OpRequest>& ops) {
   s.changed.notify();
 }
 
+void ThreadPeers::at(Where where) {
+  shared_->where[static_cast<size_t>(rank_)].store(where, std::memory_order_relaxed);
+}
+
+namespace {
+
+const char* describe(int where) {
+  switch (where) {
+    case ThreadPeers::kStaging:
+      return "is in a staged call, staging its buffers (CUDA calls)";
+    case ThreadPeers::kAwaiting:
+      return "is in an earlier staged call, waiting for its own peers";
+    case ThreadPeers::kEnqueueing:
+      return "is in an earlier staged call, enqueueing its waits (CUDA calls)";
+    default:
+      return "is not in a staged call of this communicator (held by the application, or "
+             "in another call)";
+  }
+}
+
+}  // namespace
+
 Status ThreadPeers::awaitPeers(const std::vector<OpRequest>& ops) {
   Shared& s = *shared_;
   const size_t n = static_cast<size_t>(nranks_), me = static_cast<size_t>(rank_);
@@ -130,8 +154,9 @@ Status ThreadPeers::awaitPeers(const std::vector<OpRequest>& ops) {
                       "staged device call: rank " + std::to_string(q) +
                           " (a thread of this process) did not issue its part of the call "
                           "within " +
-                          std::to_string(c.config().timeoutMs) +
-                          " ms; threads that drive several ranks must group their calls");
+                          std::to_string(c.config().timeoutMs) + " ms (its thread " +
+                          describe(s.where[static_cast<size_t>(q)].load()) +
+                          "); threads that drive several ranks must group their calls");
       });
 }
 

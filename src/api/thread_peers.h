@@ -46,9 +46,13 @@ class ThreadPeers {
   // (a staged call's ready write is enqueued; a host call is being issued).
   void issued(const std::vector<OpRequest>& ops);
   // After issued(ops): blocks until every rank of this process that `ops` involve has
-  // issued its part of them, for at most the timeout (braidTimeout, naming the fix), or
-  // until the communicator fails or aborts.
+  // issued its part of them, for at most the timeout (braidTimeout, naming the fix and
+  // where the lagging rank's thread is), or until the communicator fails or aborts.
   Status awaitPeers(const std::vector<OpRequest>& ops);
+
+  // Where this rank's thread is, for a peer's timeout message: a stall names the place.
+  enum Where : int { kOutside, kStaging, kAwaiting, kEnqueueing };
+  void at(Where where);
 
   struct Shared;
 
