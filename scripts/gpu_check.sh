@@ -176,7 +176,7 @@ for step in "${steps[@]}"; do
             done > "$out/logs/threads_stacks.log" 2>&1
           fi
           wait $pid
-          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 17 passed"
+          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 18 passed"
         done
       done
       grep -E "^-- tid|braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | head -60;;

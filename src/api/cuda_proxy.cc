@@ -72,7 +72,9 @@ StagedProxy::~StagedProxy() {
     keepUntilExit(std::shared_ptr<void>(words_, [](void*) {}));
     return;
   }
-  (void)cuda::pinnedFree(words_);
+  // On the reaper's thread: here it would wait for every stream of the device, another
+  // rank's held one too.
+  freePinnedLater(words_);
 }
 
 Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
@@ -181,7 +183,10 @@ bool StagedProxy::waitReady(uint64_t number) {
   for (int spin = 0;; ++spin) {
     const uint64_t v = ready->load(std::memory_order_acquire);
     if (v == number) return true;
-    if (comm_->comm->aborted()) return false;
+    // Aborted, or failed (a call enqueued in part is queued before its stream may be
+    // held for good): the ticket is dropped, so destroying the communicator never waits
+    // for a stream.
+    if (comm_->comm->aborted() || comm_->comm->failed()) return false;
     if (spin < 64) {
       std::this_thread::yield();
       continue;
@@ -199,8 +204,8 @@ void StagedProxy::loop() {
     Ticket& t = queue_.front();  // stays put while issue() appends
     lock.unlock();
     Status st = Status::ok();
-    // Aborted before the stream got here: the call is dropped (the user asked for it, so
-    // nothing is reported); its stream goes on when it can.
+    // Aborted or failed before the stream got here: the call is dropped (the user asked for
+    // it, or the error is reported already); its stream goes on when it can.
     if (waitReady(t.number) && !t.ops.empty()) st = runOps(comm_, t.ops);
     if (!st.isOk()) {
       comm_->comm->raiseAsyncError(st);

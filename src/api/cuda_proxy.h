@@ -25,9 +25,10 @@
 //
 // Never a silent hang: a host collective that fails (a dead peer, the timeout) raises the
 // communicator's asynchronous error and still writes the done word, so the stream goes
-// on (its results undefined) and braidCommGetAsyncError says why. An abort lets every
-// waiting ticket go the same way. A call enqueued only in part fails the communicator at
-// once and waits for no stream: its ticket is passed over, its pinned copies kept.
+// on (its results undefined) and braidCommGetAsyncError says why. An abort or a failure
+// lets every waiting ticket go the same way. A call enqueued only in part fails the
+// communicator at once and waits for no stream: its ticket runs nothing, its pinned copies
+// are kept.
 //
 // The words live in one pinned page that the GPU reaches: 256 (ready, back) pairs, a
 // ticket using pair (number % 256), and a 257th issue waits until the oldest has come back.
@@ -85,7 +86,7 @@ class StagedProxy {
   explicit StagedProxy(braidComm* comm) : comm_(comm) {}
   void loop();
   // Waits until the stream has marked ticket `number` ready, or the communicator aborted
-  // (false).
+  // or failed (false).
   bool waitReady(uint64_t number);
   // Drops the tickets whose copies back the streams have finished. Holds mu_.
   void reclaimLocked();

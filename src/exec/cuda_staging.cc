@@ -104,6 +104,8 @@ PinnedPool& pool() {
 
 }  // namespace
 
+void freePinnedLater(void* p) { PinnedReaper::get().free(p); }
+
 std::vector<StagedSpan> mergeOverlapping(std::vector<StagedRegion> regions) {
   std::sort(regions.begin(), regions.end(),
             [](const StagedRegion& a, const StagedRegion& b) { return a.ptr < b.ptr; });

@@ -29,6 +29,10 @@ struct StagedRegion {
   bool written = false;  // the operation writes it (copied back by stageOut)
 };
 
+// Frees pinned memory (cuda::pinnedAlloc's) on a thread of its own: cudaFreeHost waits
+// for the whole device, streams that wait for the caller included. Returns at once.
+void freePinnedLater(void* p);
+
 // Regions that overlap, merged into spans (start address, bytes), in address order.
 struct StagedSpan {
   uintptr_t start;

@@ -418,6 +418,33 @@ int ringBody() {
   return 0;
 }
 
+// Staged, the ungrouped call of ungroupedBody on a stream held until the ranks are
+// destroyed: the call is queued to the proxy before its gate fails (braidTimeout after
+// 2 s), its ready write never lands, and destroying the ranks still returns at once (the
+// failed communicator drops the ticket; the other frees its proxy's page on the reaper's
+// thread) rather than when the stream is let go (30 s).
+int ungroupedHeldBody() {
+  OneThreadRanks job;
+  Gate gate;
+  if (!job.make() || job.n != 2 || !gate.ok()) return 3;
+  braidGroupStart();
+  for (int r = 0; r < 2; ++r) job.allReduce(r);
+  const bool grouped = braidGroupEnd() == braidSuccess && job.wrong(3) == 0;
+  gate.arm(30000);
+  if (!gate.hold(job.streams[0])) return 3;
+  const braidResult_t first = job.allReduce(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (braidComm_t c : job.comms) braidCommDestroy(c);
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  gate.open();
+  for (void* st : job.streams) (void)cuda::streamSynchronize(st);
+  for (void* st : job.streams) (void)cuda::streamDestroy(st);
+  for (void* m : job.mems) (void)cuda::deviceFree(m);
+  std::fprintf(stderr, "grouped %d; held rank 0's call: %d; destroyed in %.2f s\n", grouped, first,
+               sec);
+  return grouped && first == braidTimeout && sec < 5 ? 0 : 1;
+}
+
 // One process (the unique id is the rendezvous) of `threads` ranks whose streams share one
 // hardware queue; `staged`: the windows off (BRAID_CUDA_IPC=0), every call staged.
 Env threadsEnv(int threads, int timeoutMs, bool staged) {
@@ -475,6 +502,11 @@ TEST(CudaThreadsOneGpu, ARingCallFinishesWhileAnotherRanksThreadIsHeld) {
 TEST(CudaThreadsOneGpu, ARingCallFinishesWhileAnotherRanksThreadIsHeldStaged) {
   SKIP_WITHOUT_DEVICE();
   expectEveryRankPasses(1, threadsEnv(4, 20000, true), ringBody, 90);
+}
+
+TEST(CudaThreadsOneGpu, AStagedCallFailingAtItsGateOnAHeldStreamLetsDestroyReturn) {
+  SKIP_WITHOUT_DEVICE();
+  expectEveryRankPasses(1, threadsEnv(2, 2000, true), ungroupedHeldBody, 60);
 }
 
 // Two processes of two ranks as threads each: staged (the windows refuse the mix), and the
