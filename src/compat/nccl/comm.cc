@@ -122,6 +122,10 @@ void startJob(const std::shared_ptr<Job>& job, ncclComm* parent,
       std::lock_guard<std::mutex> lock(parent->mu);
       parent->lastError = error;
     }
+    // The parent is free before the job says it is done: ncclGroupEnd returns once every
+    // job is, and the caller's next call on the parent must find it free (it did not, now
+    // and then, when this came after).
+    if (parent != nullptr) parent->busy.fetch_sub(1);
     {
       std::lock_guard<std::mutex> lock(job->mu);
       if (job->abandoned) {
@@ -133,10 +137,7 @@ void startJob(const std::shared_ptr<Job>& job, ncclComm* parent,
       job->error = error;
       job->done = true;
     }
-    if (parent != nullptr) {
-      parent->busy.fetch_sub(1);
-      parent->users.fetch_sub(1);
-    }
+    if (parent != nullptr) parent->users.fetch_sub(1);
   }).detach();
 }
 
