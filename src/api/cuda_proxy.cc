@@ -122,31 +122,33 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   }
   Status st = checkHostScalars(ops);  // each device scalar has its staged copy now
   if (st.isOk()) st = cuda::streamWriteValue64(stream, &words_->ready[slot], number);
-  bool queued = false;
-  if (st.isOk()) {
-    // The proxy runs the ticket once its ready word lands, whatever this thread does next:
-    // a peer's call must not wait for this thread (ranks that are threads of one process:
-    // one held elsewhere, by an application's synchronous CUDA call say, would hold its
-    // peers' point-to-point calls, and their streams, with it).
-    std::vector<OpRequest> mine;
+  // The proxy runs the ticket once its ready word lands, whatever this thread does next:
+  // a peer's call must not wait for this thread (ranks that are threads of one process:
+  // one held elsewhere, by an application's synchronous CUDA call say, would hold its
+  // peers' point-to-point calls, and their streams, with it). A ticket whose ready write
+  // failed goes too, its word written here, and runs nothing.
+  const bool ready = st.isOk();
+  std::vector<OpRequest> mine;
+  if (ready) {
     if (threads != nullptr) {
       threads->issued(ops);
       mine = ops;
     }
     t.ops = std::move(ops);
-    queue_.push_back(std::move(t));
-    queued = true;
-    comm_->inflight.fetch_add(1);
-    cv_.notify_all();
-    // Ranks that are threads of this process: the done wait only once each has issued its
-    // part (api/thread_peers.h). The proxy thread may take the lock meanwhile.
-    if (threads != nullptr) {
-      whereabouts.at(ThreadPeers::kAwaiting);
-      lock.unlock();
-      st = threads->awaitPeers(mine);
-      lock.lock();
-      whereabouts.at(ThreadPeers::kEnqueueing);
-    }
+  } else {
+    word(&words_->ready[slot])->store(number, std::memory_order_release);
+  }
+  queue_.push_back(std::move(t));
+  comm_->inflight.fetch_add(1);
+  cv_.notify_all();
+  // Ranks that are threads of this process: the done wait only once each has issued its
+  // part (api/thread_peers.h). The proxy thread may take the lock meanwhile.
+  if (ready && threads != nullptr) {
+    whereabouts.at(ThreadPeers::kAwaiting);
+    lock.unlock();
+    st = threads->awaitPeers(mine);
+    lock.lock();
+    whereabouts.at(ThreadPeers::kEnqueueing);
   }
   if (st.isOk()) {
     st = kernelWaits_ ? cuda::launchWait(&words_->done, number, stream)
@@ -157,17 +159,10 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   if (st.isOk()) st = order_->mark(stream);
   if (st.isOk()) return st;
   // Enqueued in part, its number taken. What was enqueued may still run (the stream may
-  // be held: no waiting for it here), so its pinned copies stay until exit. Queued, the
-  // ticket's host collective runs once its ready write lands; else the proxy passes it,
-  // running nothing. The peers' host collective may lack this rank's part: the
-  // communicator fails (later calls are refused; its pages are kept, ~StagedProxy).
+  // be held: no waiting for it here), so its pinned copies stay until exit. The peers'
+  // host collective may lack this rank's part: the communicator fails (later calls are
+  // refused, waiting tickets dropped; its pages are kept, ~StagedProxy).
   keepUntilExit(staged);
-  if (!queued) {
-    word(&words_->ready[slot])->store(number, std::memory_order_release);
-    queue_.push_back(std::move(t));
-    comm_->inflight.fetch_add(1);
-    cv_.notify_all();
-  }
   word(&words_->back[slot])->store(number, std::memory_order_release);
   comm_->comm->raiseAsyncError(st.withContext("a staged device call was enqueued in part: "));
   return st;

@@ -257,6 +257,12 @@ struct OneThreadRanks {
     }
     return true;
   }
+  // Every rank's all-reduce, in one group.
+  braidResult_t allReduceGrouped() {
+    braidGroupStart();
+    for (int r = 0; r < n; ++r) allReduce(r);
+    return braidGroupEnd();
+  }
   // Rank r's all-reduce in place on its stream.
   braidResult_t allReduce(int r) {
     float* d = static_cast<float*>(mems[static_cast<size_t>(r)]);
@@ -297,9 +303,7 @@ int oneThreadBody() {
   OneThreadRanks job;
   if (!job.make()) return 3;
   const int n = job.n;
-  braidGroupStart();
-  for (int r = 0; r < n; ++r) job.allReduce(r);
-  const braidResult_t grouped = braidGroupEnd();
+  const braidResult_t grouped = job.allReduceGrouped();
   const size_t wrong = job.wrong(static_cast<float>(n * (n + 1) / 2));
   const double sec = job.destroy();
 #if BRAID_EMULATED_GPU
@@ -322,9 +326,7 @@ int oneThreadBody() {
 int ungroupedBody() {
   OneThreadRanks job;
   if (!job.make() || job.n != 2) return 3;
-  braidGroupStart();
-  for (int r = 0; r < 2; ++r) job.allReduce(r);
-  const bool grouped = braidGroupEnd() == braidSuccess && job.wrong(3) == 0;
+  const bool grouped = job.allReduceGrouped() == braidSuccess && job.wrong(3) == 0;
   auto t0 = std::chrono::steady_clock::now();
   const braidResult_t first = job.allReduce(0);
   const std::string why = braidGetLastError(job.comms[0]);
@@ -427,9 +429,7 @@ int ungroupedHeldBody() {
   OneThreadRanks job;
   Gate gate;
   if (!job.make() || job.n != 2 || !gate.ok()) return 3;
-  braidGroupStart();
-  for (int r = 0; r < 2; ++r) job.allReduce(r);
-  const bool grouped = braidGroupEnd() == braidSuccess && job.wrong(3) == 0;
+  const bool grouped = job.allReduceGrouped() == braidSuccess && job.wrong(3) == 0;
   gate.arm(30000);
   if (!gate.hold(job.streams[0])) return 3;
   const braidResult_t first = job.allReduce(0);
