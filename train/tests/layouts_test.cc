@@ -19,13 +19,6 @@
 
 namespace {
 
-// 16 KiB buckets: about one per block of the micro model, so gradients are
-// reduced (and ZeRO-sharded) in several buckets. The text is the repository's
-// README, so the tests do not depend on the fortunes package.
-const std::string kCommon =
-    " --model micro --steps 30 --global-batch 8 --seed 5 --lr 1e-3 --bucket-kb 16 --quiet"
-    " --data " BRAID_TRAIN_TEXT;
-
 // A scratch directory per test process, removed at exit.
 struct ScratchDir {
   std::string path;
@@ -40,6 +33,19 @@ std::string tempDir() {
   static ScratchDir dir;
   return dir.path;
 }
+
+// 16 KiB buckets: about one per block of the micro model, so gradients are
+// reduced (and ZeRO-sharded) in several buckets. The text is the repository's
+// README, so the tests do not depend on the fortunes package; copied once per
+// test process, so that an edit of the README while the tests run cannot give
+// the reference and a layout different data.
+const std::string kCommon = [] {
+  const std::string text = tempDir() + "/corpus.txt";
+  std::filesystem::copy_file(BRAID_TRAIN_TEXT, text);
+  return " --model micro --steps 30 --global-batch 8 --seed 5 --lr 1e-3 --bucket-kb 16 --quiet"
+         " --data " +
+         text;
+}();
 
 // Runs braid-train on `ranks` ranks (directly when 1); returns the exit code
 // and fills *output with what it printed.
