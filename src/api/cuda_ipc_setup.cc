@@ -22,6 +22,7 @@
 #include "core/transport.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
+#include "exec/cuda_staging.h"
 #include "transports/shm/shm_transport.h"
 
 namespace braid {
@@ -75,9 +76,17 @@ struct DeviceWindows::Local {
   // (cuda_ipc.h, "Threads of one process"), and the signal its waiters sleep on.
   std::atomic<uint64_t> enqueued[kEnqueuedWords] = {};
   ChangeSignal enqueuedChanged;
+  std::atomic<bool> freeLater{false};  // a rank's communicator failed: releaseLater frees
   ~Local() {
-    if (countersDevice != nullptr) (void)cuda::hostUnregister(flags->base());
-    for (void* p : windows) (void)cuda::deviceFree(p);
+    auto release = [countersDevice = countersDevice, flags = flags, windows = windows] {
+      if (countersDevice != nullptr) (void)cuda::hostUnregister(flags->base());
+      for (void* p : windows) (void)cuda::deviceFree(p);
+    };
+    if (freeLater.load()) {
+      releaseLater(release);
+    } else {
+      release();
+    }
   }
   // The set-up's shared object, by rank 0's window (live while the object is).
   static std::shared_ptr<Local> join(uint64_t key) {
@@ -433,19 +442,33 @@ DeviceWindows::~DeviceWindows() {
       }
     }
   }
+  // A failed communicator's frees wait for no stream: cudaFree and cudaHostUnregister wait
+  // for the whole device, where a stream of a failed call may be held by the application
+  // (another rank's, of a thread of this process, too); releaseLater's thread frees them.
+  const bool later = started && (comm_->failed() || released());
+  if (later && local_ != nullptr) local_->freeLater = true;
+  std::vector<void*> frees;
   if (own_ != nullptr) {
     if (clean || !started) {
-      (void)cuda::deviceFree(own_);
+      frees.push_back(own_);
     } else {
       BRAID_INFO("device windows: leaving this rank's window allocated (a peer may still map it)");
     }
   }
   for (void* p : {scratch_, stage_, scaled_}) {
-    if (p != nullptr) (void)cuda::deviceFree(p);
+    if (p != nullptr) frees.push_back(p);
   }
-  for (void* p : retired_) (void)cuda::deviceFree(p);
-  if (countersDevice_ != nullptr && local_ == nullptr) {
-    (void)cuda::hostUnregister(flags_->base());  // else Local's one registration
+  frees.insert(frees.end(), retired_.begin(), retired_.end());
+  std::shared_ptr<SharedRegion> flags;  // else Local's one registration
+  if (countersDevice_ != nullptr && local_ == nullptr) flags = std::move(flags_);
+  auto release = [frees, flags] {
+    for (void* p : frees) (void)cuda::deviceFree(p);
+    if (flags != nullptr) (void)cuda::hostUnregister(flags->base());
+  };
+  if (later) {
+    releaseLater(release);
+  } else {
+    release();
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -18,41 +19,50 @@ constexpr size_t kMaxPooled = 4;
 
 size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
-// Frees pinned buffers on a thread of its own: cudaFreeHost waits for the whole device,
-// and the threads that drop buffers (a call being issued, the staged proxy) must not wait
-// for streams that may be waiting for them. Nothing waits for this thread; what it has
-// not freed at exit the process's end frees.
-class PinnedReaper {
+// Runs releases (frees, unregistrations) on a thread of its own: cudaFree, cudaFreeHost
+// and cudaHostUnregister wait for the whole device, and the threads that drop memory (a
+// call being issued, the staged proxy, a failed communicator's destroy) must not wait for
+// streams that may be waiting for them. Each job runs with its caller's current device
+// made current (the thread's own default, device 0, would get a context of its own on a
+// GPU the process does not use). Nothing waits for this thread; what it has not released
+// at exit the process's end frees.
+class Reaper {
  public:
-  static PinnedReaper& get() {
-    static auto* r = new PinnedReaper();
+  static Reaper& get() {
+    static auto* r = new Reaper();
     return *r;
   }
-  void free(void* p) {
+  void run(std::function<void()> job) {
+    Expected<int> device = cuda::currentDevice();
     std::lock_guard<std::mutex> lock(mu_);
     if (!started_) {
       started_ = true;
       std::thread([this] { loop(); }).detach();
     }
-    queue_.push_back(p);
+    queue_.push_back({device.isOk() ? device.value() : -1, std::move(job)});
     cv_.notify_one();
   }
 
  private:
+  struct Job {
+    int device;
+    std::function<void()> release;
+  };
   void loop() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       cv_.wait(lock, [&] { return !queue_.empty(); });
-      void* p = queue_.front();
+      Job job = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      (void)cuda::pinnedFree(p);
+      if (job.device >= 0) (void)cuda::setCurrentDevice(job.device);
+      job.release();
       lock.lock();
     }
   }
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<void*> queue_;
+  std::deque<Job> queue_;
   bool started_ = false;
 };
 
@@ -89,7 +99,7 @@ class PinnedPool {
         free_.erase(free_.begin());
       }
     }
-    if (drop != nullptr) PinnedReaper::get().free(drop);
+    if (drop != nullptr) freePinnedLater(drop);
   }
 
  private:
@@ -104,7 +114,11 @@ PinnedPool& pool() {
 
 }  // namespace
 
-void freePinnedLater(void* p) { PinnedReaper::get().free(p); }
+void releaseLater(std::function<void()> release) { Reaper::get().run(std::move(release)); }
+
+void freePinnedLater(void* p) {
+  releaseLater([p] { (void)cuda::pinnedFree(p); });
+}
 
 std::vector<StagedSpan> mergeOverlapping(std::vector<StagedRegion> regions) {
   std::sort(regions.begin(), regions.end(),

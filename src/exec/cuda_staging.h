@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -29,8 +30,13 @@ struct StagedRegion {
   bool written = false;  // the operation writes it (copied back by stageOut)
 };
 
-// Frees pinned memory (cuda::pinnedAlloc's) on a thread of its own: cudaFreeHost waits
-// for the whole device, streams that wait for the caller included. Returns at once.
+// Runs `release` on a thread of its own, after the releases queued before it, with the
+// calling thread's current device made current there: for frees that wait for the whole
+// device (cudaFree, cudaFreeHost, cudaHostUnregister), streams that wait for the caller
+// included. Returns at once; nothing waits for the jobs.
+void releaseLater(std::function<void()> release);
+
+// releaseLater of cuda::pinnedFree(p) (pinned memory, cuda::pinnedAlloc's).
 void freePinnedLater(void* p);
 
 // Regions that overlap, merged into spans (start address, bytes), in address order.

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -187,6 +188,50 @@ TEST(EmulatedGpu, FreeingWaitsForEveryStreamAsCudaFreeDoes) {
     opener.join();
   }
   EXPECT_TRUE(streamDestroy(held).isOk());
+}
+
+// releaseLater (exec/cuda_staging.h) returns at once while its free waits for a held
+// stream, then runs its jobs in order, each with the device current that was current where
+// it was queued (the reaper thread's own, device 0, would get a context of its own on a GPU
+// the process does not use).
+TEST(EmulatedGpu, ReleaseLaterReturnsAtOnceAndRunsInOrderOnTheCallersDevice) {
+  ASSERT_EQ(setenv("BRAID_EMU_DEVICES", "2", 1), 0);
+  void* held = streamCreate().value();
+  std::mutex mu;
+  std::vector<int> seen;  // 10 x the job + the device it ran on
+  auto job = [&](int i) {
+    return [&, i] {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(10 * i + currentDevice().value());
+    };
+  };
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size();
+  };
+  {
+    Gate gate(held);
+    void* p = deviceAlloc(64).value();
+    ASSERT_TRUE(setCurrentDevice(1).isOk());
+    const auto t0 = std::chrono::steady_clock::now();
+    releaseLater([p] { EXPECT_TRUE(deviceFree(p).isOk()); });
+    releaseLater(job(1));
+    ASSERT_TRUE(setCurrentDevice(0).isOk());
+    releaseLater(job(2));
+    const auto queued = std::chrono::steady_clock::now() - t0;
+    EXPECT_LT(queued, std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(count(), 0u);  // behind the free, which waits for the held stream
+    gate.open();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (count() < 2 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<int>{11, 20}));
+  EXPECT_TRUE(streamSynchronize(held).isOk());
+  EXPECT_TRUE(streamDestroy(held).isOk());
+  ASSERT_EQ(unsetenv("BRAID_EMU_DEVICES"), 0);
 }
 
 // Staged buffers given back while a stream is held: the pool keeps four and frees the

@@ -420,11 +420,13 @@ int ringBody() {
   return 0;
 }
 
-// Staged, the ungrouped call of ungroupedBody on a stream held until the ranks are
-// destroyed: the call is queued to the proxy before its gate fails (braidTimeout after
-// 2 s), its ready write never lands, and destroying the ranks still returns at once (the
-// failed communicator drops the ticket; the other frees its proxy's page on the reaper's
-// thread) rather than when the stream is let go (30 s).
+// The ungrouped call of ungroupedBody on a stream held until the ranks are destroyed
+// fails at its gate (braidTimeout after 2 s), and destroying the ranks still returns at
+// once rather than when the stream is let go (30 s). Staged, the call was queued to the
+// proxy before its gate failed and its ready write never lands (the failed communicator
+// drops the ticket; the other frees its proxy's page on releaseLater's thread); through
+// the windows, the failed communicators' frees go to that thread (cudaFree waits for every
+// stream of the device).
 int ungroupedHeldBody() {
   OneThreadRanks job;
   Gate gate;
@@ -507,6 +509,11 @@ TEST(CudaThreadsOneGpu, ARingCallFinishesWhileAnotherRanksThreadIsHeldStaged) {
 TEST(CudaThreadsOneGpu, AStagedCallFailingAtItsGateOnAHeldStreamLetsDestroyReturn) {
   SKIP_WITHOUT_DEVICE();
   expectEveryRankPasses(1, threadsEnv(2, 2000, true), ungroupedHeldBody, 60);
+}
+
+TEST(CudaThreadsOneGpu, ACallFailingAtItsGateOnAHeldStreamLetsDestroyReturn) {
+  SKIP_WITHOUT_DEVICE();
+  expectEveryRankPasses(1, threadsEnv(2, 2000, false), ungroupedHeldBody, 60);
 }
 
 // Two processes of two ranks as threads each: staged (the windows refuse the mix), and the
