@@ -153,6 +153,7 @@ for step in "${steps[@]}"; do
       # one queue: the worst case), stream and kernel waits; at the first stall every
       # thread's stack.
       traced=0
+      total=$(build-gpu/tests/integration/cuda_threads_test --gtest_list_tests | grep -c '^  ')
       # The A/B first: a stalled run takes 20 s or more, and the step's limit may end it.
       for cfg in "8 stream" "1 stream" "1 kernel"; do
         set -- $cfg
@@ -176,7 +177,7 @@ for step in "${steps[@]}"; do
             done > "$out/logs/threads_stacks.log" 2>&1
           fi
           wait $pid
-          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of 18 passed"
+          echo "$1 queues, $2 waits, run $i: rc $?, $(grep -cE '^\[       OK' "$log") of $total passed"
         done
       done
       grep -E "^-- tid|braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | head -60;;
