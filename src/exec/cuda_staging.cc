@@ -4,7 +4,9 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -115,6 +117,13 @@ PinnedPool& pool() {
 }  // namespace
 
 void releaseLater(std::function<void()> release) { Reaper::get().run(std::move(release)); }
+
+void awaitReleases() {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> ran = done->get_future();
+  releaseLater([done] { done->set_value(); });
+  ran.wait();
+}
 
 void freePinnedLater(void* p) {
   releaseLater([p] { (void)cuda::pinnedFree(p); });

@@ -35,6 +35,8 @@ struct StagedRegion {
 // device (cudaFree, cudaFreeHost, cudaHostUnregister), streams that wait for the caller
 // included. Returns at once; nothing waits for the jobs.
 void releaseLater(std::function<void()> release);
+// Returns once the releases queued before the call have run (tests).
+void awaitReleases();
 
 // releaseLater of cuda::pinnedFree(p) (pinned memory, cuda::pinnedAlloc's).
 void freePinnedLater(void* p);

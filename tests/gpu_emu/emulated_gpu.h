@@ -79,6 +79,13 @@ void* reach(const void* p);
 // not counted).
 size_t deviceBytesInUse();
 
+// The devices this process has made a context on, a bit each. A call that needs one
+// (allocating, freeing, registering, IPC, streams, events, work on a stream) makes the
+// calling thread's current device's, and a thread's current device is 0 until it sets
+// one: a thread of Braid's that never sets it makes device 0's, as on a GPU (where that
+// costs hundreds of MiB on a GPU the process does not use).
+uint32_t devicesWithContext();
+
 // An error of this emulation: braidUnhandledCudaError, "emulated GPU: " + what.
 Status emulated(const std::string& what);
 

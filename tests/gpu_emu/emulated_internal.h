@@ -23,4 +23,8 @@ constexpr int kMaxDevices = 8;
 int deviceCount();
 int& currentDeviceOfThread();
 
+// The calling thread's current device gets a context (devicesWithContext), as any CUDA call
+// that needs one makes it.
+void makeContext();
+
 }  // namespace braid::cuda::emu

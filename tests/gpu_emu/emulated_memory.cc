@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -173,6 +174,14 @@ int& currentDeviceOfThread() {
   return device;
 }
 
+namespace {
+std::atomic<uint32_t> gContexts{0};
+}
+
+void makeContext() { gContexts.fetch_or(1u << currentDeviceOfThread()); }
+
+uint32_t devicesWithContext() { return gContexts.load(); }
+
 }  // namespace emu
 
 const DeviceStatus& deviceStatus() {
@@ -188,6 +197,7 @@ MemoryKind memoryKind(const void* p) {
 }
 
 Expected<void*> deviceAlloc(size_t bytes) {
+  emu::makeContext();
   if (bytes == 0) return static_cast<void*>(nullptr);  // as cudaMalloc(0)
   int fd = memfd_create("braid-emulated-device", MFD_CLOEXEC);
   if (fd < 0) return emulated(std::string("memfd_create: ") + std::strerror(errno));
@@ -206,6 +216,7 @@ Expected<void*> deviceAlloc(size_t bytes) {
 }
 
 Status deviceFree(void* p) {
+  emu::makeContext();
   if (p == nullptr) return Status::ok();
   emu::drainAll();
   Allocation a;
@@ -218,6 +229,7 @@ Status deviceFree(void* p) {
 }
 
 Expected<void*> pinnedAlloc(size_t bytes) {
+  emu::makeContext();
   const size_t rounded = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
   void* p = std::aligned_alloc(4096, rounded);
   if (p == nullptr) return emulated("pinned allocation of " + std::to_string(bytes) + " bytes");
@@ -226,6 +238,7 @@ Expected<void*> pinnedAlloc(size_t bytes) {
 }
 
 Status pinnedFree(void* p) {
+  emu::makeContext();
   emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(p, Region::kPinned, &a)) {
@@ -236,6 +249,7 @@ Status pinnedFree(void* p) {
 }
 
 Expected<void*> hostRegister(void* p, size_t bytes) {
+  emu::makeContext();
   emu::drainAll();
   if (p == nullptr || bytes == 0) return emulated("hostRegister of an empty range");
   if (emu::regionOf(p, 1) != Region::kPageable || emu::regionOf(p, bytes) != Region::kPageable) {
@@ -246,6 +260,7 @@ Expected<void*> hostRegister(void* p, size_t bytes) {
 }
 
 Status hostUnregister(void* p) {
+  emu::makeContext();
   emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(p, Region::kRegistered, &a)) {
@@ -255,6 +270,7 @@ Status hostUnregister(void* p) {
 }
 
 Expected<IpcHandle> ipcHandle(void* devicePtr) {
+  emu::makeContext();
   uintptr_t base = 0;
   Allocation a;
   if (!Allocations::get().holding(devicePtr, &base, &a) || a.region != Region::kDevice ||
@@ -273,6 +289,7 @@ Expected<IpcHandle> ipcHandle(void* devicePtr) {
 }
 
 Expected<void*> ipcOpen(const IpcHandle& handle) {
+  emu::makeContext();
   emu::drainAll();
   emu::HandleBody body{};
   std::memcpy(&body, handle.bytes, sizeof(body));
@@ -295,6 +312,7 @@ Expected<void*> ipcOpen(const IpcHandle& handle) {
 }
 
 Status ipcClose(void* mapped) {
+  emu::makeContext();
   emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(mapped, Region::kDevice, &a) || !a.mapped) {
@@ -313,6 +331,7 @@ std::map<uintptr_t, size_t>* shareables = new std::map<uintptr_t, size_t>;  // m
 }  // namespace
 
 Expected<void*> shareableAlloc(size_t bytes) {
+  emu::makeContext();
   const size_t rounded =
       (std::max<size_t>(bytes, 1) + kGranularity - 1) / kGranularity * kGranularity;
   BRAID_ASSIGN_OR_RETURN(void* p, deviceAlloc(rounded));
@@ -327,6 +346,7 @@ bool isShareable(const void* p) {
 }
 
 Status shareableFree(void* p) {
+  emu::makeContext();
   {
     std::lock_guard<std::mutex> lock(shareableMu);
     if (shareables->erase(reinterpret_cast<uintptr_t>(p)) == 0) {
@@ -350,6 +370,7 @@ Expected<int> shareableExport(const void* p, size_t* bytes) {
 }
 
 Expected<void*> shareableImport(int fd, size_t bytes) {
+  emu::makeContext();
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes) {
     return emulated("shareableImport: the descriptor is not an allocation of " +

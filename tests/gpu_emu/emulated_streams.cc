@@ -306,6 +306,7 @@ std::string unreachable(const char* what, const void* p, size_t bytes) {
 }
 
 Status enqueue(void* stream, std::function<void()> op) {
+  makeContext();
   Stream* s = Streams::get().find(stream);
   if (s == nullptr) return badStream(stream);
   s->push(std::move(op));
@@ -354,7 +355,10 @@ Status streamSynchronize(void* stream) {
   return emu::stickyFault();
 }
 
-Expected<void*> streamCreate() { return static_cast<void*>(emu::Streams::get().add()); }
+Expected<void*> streamCreate() {
+  emu::makeContext();
+  return static_cast<void*>(emu::Streams::get().add());
+}
 
 Status streamDestroy(void* stream) {
   emu::Stream* s = emu::Streams::get().find(stream);
@@ -443,6 +447,7 @@ Status memsetAsync(void* dst, int value, size_t bytes, void* stream) {
 }
 
 Expected<void*> eventCreate() {
+  emu::makeContext();
   auto* e = new emu::Event;
   std::lock_guard<std::mutex> lock(emu::eventsMu);
   emu::events->insert(e);

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,6 +18,10 @@
 #include "cuda/device.h"
 #include "cuda_harness.h"
 #include "spawn.h"
+#if BRAID_EMULATED_GPU
+#include "exec/cuda_staging.h"
+#include "tests/gpu_emu/emulated_gpu.h"
+#endif
 
 namespace braid::test {
 namespace {
@@ -174,6 +179,54 @@ TEST(CudaMemory, PeersMapBraidMemAllocDeviceMemoryFromADescriptor) {
   env["TEST_SOCKET"] = "braid-cuda-memory-" + std::to_string(getpid());
   expectEveryRankPasses(2, env, sharedMemoryBody, 120);
 }
+
+#if BRAID_EMULATED_GPU
+// A rank on the second of two GPUs: all-reduces of 4 to 24 MiB (staged, the pinned pool
+// lets the smaller buffers go, on the reaper's thread), then the communicator destroyed
+// and the reaper's queue run. Every CUDA call Braid made, on any of its threads, was on
+// device 1: a thread that never set its device would have made a context on device 0 (on
+// a GPU, hundreds of MiB of one the process does not use).
+int secondDeviceBody() {
+  constexpr size_t kStep = size_t{1} << 20;  // floats: 4 MiB, the pinned pool's step
+  constexpr int kCalls = 6;
+  if (!cuda::setCurrentDevice(1).isOk()) return 2;
+  braidComm_t comm = nullptr;
+  int n = 0, r = 0;
+  if (!joinJob(&comm, &n, &r)) return 3;
+  Expected<void*> s = cuda::streamCreate();
+  Expected<void*> mem = cuda::deviceAlloc(kCalls * kStep * sizeof(float));
+  if (!s.isOk() || !mem.isOk()) return 4;
+  auto* d = static_cast<float*>(mem.value());
+  std::vector<float> host(kCalls * kStep, 1.0f);
+  bool ok = cuda::copyAsync(d, host.data(), host.size() * sizeof(float), s.value()).isOk();
+  for (int k = 1; k <= kCalls && ok; ++k) {  // back to back: the proxy thread lets go too
+    ok = braidAllReduce(d, d, k * kStep, braidFloat32, braidSum, comm,
+                        static_cast<braidStream_t>(s.value())) == braidSuccess;
+  }
+  ok = ok && cuda::copyAsync(host.data(), d, sizeof(float), s.value()).isOk() &&
+       cuda::streamSynchronize(s.value()).isOk();
+  const float first = host[0];  // summed by every call: n^kCalls
+  (void)cuda::streamDestroy(s.value());
+  (void)cuda::deviceFree(mem.value());
+  braidCommDestroy(comm);
+  awaitReleases();
+  const uint32_t contexts = cuda::emu::devicesWithContext();
+  std::fprintf(stderr, "rank %d: calls %s, first %g, contexts on devices 0x%x\n", r,
+               ok ? "ok" : "failed", first, contexts);
+  float want = 1;
+  for (int k = 0; k < kCalls; ++k) want *= static_cast<float>(n);
+  return ok && first == want && contexts == 2u ? 0 : 1;
+}
+
+TEST(CudaMemory, ARankOnTheSecondGpuMakesNoContextOnTheFirst) {
+  for (const char* ipc : {"0", "1"}) {
+    Env env = jobEnv(2);
+    env["BRAID_EMU_DEVICES"] = "2";
+    env["BRAID_CUDA_IPC"] = ipc;
+    expectEveryRankPasses(2, env, secondDeviceBody, 120);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace braid::test
