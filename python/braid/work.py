@@ -154,9 +154,17 @@ class Executor:
                     return
 
     def drain(self):
-        """Waits for every queued operation; errors stay with their Work."""
+        """Waits for every queued operation and the one running; errors stay with their Work.
+
+        Not from inside an operation of this executor (it would wait for itself).
+        """
         with self.cond:
             last = self._queue[-1] if self._queue else None
+            # Nothing queued, but the worker (or a waiter) may have taken the last one off
+            # the queue and be running it: a PreMulSum destroyed now would be gone before
+            # its call reads it.
+            while last is None and self._busy:
+                self.cond.wait()
         if last is not None:
             self.wait_for(last, None)
 

@@ -1,0 +1,56 @@
+"""The per-communicator executor (braid/work.py) on its own: no communicator, no C calls.
+
+Each operation is a Python function; events say when one has started, so every ordering
+below is forced, not timed.
+"""
+
+import threading
+import unittest
+
+import braid_test_env  # noqa: F401
+
+from braid.work import Executor, Work
+
+WAIT = 10  # seconds: only reached when the code under test is wrong
+
+
+def _no_fusion(works):
+    raise AssertionError("nothing here is fusable")
+
+
+class DrainTest(unittest.TestCase):
+    def test_drain_waits_for_the_operation_the_worker_is_running(self):
+        # The worker has taken the only operation off the queue and runs it: drain must
+        # still wait for it (PreMulSum.destroy drains, then frees the op that call uses).
+        ex = Executor("drain-test", _no_fusion)
+        started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+        def run():
+            started.set()
+            release.wait(WAIT)
+            finished.set()
+
+        work = ex.submit(Work(run, ex))
+        self.assertTrue(started.wait(WAIT))
+        drained = threading.Event()
+        drainer = threading.Thread(target=lambda: (ex.drain(), drained.set()))
+        drainer.start()
+        self.assertFalse(drained.wait(0.2), "drain returned while the operation ran")
+        release.set()
+        self.assertTrue(drained.wait(WAIT))
+        self.assertTrue(finished.is_set())
+        drainer.join(WAIT)
+        self.assertTrue(work.wait(WAIT))
+        ex.close()
+        ex.join(WAIT)
+
+    def test_drain_with_nothing_queued_returns(self):
+        ex = Executor("drain-idle", _no_fusion)
+        ex.drain()
+        ex.run(Work(lambda: None, ex))
+        ex.drain()
+        ex.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
