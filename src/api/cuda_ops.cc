@@ -79,6 +79,17 @@ Status DeviceOrder::synchronize() {
   return any_ ? cuda::eventSynchronize(event_) : Status::ok();
 }
 
+CommDeviceScope::CommDeviceScope(const braidComm* comm) {
+  if (comm->cudaDevice < 0) return;
+  Expected<int> current = cuda::currentDevice();
+  if (!current.isOk() || current.value() == comm->cudaDevice) return;
+  if (cuda::setCurrentDevice(comm->cudaDevice).isOk()) restore_ = current.value();
+}
+
+CommDeviceScope::~CommDeviceScope() {
+  if (restore_ >= 0) (void)cuda::setCurrentDevice(restore_);
+}
+
 void keepUntilExit(std::shared_ptr<void> thing) {
   static auto* kept = new std::vector<std::shared_ptr<void>>;
   static std::mutex keptMu;
@@ -245,6 +256,8 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
       // could wait for a stream that waits for this rank (kernels.h).
       BRAID_TRY(cuda::loadKernels());
       BRAID_ASSIGN_OR_RETURN(comm->deviceOrder, DeviceOrder::create());
+      Expected<int> device = cuda::currentDevice();
+      comm->cudaDevice = device.isOk() ? device.value() : -1;
     }
   }
   if (nranks == 1) {

@@ -62,6 +62,22 @@ class DeviceOrder {
   bool any_ = false;
 };
 
+// The communicator's CUDA device (current at its first device call) made current on this
+// thread for the scope, the caller's put back after: its teardown frees device and pinned
+// memory and events, which on another device's context would make one there (as
+// ncclCommDestroy, a thread that never set its device may destroy). Nothing for a
+// communicator that made no device call.
+class CommDeviceScope {
+ public:
+  explicit CommDeviceScope(const braidComm* comm);
+  ~CommDeviceScope();
+  CommDeviceScope(const CommDeviceScope&) = delete;
+  CommDeviceScope& operator=(const CommDeviceScope&) = delete;
+
+ private:
+  int restore_ = -1;
+};
+
 // Keeps `thing` until the process exits: memory that queued device work may still write
 // after its owner is gone (an abort, a stream that never finished). Reachable, so leak
 // checkers do not count it. Thread-safe.

@@ -35,6 +35,7 @@ struct braidComm {
   // Orders the communicator's device calls across streams (api/cuda_ops.h), made at the
   // first device call; declared before its users below, so destroyed after them.
   std::shared_ptr<braid::DeviceOrder> deviceOrder;
+  int cudaDevice = -1;  // current at the first device call (with deviceOrder, under opMu)
   // The direct GPU path (api/cuda_ipc.h), made at the first device call that can use it
   // (shared_ptr: the type is complete only there).
   std::shared_ptr<braid::DeviceWindows> deviceWindows;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "api/cuda_ipc.h"
+#include "api/cuda_ops.h"
 #include "api/dump.h"
 #include "api/handle.h"
 #include "core/env.h"
@@ -255,6 +256,7 @@ braidResult_t braidCommFinalize(braidComm_t comm) {
   drain(comm);
   if (comm->deviceWindows != nullptr) {  // device calls enqueued on CUDA streams finish first
     std::lock_guard<std::mutex> lock(comm->opMu);
+    const CommDeviceScope onItsDevice(comm);
     Status flushed = comm->deviceWindows->flush();
     if (!flushed.isOk()) return finish(comm, flushed);
   }
@@ -272,7 +274,10 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
     std::lock_guard<std::mutex> lock(comm->opMu);  // no operation runs past here
   }
   dropRegistrations(comm);
-  delete comm;
+  {
+    const CommDeviceScope onItsDevice(comm);
+    delete comm;
+  }
   return braidSuccess;
 }
 
@@ -286,7 +291,10 @@ braidResult_t braidCommAbort(braidComm_t comm) {
   { std::lock_guard<std::mutex> lock(comm->opMu); }
   drain(comm);
   dropRegistrations(comm);
-  delete comm;
+  {
+    const CommDeviceScope onItsDevice(comm);
+    delete comm;
+  }
   return braidSuccess;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "braid/braid.h"
@@ -183,9 +184,10 @@ TEST(CudaMemory, PeersMapBraidMemAllocDeviceMemoryFromADescriptor) {
 #if BRAID_EMULATED_GPU
 // A rank on the second of two GPUs: all-reduces of 4 to 24 MiB (staged, the pinned pool
 // lets the smaller buffers go, on the reaper's thread), then the communicator destroyed
-// and the reaper's queue run. Every CUDA call Braid made, on any of its threads, was on
-// device 1: a thread that never set its device would have made a context on device 0 (on
-// a GPU, hundreds of MiB of one the process does not use).
+// from a thread that never set its device (as a finalizer's may) and the reaper's queue
+// run. Every CUDA call Braid made, on any of its threads, was on device 1: a thread that
+// never set its device would have made a context on device 0 (on a GPU, hundreds of MiB
+// of one the process does not use).
 int secondDeviceBody() {
   constexpr size_t kStep = size_t{1} << 20;  // floats: 4 MiB, the pinned pool's step
   constexpr int kCalls = 6;
@@ -208,7 +210,7 @@ int secondDeviceBody() {
   const float first = host[0];  // summed by every call: n^kCalls
   (void)cuda::streamDestroy(s.value());
   (void)cuda::deviceFree(mem.value());
-  braidCommDestroy(comm);
+  std::thread([comm] { braidCommDestroy(comm); }).join();
   awaitReleases();
   const uint32_t contexts = cuda::emu::devicesWithContext();
   std::fprintf(stderr, "rank %d: calls %s, first %g, contexts on devices 0x%x\n", r,
