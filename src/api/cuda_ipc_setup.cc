@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -56,6 +57,16 @@ uint64_t processToken() {
   return drawn ^ (static_cast<uint64_t>(getpid()) * 0x9E3779B97F4A7C15ull);
 }
 
+// Runs `release` now, or on releaseLater's thread when a failed call's stream may hold the
+// device (cudaFree and cudaHostUnregister wait for all of it).
+void releaseNowOrLater(bool later, std::function<void()> release) {
+  if (later) {
+    releaseLater(std::move(release));
+  } else {
+    release();
+  }
+}
+
 }  // namespace
 
 // The windows of ranks that are threads of one process, which reach each other's by
@@ -78,15 +89,11 @@ struct DeviceWindows::Local {
   ChangeSignal enqueuedChanged;
   std::atomic<bool> freeLater{false};  // a rank's communicator failed: releaseLater frees
   ~Local() {
-    auto release = [countersDevice = countersDevice, flags = flags, windows = windows] {
-      if (countersDevice != nullptr) (void)cuda::hostUnregister(flags->base());
-      for (void* p : windows) (void)cuda::deviceFree(p);
-    };
-    if (freeLater.load()) {
-      releaseLater(release);
-    } else {
-      release();
-    }
+    releaseNowOrLater(freeLater.load(),
+                      [countersDevice = countersDevice, flags = flags, windows = windows] {
+                        if (countersDevice != nullptr) (void)cuda::hostUnregister(flags->base());
+                        for (void* p : windows) (void)cuda::deviceFree(p);
+                      });
   }
   // The set-up's shared object, by rank 0's window (live while the object is).
   static std::shared_ptr<Local> join(uint64_t key) {
@@ -461,15 +468,10 @@ DeviceWindows::~DeviceWindows() {
   frees.insert(frees.end(), retired_.begin(), retired_.end());
   std::shared_ptr<SharedRegion> flags;  // else Local's one registration
   if (countersDevice_ != nullptr && local_ == nullptr) flags = std::move(flags_);
-  auto release = [frees, flags] {
+  releaseNowOrLater(later, [frees, flags] {
     for (void* p : frees) (void)cuda::deviceFree(p);
     if (flags != nullptr) (void)cuda::hostUnregister(flags->base());
-  };
-  if (later) {
-    releaseLater(release);
-  } else {
-    release();
-  }
+  });
 }
 
 }  // namespace braid

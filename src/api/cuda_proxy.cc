@@ -31,11 +31,9 @@ Expected<std::unique_ptr<StagedProxy>> StagedProxy::create(braidComm* comm,
   BRAID_ASSIGN_OR_RETURN(void* words, cuda::pinnedAlloc(sizeof(Words)));
   p->words_ = static_cast<Words*>(words);
   std::memset(p->words_, 0, sizeof(Words));
-  // The thread on the caller's device: the pinned buffers it lets go are freed there
+  // The thread on the communicator's device: the pinned buffers it lets go are freed there
   // (releaseLater), where a thread's own default, device 0, would get a context of its own.
-  Expected<int> current = cuda::currentDevice();
-  const int device = current.isOk() ? current.value() : -1;
-  p->thread_ = std::thread([raw = p.get(), device] {
+  p->thread_ = std::thread([raw = p.get(), device = comm->cudaDevice] {
     if (device >= 0) (void)cuda::setCurrentDevice(device);
     raw->loop();
   });
