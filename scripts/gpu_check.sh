@@ -85,7 +85,9 @@ for step in "${steps[@]}"; do
       comm -23 /tmp/started.txt /tmp/ended.txt | sed 's/^/still running: /';;
     sanitize)
       for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+        # Not the test whose CUDA calls fail on purpose: the tool counts each as an error.
         compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/kernels_test \
+          --gtest_filter=-CudaDeviceTest.AFailedCallDoesNotFailTheNextLaunch \
           > "$out/logs/sanitize_kernels_$tool.log" 2>&1; echo "kernels_test $tool rc $?"
         tail -3 "$out/logs/sanitize_kernels_$tool.log"
         compute-sanitizer --tool $tool --target-processes all --error-exitcode 9 \
@@ -162,7 +164,9 @@ for step in "${steps[@]}"; do
           CUDA_DEVICE_MAX_CONNECTIONS=$1 BRAID_CUDA_WAITS=$2 build-gpu/tests/integration/cuda_threads_test \
             > "$log" 2>&1 &
           pid=$!
-          for k in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+          # A whole run takes 16-25 s on an H200 (the timeout and held-stream tests wait
+          # 2 s each); a stalled one waits for BRAID_TIMEOUT_MS (60 s): traced at 45 s.
+          for k in $(seq 1 225); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
           if kill -0 $pid 2>/dev/null && [ $traced = 0 ]; then
             traced=1
             for p in $(pgrep -f cuda_threads_test); do

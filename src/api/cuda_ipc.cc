@@ -76,6 +76,9 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool 
   // the watch's to release.
   if (!st.isOk() && !captured) {
     release(st.withContext("device windows: enqueueing a call failed: "));
+    // What was enqueued may wait behind a stream the application holds: frees wait for it.
+    (void)finishCall(stream);
+    DeviceOrder::holdReleases(order_);
   }
   return st;
 }

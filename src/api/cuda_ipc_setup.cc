@@ -395,8 +395,11 @@ DeviceWindows::~DeviceWindows() {
     release(comm_->failed() ? comm_->asyncError() : Status(braidInvalidUsage, "aborted"));
   }
   // braidCommAbort does not wait for the streams (a stream may be held by the caller's own
-  // work); what their queued work may still touch stays allocated instead.
-  Status st = started && !aborted ? flush() : Status::ok();
+  // work); what their queued work may still touch stays allocated instead. Nor does a
+  // failed or released communicator's destroy: its frees wait for the streams on
+  // releaseLater's thread (below).
+  const bool broken = started && (comm_->failed() || released());
+  Status st = started && !aborted && !broken ? flush() : Status::ok();
   if (started) {
     {
       std::lock_guard<std::mutex> lock(watchMu_);
@@ -452,8 +455,9 @@ DeviceWindows::~DeviceWindows() {
   // A failed communicator's frees wait for no stream: cudaFree and cudaHostUnregister wait
   // for the whole device, where a stream of a failed call may be held by the application
   // (another rank's, of a thread of this process, too); releaseLater's thread frees them.
-  const bool later = started && (comm_->failed() || released());
+  const bool later = broken || (started && (comm_->failed() || released()));
   if (later && local_ != nullptr) local_->freeLater = true;
+  if (later) DeviceOrder::holdReleases(order_);  // this rank's calls run first
   std::vector<void*> frees;
   if (own_ != nullptr) {
     if (clean || !started) {

@@ -79,6 +79,15 @@ Status DeviceOrder::synchronize() {
   return any_ ? cuda::eventSynchronize(event_) : Status::ok();
 }
 
+void DeviceOrder::holdReleases(const std::shared_ptr<DeviceOrder>& order) {
+  releaseAfter([order] {
+    std::lock_guard<std::mutex> lock(order->mu_);
+    if (!order->any_) return true;
+    Expected<bool> done = cuda::eventDone(order->event_);
+    return !done.isOk() || done.value();  // a failed query: the context is gone, nothing runs
+  });
+}
+
 CommDeviceScope::CommDeviceScope(const braidComm* comm) {
   if (comm->cudaDevice < 0) return;
   Expected<int> current = cuda::currentDevice();

@@ -54,6 +54,10 @@ class DeviceOrder {
   Status after(void* stream);  // `stream` waits for the last call (nothing before any)
   Status mark(void* stream);   // the work on `stream` so far is now the last call
   Status synchronize();        // the host waits for the last call
+  // No release of releaseLater (exec/cuda_staging.h) runs until the last call has run on
+  // the device: a failed communicator's frees (and any other), where a call's part may
+  // wait on a stream the application holds. Marked on the failed call's stream first.
+  static void holdReleases(const std::shared_ptr<DeviceOrder>& order);
 
  private:
   DeviceOrder() = default;

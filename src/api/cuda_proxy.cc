@@ -169,6 +169,9 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   // refused, waiting tickets dropped; its pages are kept, ~StagedProxy).
   keepUntilExit(staged);
   word(&words_->back[slot])->store(number, std::memory_order_release);
+  // Frees (another rank's proxy page, the pinned pool's) wait for the part enqueued.
+  (void)order_->mark(stream);
+  DeviceOrder::holdReleases(order_);
   comm_->comm->raiseAsyncError(st.withContext("a staged device call was enqueued in part: "));
   return st;
 }

@@ -353,6 +353,14 @@ Status eventSynchronize(void* event) {
   return Status::ok();
 }
 
+Expected<bool> eventDone(void* event) {
+  const RelaxedCapture relaxed;
+  cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (err == cudaSuccess) return true;
+  if (err == cudaErrorNotReady) return false;
+  return cudaFailure("cudaEventQuery", err);
+}
+
 Expected<void*> hostRegister(void* p, size_t bytes) {
   const RelaxedCapture relaxed;
   BRAID_CUDA_CALL(cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped));

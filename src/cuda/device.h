@@ -118,6 +118,9 @@ Status eventDestroy(void* event);
 Status eventRecord(void* event, void* stream);
 Status streamWaitEvent(void* stream, void* event);
 Status eventSynchronize(void* event);
+// Whether the work `event` marks has run (cudaEventQuery: never blocks; an event never
+// recorded has).
+Expected<bool> eventDone(void* event);
 
 // Page-locks [p, p + bytes) (page-aligned host memory, a shared mapping too) and maps it
 // for every device; the returned address is where device work (kernels, the stream memory

@@ -55,6 +55,7 @@ Status eventDestroy(void*) { return notBuilt(); }
 Status eventRecord(void*, void*) { return notBuilt(); }
 Status streamWaitEvent(void*, void*) { return notBuilt(); }
 Status eventSynchronize(void*) { return notBuilt(); }
+Expected<bool> eventDone(void*) { return notBuilt(); }
 Expected<void*> hostRegister(void*, size_t) { return notBuilt(); }
 Status hostUnregister(void*) { return notBuilt(); }
 Status streamWriteValue64(void*, void*, uint64_t) { return notBuilt(); }

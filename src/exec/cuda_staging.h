@@ -35,6 +35,11 @@ struct StagedRegion {
 // device (cudaFree, cudaFreeHost, cudaHostUnregister), streams that wait for the caller
 // included. Returns at once; nothing waits for the jobs.
 void releaseLater(std::function<void()> release);
+// No release (queued before or after) runs until `finished()` returns true: for work a
+// failed call left on a stream the application may hold, which a free would wait for (on
+// a GPU holding the process's other CUDA calls meanwhile). Polled on releaseLater's thread
+// with the caller's current device, without blocking; never true: nothing is released.
+void releaseAfter(std::function<bool()> finished);
 // Returns once the releases queued before the call have run (tests).
 void awaitReleases();
 

@@ -234,6 +234,69 @@ TEST(EmulatedGpu, ReleaseLaterReturnsAtOnceAndRunsInOrderOnTheCallersDevice) {
   ASSERT_EQ(unsetenv("BRAID_EMU_DEVICES"), 0);
 }
 
+// On a GPU a free waiting for the whole device holds the process's other CUDA calls (a
+// cudaEventDestroy waited 28 s on an H200 behind another thread's cudaFree, for a held
+// stream): here too.
+TEST(EmulatedGpu, AFreeWaitingForAHeldStreamHoldsOtherThreadsCalls) {
+  void* held = streamCreate().value();
+  std::atomic<bool> called{false};
+  {
+    Gate gate(held);
+    void* p = deviceAlloc(64).value();
+    std::thread freeing([p] { EXPECT_TRUE(deviceFree(p).isOk()); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::thread other([&called] {
+      void* e = eventCreate().value();
+      EXPECT_TRUE(eventDestroy(e).isOk());
+      called = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(called.load());
+    gate.open();
+    freeing.join();
+    other.join();
+  }
+  EXPECT_TRUE(called.load());
+  EXPECT_TRUE(streamDestroy(held).isOk());
+}
+
+// releaseAfter: the reaper starts no free while a call's work on a held stream has not run
+// (its event), so the process's other calls go on meanwhile; once it has, the frees run.
+TEST(EmulatedGpu, ReleaseAfterHoldsTheFreesUntilTheWorkHasRun) {
+  void* held = streamCreate().value();
+  void* event = eventCreate().value();
+  std::atomic<bool> freed{false};
+  {
+    Gate gate(held);
+    ASSERT_TRUE(eventRecord(event, held).isOk());  // a failed call's part, behind the gate
+    void* p = deviceAlloc(64).value();
+    releaseAfter([event] { return eventDone(event).value(); });
+    releaseLater([p, &freed] {
+      EXPECT_TRUE(deviceFree(p).isOk());
+      freed = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(freed.load());
+    std::atomic<bool> called{false};  // on a thread: a free in progress would hold it
+    std::thread other([&called] {
+      void* e = eventCreate().value();
+      EXPECT_TRUE(eventDestroy(e).isOk());
+      called = true;
+    });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!called.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(called.load()) << "another thread's CUDA call waited for the held stream";
+    gate.open();
+    other.join();
+    awaitReleases();
+  }
+  EXPECT_TRUE(freed.load());
+  EXPECT_TRUE(eventDestroy(event).isOk());
+  EXPECT_TRUE(streamDestroy(held).isOk());
+}
+
 // Staged buffers given back while a stream is held: the pool keeps four and frees the
 // rest, which must not make the giving thread (a call being issued, the staged proxy)
 // wait for the device as cudaFreeHost would.

@@ -24,7 +24,18 @@ int deviceCount();
 int& currentDeviceOfThread();
 
 // The calling thread's current device gets a context (devicesWithContext), as any CUDA call
-// that needs one makes it.
+// that needs one makes it. The call first waits for a device-wide wait in progress.
 void makeContext();
+
+// A free or (un)registration's wait for the whole device, for its scope: as on a GPU, where
+// cudaFree on one thread held the process's other CUDA calls (a cudaEventDestroy waited 28 s
+// on an H200 behind a cudaFree waiting for a held stream), makeContext waits for it.
+class DeviceWideWait {
+ public:
+  DeviceWideWait();
+  ~DeviceWideWait();
+  DeviceWideWait(const DeviceWideWait&) = delete;
+  DeviceWideWait& operator=(const DeviceWideWait&) = delete;
+};
 
 }  // namespace braid::cuda::emu

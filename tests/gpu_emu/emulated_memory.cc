@@ -176,9 +176,24 @@ int& currentDeviceOfThread() {
 
 namespace {
 std::atomic<uint32_t> gContexts{0};
+std::mutex& deviceWideMu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+}  // namespace
+
+void makeContext() {
+  { std::lock_guard<std::mutex> wait(deviceWideMu()); }
+  gContexts.fetch_or(1u << currentDeviceOfThread());
 }
 
-void makeContext() { gContexts.fetch_or(1u << currentDeviceOfThread()); }
+DeviceWideWait::DeviceWideWait() {
+  makeContext();
+  deviceWideMu().lock();
+  drainAll();
+}
+
+DeviceWideWait::~DeviceWideWait() { deviceWideMu().unlock(); }
 
 uint32_t devicesWithContext() { return gContexts.load(); }
 
@@ -216,9 +231,11 @@ Expected<void*> deviceAlloc(size_t bytes) {
 }
 
 Status deviceFree(void* p) {
-  emu::makeContext();
-  if (p == nullptr) return Status::ok();
-  emu::drainAll();
+  if (p == nullptr) {
+    emu::makeContext();
+    return Status::ok();
+  }
+  const emu::DeviceWideWait wait;
   Allocation a;
   if (!Allocations::get().take(p, Region::kDevice, &a) || a.mapped) {
     return emulated("deviceFree of a pointer deviceAlloc did not return");
@@ -238,8 +255,7 @@ Expected<void*> pinnedAlloc(size_t bytes) {
 }
 
 Status pinnedFree(void* p) {
-  emu::makeContext();
-  emu::drainAll();
+  const emu::DeviceWideWait wait;
   Allocation a;
   if (!Allocations::get().take(p, Region::kPinned, &a)) {
     return emulated("pinnedFree of a pointer pinnedAlloc did not return");
@@ -249,8 +265,7 @@ Status pinnedFree(void* p) {
 }
 
 Expected<void*> hostRegister(void* p, size_t bytes) {
-  emu::makeContext();
-  emu::drainAll();
+  const emu::DeviceWideWait wait;
   if (p == nullptr || bytes == 0) return emulated("hostRegister of an empty range");
   if (emu::regionOf(p, 1) != Region::kPageable || emu::regionOf(p, bytes) != Region::kPageable) {
     return emulated("hostRegister of memory already registered, pinned or on the device");
@@ -260,8 +275,7 @@ Expected<void*> hostRegister(void* p, size_t bytes) {
 }
 
 Status hostUnregister(void* p) {
-  emu::makeContext();
-  emu::drainAll();
+  const emu::DeviceWideWait wait;
   Allocation a;
   if (!Allocations::get().take(p, Region::kRegistered, &a)) {
     return emulated("hostUnregister of memory hostRegister did not register");

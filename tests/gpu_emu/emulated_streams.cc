@@ -455,6 +455,7 @@ Expected<void*> eventCreate() {
 }
 
 Status eventDestroy(void* event) {
+  emu::makeContext();
   std::lock_guard<std::mutex> lock(emu::eventsMu);
   if (emu::events->erase(static_cast<emu::Event*>(event)) == 0) {
     return emu::emulated("eventDestroy of an unknown event");
@@ -494,6 +495,13 @@ Status eventSynchronize(void* event) {
   std::lock_guard<std::mutex> lock(e->mu);
   if (e->stream != nullptr) e->stream->waitFor(e->at);
   return emu::stickyFault();
+}
+
+Expected<bool> eventDone(void* event) {
+  emu::Event* e = emu::findEvent(event);
+  if (e == nullptr) return emu::emulated("eventDone of an unknown event");
+  std::lock_guard<std::mutex> lock(e->mu);
+  return e->stream == nullptr || e->stream->finished(e->at);
 }
 
 Status streamWriteValue64(void* stream, void* deviceAddr, uint64_t value) {
