@@ -8,7 +8,7 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs premul schedules symbols torch floor diag threads bigwindow mps pack]
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs premul schedules symbols torch floor diag threads holds bigwindow mps pack]
 #        (default: build test sanitize bench graphs schedules symbols torch pack; `quick`:
 #        build test torch bench graphs threads pack, each step bounded, 5-10 minutes on an H200)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
@@ -148,6 +148,9 @@ for step in "${steps[@]}"; do
         env $v build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -D 1 -b 8 -e 2M -f 64 -n 200 -w 10 2>&1 |
           grep -E "^\[0\] +[0-9]" | awk '{print "  ", $2, $7, $11}'
       done;;
+    holds)  # which device-wide frees hold the process's other CUDA calls while they wait
+      nvcc -O2 -std=c++17 -arch=sm_${BRAID_CUDA_ARCHS:-90} -o build-gpu/probe_free_holds \
+        scripts/probe_free_holds.cu && build-gpu/probe_free_holds;;
     threads)  # ranks as threads of one process on one GPU: stalls seen on an H200 (docs)
       # Their streams share hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default),
       # where a stream wait holds back the queue; every wait is now enqueued after its

@@ -255,7 +255,8 @@ Expected<void*> pinnedAlloc(size_t bytes) {
 }
 
 Status pinnedFree(void* p) {
-  const emu::DeviceWideWait wait;
+  emu::makeContext();
+  emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(p, Region::kPinned, &a)) {
     return emulated("pinnedFree of a pointer pinnedAlloc did not return");
@@ -265,7 +266,8 @@ Status pinnedFree(void* p) {
 }
 
 Expected<void*> hostRegister(void* p, size_t bytes) {
-  const emu::DeviceWideWait wait;
+  emu::makeContext();
+  emu::drainAll();
   if (p == nullptr || bytes == 0) return emulated("hostRegister of an empty range");
   if (emu::regionOf(p, 1) != Region::kPageable || emu::regionOf(p, bytes) != Region::kPageable) {
     return emulated("hostRegister of memory already registered, pinned or on the device");
@@ -275,7 +277,8 @@ Expected<void*> hostRegister(void* p, size_t bytes) {
 }
 
 Status hostUnregister(void* p) {
-  const emu::DeviceWideWait wait;
+  emu::makeContext();
+  emu::drainAll();
   Allocation a;
   if (!Allocations::get().take(p, Region::kRegistered, &a)) {
     return emulated("hostUnregister of memory hostRegister did not register");

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,14 +77,38 @@ bool captureIsRefusedIntact(braidComm_t comm, void* s, float* d, int n) {
   return wrong == 0;
 }
 
+// The ranks' device buffers, freed once every rank's thread has returned: cudaFree waits for
+// the whole device and, on a GPU, holds the process's other CUDA calls meanwhile (an H200
+// held another thread's cudaEventDestroy), so one rank freeing while another still issues
+// its part of a call the first's peers wait for would deadlock (NCCL warns of cudaFree
+// beside its calls alike). The emulated GPU holds them too.
+class DeferredFrees {
+ public:
+  DeferredFrees() = default;
+  DeferredFrees(const DeferredFrees&) = delete;
+  DeferredFrees& operator=(const DeferredFrees&) = delete;
+  ~DeferredFrees() {
+    for (void* p : mems_) (void)cuda::deviceFree(p);
+  }
+  void add(void* mem) {
+    std::lock_guard<std::mutex> lock(mu_);
+    mems_.push_back(mem);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<void*> mems_;
+};
+
 // One rank's thread: an all-reduce, an all-gather into a device buffer and a send/recv
 // ring on its own stream, each checked exactly, then an all-reduce refused in a capture
 // and made outside it. 0 when every result is right.
-int oneRank(const braidUniqueId& id, int n, int rank) {
+int oneRank(const braidUniqueId& id, int n, int rank, DeferredFrees& frees) {
   braidComm_t comm = nullptr;
   if (braidCommInitRank(&comm, n, id, rank) != braidSuccess) return 2;
   Expected<void*> s = cuda::streamCreate();
   Expected<void*> mem = cuda::deviceAlloc(kCount * sizeof(float) * (n + 1));
+  if (mem.isOk()) frees.add(mem.value());
   if (!s.isOk() || !mem.isOk()) return 3;
   auto* st = static_cast<braidStream_t>(s.value());
   float* d = static_cast<float*>(mem.value());  // kCount to reduce, then n * kCount
@@ -111,17 +136,17 @@ int oneRank(const braidUniqueId& id, int n, int rank) {
   std::fprintf(stderr, "rank %d (thread): calls %s, %zu wrong, capture %s\n", rank,
                ok ? "ok" : "failed", wrong, refused ? "refused intact" : "failed");
   (void)cuda::streamDestroy(s.value());
-  (void)cuda::deviceFree(mem.value());
   braidCommDestroy(comm);
   return ok && wrong == 0 && refused ? 0 : 1;
 }
 
 // Ranks first .. first + count - 1 of an n-rank job, a thread each: 0 when every one passes.
 int rankThreads(const braidUniqueId& id, int n, int first, int count) {
+  DeferredFrees frees;
   std::vector<std::atomic<int>> rc(static_cast<size_t>(count));
   std::vector<std::thread> threads;
   for (int t = 0; t < count; ++t) {
-    threads.emplace_back([&, t] { rc[static_cast<size_t>(t)] = oneRank(id, n, first + t); });
+    threads.emplace_back([&, t] { rc[static_cast<size_t>(t)] = oneRank(id, n, first + t, frees); });
   }
   for (std::thread& t : threads) t.join();
   for (const std::atomic<int>& c : rc) {
@@ -172,6 +197,7 @@ int twoGpusBody() {
   for (braidUniqueId& id : ids) {
     if (braidGetUniqueId(&id) != braidSuccess) return 2;
   }
+  DeferredFrees frees;
   std::vector<std::atomic<int>> rc(4);
   std::atomic<int> arrived{0};
   std::vector<std::thread> threads;
@@ -186,6 +212,7 @@ int twoGpusBody() {
       }
       Expected<void*> s = cuda::streamCreate();
       Expected<void*> mem = cuda::deviceAlloc(2 * kCount * sizeof(float));
+      if (mem.isOk()) frees.add(mem.value());
       if (!s.isOk() || !mem.isOk()) return;
       float* d = static_cast<float*>(mem.value());
       std::vector<float> host(kCount, static_cast<float>((r + 1) * (c + 1)));
@@ -213,7 +240,6 @@ int twoGpusBody() {
       std::fprintf(stderr, "communicator %d rank %d (GPU %d): calls %s, %zu wrong, error %d\n", c,
                    r, r, ok ? "ok" : "failed", wrong, async);
       (void)cuda::streamDestroy(s.value());
-      (void)cuda::deviceFree(mem.value());
       braidCommDestroy(comm);
       rc[static_cast<size_t>(t)] = ok && wrong == 0 && async == braidSuccess ? 0 : 1;
     });
@@ -367,6 +393,7 @@ int ringBody() {
   braidUniqueId id;
   if (braidGetUniqueId(&id) != braidSuccess) return 2;
   std::atomic<int> released{0};  // 1: rank 2's ring call has finished on its stream
+  DeferredFrees frees;
   std::vector<std::atomic<int>> rc(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -376,6 +403,7 @@ int ringBody() {
       if (braidCommInitRank(&comm, n, id, r) != braidSuccess) return;
       Expected<void*> s = cuda::streamCreate();
       Expected<void*> mem = cuda::deviceAlloc(2 * kCount * sizeof(float));
+      if (mem.isOk()) frees.add(mem.value());
       if (!s.isOk() || !mem.isOk()) return;
       float* d = static_cast<float*>(mem.value());
       auto* st = static_cast<braidStream_t>(s.value());
@@ -408,7 +436,6 @@ int ringBody() {
                    ok ? "ok" : "failed", wrong, async,
                    waited ? "; rank 2's call waited for rank 0's thread" : "");
       (void)cuda::streamDestroy(s.value());
-      (void)cuda::deviceFree(mem.value());
       braidCommDestroy(comm);
       rc[static_cast<size_t>(r)] = ok && wrong == 0 && async == braidSuccess && !waited ? 0 : 1;
     });
