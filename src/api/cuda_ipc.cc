@@ -77,8 +77,7 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool 
   if (!st.isOk() && !captured) {
     release(st.withContext("device windows: enqueueing a call failed: "));
     // What was enqueued may wait behind a stream the application holds: frees wait for it.
-    (void)finishCall(stream);
-    DeviceOrder::holdReleases(order_);
+    order_->holdReleasesFor(stream);
   }
   return st;
 }

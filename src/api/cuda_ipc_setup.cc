@@ -455,9 +455,10 @@ DeviceWindows::~DeviceWindows() {
   // A failed communicator's frees wait for no stream: cudaFree and cudaHostUnregister wait
   // for the whole device, where a stream of a failed call may be held by the application
   // (another rank's, of a thread of this process, too); releaseLater's thread frees them.
+  // Asked again: a peer may have released the barriers during the host barrier above.
   const bool later = broken || (started && (comm_->failed() || released()));
   if (later && local_ != nullptr) local_->freeLater = true;
-  if (later) DeviceOrder::holdReleases(order_);  // this rank's calls run first
+  if (later) order_->holdReleases();  // this rank's calls run first
   std::vector<void*> frees;
   if (own_ != nullptr) {
     if (clean || !started) {

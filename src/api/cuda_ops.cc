@@ -79,13 +79,18 @@ Status DeviceOrder::synchronize() {
   return any_ ? cuda::eventSynchronize(event_) : Status::ok();
 }
 
-void DeviceOrder::holdReleases(const std::shared_ptr<DeviceOrder>& order) {
-  releaseAfter([order] {
+void DeviceOrder::holdReleases() {
+  releaseAfter([order = shared_from_this()] {
     std::lock_guard<std::mutex> lock(order->mu_);
     if (!order->any_) return true;
     Expected<bool> done = cuda::eventDone(order->event_);
     return !done.isOk() || done.value();  // a failed query: the context is gone, nothing runs
   });
+}
+
+void DeviceOrder::holdReleasesFor(void* stream) {
+  (void)mark(stream);
+  holdReleases();
 }
 
 CommDeviceScope::CommDeviceScope(const braidComm* comm) {

@@ -44,7 +44,7 @@ Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const 
 // orders a communicator's work: each call's stream first waits for the last call's event
 // (after), and the call then records it (mark). One per communicator, shared by the device
 // windows and the staged proxy. Thread-safe.
-class DeviceOrder {
+class DeviceOrder : public std::enable_shared_from_this<DeviceOrder> {
  public:
   static Expected<std::shared_ptr<DeviceOrder>> create();
   ~DeviceOrder();
@@ -56,8 +56,11 @@ class DeviceOrder {
   Status synchronize();        // the host waits for the last call
   // No release of releaseLater (exec/cuda_staging.h) runs until the last call has run on
   // the device: a failed communicator's frees (and any other), where a call's part may
-  // wait on a stream the application holds. Marked on the failed call's stream first.
-  static void holdReleases(const std::shared_ptr<DeviceOrder>& order);
+  // wait on a stream the application holds.
+  void holdReleases();
+  // A call enqueued only in part on `stream`: that part becomes the last call (mark), and
+  // releases wait for it (holdReleases).
+  void holdReleasesFor(void* stream);
 
  private:
   DeviceOrder() = default;

@@ -170,8 +170,7 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   keepUntilExit(staged);
   word(&words_->back[slot])->store(number, std::memory_order_release);
   // Frees (another rank's proxy page, the pinned pool's) wait for the part enqueued.
-  (void)order_->mark(stream);
-  DeviceOrder::holdReleases(order_);
+  order_->holdReleasesFor(stream);
   comm_->comm->raiseAsyncError(st.withContext("a staged device call was enqueued in part: "));
   return st;
 }

@@ -23,6 +23,11 @@ constexpr size_t kMaxPooled = 4;
 
 size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
+int callersDevice() {  // -1: none (no CUDA)
+  Expected<int> device = cuda::currentDevice();
+  return device.isOk() ? device.value() : -1;
+}
+
 // Runs releases (frees, unregistrations) on a thread of its own: cudaFree, cudaFreeHost
 // and cudaHostUnregister wait for the whole device, and the threads that drop memory (a
 // call being issued, the staged proxy, a failed communicator's destroy) must not wait for
@@ -41,19 +46,19 @@ class Reaper {
     return *r;
   }
   void run(std::function<void()> job) {
-    Expected<int> device = cuda::currentDevice();
+    const int device = callersDevice();
     std::lock_guard<std::mutex> lock(mu_);
     if (!started_) {
       started_ = true;
       std::thread([this] { loop(); }).detach();
     }
-    queue_.push_back({device.isOk() ? device.value() : -1, std::move(job)});
+    queue_.push_back({device, std::move(job)});
     cv_.notify_one();
   }
   void after(std::function<bool()> finished) {
-    Expected<int> device = cuda::currentDevice();
+    const int device = callersDevice();
     std::lock_guard<std::mutex> lock(mu_);
-    unfinished_.push_back({device.isOk() ? device.value() : -1, std::move(finished)});
+    unfinished_.push_back({device, std::move(finished)});
   }
 
  private:
