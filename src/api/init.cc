@@ -12,6 +12,7 @@
 #include "api/handle.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "cuda/device.h"
 #include "exec/reduce.h"
 #include "select/tuning.h"
 #include "topo/view.h"
@@ -103,7 +104,8 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   BRAID_ASSIGN_OR_RETURN(auto transports, makeTransports(transportList));
   setLogRank(rank);
   BRAID_TRY(AlgoPolicy::parse(envString("BRAID_ALGO")).status());  // before anyone waits on us
-  cfg.place = topo::localPlace();
+  // The GPU this rank uses, when one is bound at init (NCCL's rule): topo places it.
+  cfg.place = topo::localPlace(cuda::boundDeviceBusId());
   cfg.nodeBlob = topo::localNodeBlob();
   auto handle = std::make_unique<braidComm>();
   BRAID_ASSIGN_OR_RETURN(handle->comm, Comm::create(id, nranks, rank, cfg, std::move(transports)));
