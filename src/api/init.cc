@@ -61,9 +61,13 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
   int sharing = 0;
   for (int r = 0; r < c.nranks(); ++r)
     sharing = std::max(sharing, ++perMachine[c.peer(r).hostName]);
-  CostInputs in = costInputsFor(h.topology.topology, h.topology.places, sharing);
+  // Host calls run on the CPUs whatever GPU a rank has bound, so the selector prices
+  // the ranks as host ranks; their GPU places serve the topology's readers.
+  std::vector<topo::RankPlace> hostPlaces = h.topology.places;
+  for (topo::RankPlace& p : hostPlaces) p.gpu = -1;
+  CostInputs in = costInputsFor(h.topology.topology, hostPlaces, sharing);
   bool gpu = false;
-  for (const topo::RankPlace& p : h.topology.places) gpu = gpu || p.gpu >= 0;
+  for (const topo::RankPlace& p : hostPlaces) gpu = gpu || p.gpu >= 0;
   in.sharedWindows = c.nodes() == 1 && c.nranks() > 1 && !gpu &&
                      transportList.rfind("shm", 0) == 0 &&
                      envInt("BRAID_SHM_WINDOW_BYTES", 1 << 20) > 0;

@@ -55,8 +55,8 @@ std::vector<std::string> rankLines(const Topology& topo, const std::vector<RankP
     const int nic = nearestNic(node, p);
     if (nic >= 0) {
       const Nic& n = node.nics[nic];
-      line += format(", NIC %s (%s, %.0f Gb/s)", n.name.c_str(),
-                     shortLinkName(nicPath(node, p, n)), n.speedGbps);
+      line += format(", NIC %s (%s, %s)", n.name.c_str(), shortLinkName(nicPath(node, p, n)),
+                     n.speedGbps > 0 ? format("%.0f Gb/s", n.speedGbps).c_str() : "speed unknown");
     }
     out.push_back(line);
   }

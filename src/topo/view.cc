@@ -51,8 +51,8 @@ Node nodeFromBlob(const RankView& r, int rank) {
 }
 
 // What a GPU communicator's rank 0 says at INFO: where each rank runs, the paths
-// between them, and each GPU's paths to its node's NICs. Host ranks say nothing
-// new (their shape is in the cost model's line).
+// between them, and, where a node has several NICs, each GPU's paths to them.
+// Host ranks say nothing new (their shape is in the cost model's line).
 void logGpuRanks(const MergedTopology& m) {
   if (logLevel() < LogLevel::kInfo) return;
   bool gpu = false;
@@ -65,6 +65,7 @@ void logGpuRanks(const MergedTopology& m) {
     BRAID_INFO("topology: paths %s", line.c_str());
   }
   for (size_t n = 0; n < m.topology.nodes.size(); ++n) {
+    if (m.topology.nodes[n].nics.size() < 2) continue;  // no choice to show
     for (const std::string& line : gpuNicLines(m.topology.nodes[n])) {
       BRAID_INFO("topology: node %zu %s", n, line.c_str());
     }
