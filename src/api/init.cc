@@ -28,14 +28,15 @@ Status launcherRankAndSize(int* rank, int* nranks);
 
 namespace {
 
-Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(const std::string& list) {
+Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(
+    const std::string& list, const transport::TransportHints& hints) {
   std::vector<std::unique_ptr<Transport>> out;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
     if (!name.empty()) {
-      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, transport::makeTransport(name));
+      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, transport::makeTransport(name, hints));
       out.push_back(std::move(t));
     }
     if (comma == std::string::npos) break;
@@ -105,11 +106,13 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   std::string transportList;
   BRAID_ASSIGN_OR_RETURN(CommConfig cfg, configFrom(config, &transportList));
   BRAID_ASSIGN_OR_RETURN(UniqueIdData id, unpackUniqueId(commId));
-  BRAID_ASSIGN_OR_RETURN(auto transports, makeTransports(transportList));
   setLogRank(rank);
-  BRAID_TRY(AlgoPolicy::parse(envString("BRAID_ALGO")).status());  // before anyone waits on us
-  // The GPU this rank uses, when one is bound at init (NCCL's rule): topo places it.
+  // The GPU this rank uses, when one is bound at init (NCCL's rule): topo places it,
+  // and the network transports prefer the NIC nearest it.
   cfg.place = topo::localPlace(cuda::boundDeviceBusId());
+  BRAID_ASSIGN_OR_RETURN(auto transports,
+                         makeTransports(transportList, {topo::localNearestNic(cfg.place)}));
+  BRAID_TRY(AlgoPolicy::parse(envString("BRAID_ALGO")).status());  // before anyone waits on us
   cfg.nodeBlob = topo::localNodeBlob();
   auto handle = std::make_unique<braidComm>();
   BRAID_ASSIGN_OR_RETURN(handle->comm, Comm::create(id, nranks, rank, cfg, std::move(transports)));

@@ -17,6 +17,7 @@ namespace {
 struct LocalView {
   std::once_flag once;
   std::string blob;
+  Node node;  // what blob describes (empty when blob is)
 };
 
 LocalView& localView() {
@@ -26,6 +27,7 @@ LocalView& localView() {
     Expected<Topology> t = discoverLocal();
     if (t.isOk()) {
       view.blob = toXml(t.value());
+      view.node = t.value().nodes[0];
     } else {
       BRAID_WARN("topology: discovery failed (%s); this node will be described as a fallback",
                  t.status().message().c_str());
@@ -81,6 +83,13 @@ std::string localPlace(const std::string& gpuBusId) {
   unsigned numa = 0;
   const int known = getcpu(&cpu, &numa) == 0 ? static_cast<int>(numa) : -1;
   return placeString(known, normalizeBusId(gpuBusId));
+}
+
+std::string localNearestNic(const std::string& place) {
+  const LocalView& view = localView();
+  if (view.blob.empty()) return "";
+  const int nic = nearestNic(view.node, parsePlace(place, view.node, 0));
+  return nic >= 0 ? view.node.nics[nic].name : "";
 }
 
 Expected<MergedTopology> mergeViews(const std::vector<RankView>& ranks, int myRank) {

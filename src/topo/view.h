@@ -26,6 +26,13 @@ namespace braid::topo {
 std::string localNodeBlob();
 std::string localPlace(const std::string& gpuBusId = "");
 
+// The name of the NIC this process should send through from `place` (a
+// localPlace() string): nearestNic on this node as discovered; "" when
+// discovery failed, BRAID_TOPO_FILE is set (a file need not describe this
+// machine), or the node has no NIC. The network transports prefer it
+// (BRAID_IB_HCA overrides).
+std::string localNearestNic(const std::string& place);
+
 struct RankView {
   int node = 0;          // node index of the rank (Comm::nodeOf)
   std::string hostId;    // PeerInfo::hostId

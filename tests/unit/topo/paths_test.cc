@@ -61,6 +61,25 @@ TEST(Paths, PcieServerTypesEachPairBySwitchAndSocket) {
   EXPECT_LT(m.at(1, 6).bandwidthGBps, 31.5);  // UPI, not the GPUs' PCIe, bounds it
 }
 
+// The file's comment: one 100 Gb/s NIC under each socket's switch, beside its 4 GPUs.
+TEST(Paths, PcieServerRanksSendThroughTheNicUnderTheirSwitch) {
+  const Topology t = load("pcie_8gpu.xml");
+  const Node& n = t.nodes[0];
+  const std::vector<RankPlace> places = blockPlaces(t, 8, 8);
+  for (int g = 0; g < 8; ++g) {
+    const int nic = nearestNic(n, places[g]);
+    ASSERT_GE(nic, 0);
+    EXPECT_EQ(n.nics[nic].name, g < 4 ? "eth0" : "eth1") << "GPU " << g;
+    EXPECT_EQ(nicPath(n, places[g], n.nics[nic]), LinkType::kPcieSameSwitch) << "GPU " << g;
+  }
+  EXPECT_EQ(nicPath(n, places[0], n.nics[1]), LinkType::kCrossSocket);
+  // A host rank on NUMA node 1 has no switch: the NIC on its own socket.
+  RankPlace host;
+  host.numa = 1;
+  EXPECT_EQ(n.nics[nearestNic(n, host)].name, "eth1");
+  EXPECT_EQ(nicPath(n, host, n.nics[1]), LinkType::kHostBridge);
+}
+
 TEST(Paths, PcieWithoutSocketsOrSwitchesFallsToHostBridgeOrCrossSwitch) {
   Topology t;
   t.nodes.resize(1);
