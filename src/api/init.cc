@@ -67,10 +67,7 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
   std::vector<topo::RankPlace> hostPlaces = h.topology.places;
   for (topo::RankPlace& p : hostPlaces) p.gpu = -1;
   CostInputs in = costInputsFor(h.topology.topology, hostPlaces, sharing);
-  bool gpu = false;
-  for (const topo::RankPlace& p : hostPlaces) gpu = gpu || p.gpu >= 0;
-  in.sharedWindows = c.nodes() == 1 && c.nranks() > 1 && !gpu &&
-                     transportList.rfind("shm", 0) == 0 &&
+  in.sharedWindows = c.nodes() == 1 && c.nranks() > 1 && transportList.rfind("shm", 0) == 0 &&
                      envInt("BRAID_SHM_WINDOW_BYTES", 1 << 20) > 0;
   const std::string tuningFile = envString("BRAID_TUNING_FILE");
   if (!tuningFile.empty()) {

@@ -161,11 +161,17 @@ LinkType nicPath(const Node& node, const RankPlace& place, const Nic& nic) {
 int nearestNic(const Node& node, const RankPlace& place) {
   const int numa = numaOf(node, place);
   int best = -1;
-  // Nearest PCIe path first; then the NIC on the rank's own NUMA node; then the faster.
+  // Under the GPU's switch first, then through the root complex (another switch of the
+  // socket or the bridge itself: both cross it), then the other socket; within a class,
+  // the NIC on the rank's own NUMA node, then the faster.
+  const auto distance = [&](const Nic& nic) {
+    const LinkType t = nicPath(node, place, nic);
+    return t == LinkType::kPcieSameSwitch ? 0 : t == LinkType::kCrossSocket ? 2 : 1;
+  };
   const auto better = [&](const Nic& x, const Nic& y) {
-    const LinkType tx = nicPath(node, place, x);
-    const LinkType ty = nicPath(node, place, y);
-    if (tx != ty) return tx < ty;
+    const int dx = distance(x);
+    const int dy = distance(y);
+    if (dx != dy) return dx < dy;
     const bool nx = numa >= 0 && x.numa == numa;
     const bool ny = numa >= 0 && y.numa == numa;
     if (nx != ny) return nx;

@@ -46,9 +46,11 @@ const Node& nodeAt(const Topology& topo, int index);
 // `cross_socket` on the other package's.
 LinkType nicPath(const Node& node, const RankPlace& place, const Nic& nic);
 
-// The NIC index of `place`'s node a rank at `place` sends through: the nearest
-// by nicPath, then one on the rank's NUMA node, then the fastest; -1 when the
-// node has none. BRAID_IB_HCA, where set, overrides it in the transports.
+// The NIC index of `place`'s node a rank at `place` sends through: one under
+// its GPU's switch, else one reached through the root complex of its socket
+// (pcie_cross_switch and host_bridge alike), else across sockets; within each,
+// one on the rank's NUMA node, then the fastest. -1 when the node has none.
+// BRAID_IB_HCA, where set, overrides it in the transports.
 int nearestNic(const Node& node, const RankPlace& place);
 
 // The default layout for tools and tests: rank r on node r / ranksPerNode
