@@ -55,12 +55,12 @@ void load(void* lib, Api* api, std::string* missing) {
   api->init = symbol<nvml::InitFn>(lib, {"nvmlInit_v2", "nvmlInit"}, missing);
   api->shutdown = symbol<nvml::ShutdownFn>(lib, {"nvmlShutdown"}, missing);
   api->errorString = symbol<nvml::ErrorStringFn>(lib, {"nvmlErrorString"}, missing);
-  api->count = symbol<nvml::GetCountFn>(lib, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"},
-                                        missing);
+  api->count =
+      symbol<nvml::GetCountFn>(lib, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}, missing);
   api->handle = symbol<nvml::GetHandleByIndexFn>(
       lib, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}, missing);
-  api->pci = symbol<nvml::GetPciInfoFn>(
-      lib, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"}, missing);
+  api->pci = symbol<nvml::GetPciInfoFn>(lib, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"},
+                                        missing);
   api->name = symbol<nvml::GetNameFn>(lib, {"nvmlDeviceGetName"}, missing);
   api->linkState = symbol<nvml::GetLinkStateFn>(lib, {"nvmlDeviceGetNvLinkState"}, missing);
   api->linkVersion = symbol<nvml::GetLinkVersionFn>(lib, {"nvmlDeviceGetNvLinkVersion"}, missing);
@@ -91,8 +91,8 @@ std::string peerOf(const Api& api, Device dev, unsigned link, const std::vector<
   if (api.linkVersion(dev, link, version) != nvml::kSuccess) *version = 0;
   const std::string bus = busIdOf(remote);
   unsigned type = nvml::kLinkToGpu;
-  const bool typed = api.linkRemoteType != nullptr &&
-                     api.linkRemoteType(dev, link, &type) == nvml::kSuccess;
+  const bool typed =
+      api.linkRemoteType != nullptr && api.linkRemoteType(dev, link, &type) == nvml::kSuccess;
   for (const NvmlGpu& g : gpus) {
     if (g.busId == bus) return bus;
   }

@@ -26,14 +26,22 @@ std::string where(int pcieSwitch, int numa) {
 
 const char* shortLinkName(LinkType type) {
   switch (type) {
-    case LinkType::kLocal: return "LOC";
-    case LinkType::kNvlink: return "NVL";
-    case LinkType::kNvlinkViaGpu: return "NVB";
-    case LinkType::kPcieSameSwitch: return "PIX";
-    case LinkType::kPcieCrossSwitch: return "PXB";
-    case LinkType::kHostBridge: return "PHB";
-    case LinkType::kCrossSocket: return "SYS";
-    case LinkType::kNetwork: return "NET";
+    case LinkType::kLocal:
+      return "LOC";
+    case LinkType::kNvlink:
+      return "NVL";
+    case LinkType::kNvlinkViaGpu:
+      return "NVB";
+    case LinkType::kPcieSameSwitch:
+      return "PIX";
+    case LinkType::kPcieCrossSwitch:
+      return "PXB";
+    case LinkType::kHostBridge:
+      return "PHB";
+    case LinkType::kCrossSocket:
+      return "SYS";
+    case LinkType::kNetwork:
+      return "NET";
   }
   return "?";
 }
@@ -69,8 +77,9 @@ std::vector<std::string> pathMatrixLines(const Topology& topo, const std::vector
   const int n = static_cast<int>(places.size());
   if (n > maxRanks) return out;
   const PathMatrix m = pathMatrix(topo, places);
-  out.push_back("type/GB/s: LOC local, NVL nvlink, NVB nvlink_via_gpu, PIX pcie_same_switch, "
-                "PXB pcie_cross_switch, PHB host_bridge, SYS cross_socket, NET network");
+  out.push_back(
+      "type/GB/s: LOC local, NVL nvlink, NVB nvlink_via_gpu, PIX pcie_same_switch, "
+      "PXB pcie_cross_switch, PHB host_bridge, SYS cross_socket, NET network");
   std::string header = format("%-12s", "rank");
   for (int b = 0; b < n; ++b) header += format(" %9d", b);
   out.push_back(header);

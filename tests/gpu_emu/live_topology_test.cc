@@ -93,7 +93,8 @@ TEST(LiveTopology, RanksSitOnTheirEmulatedGpusOverNvlink) {
     }
   }
 
-  const std::string shown = run("BRAID_TOPO_DUMP_FILE= BRAID_TOPO_FILE=" + dump + " " BRAID_TOPO_PATH " 2>&1");
+  const std::string shown =
+      run("BRAID_TOPO_DUMP_FILE= BRAID_TOPO_FILE=" + dump + " " BRAID_TOPO_PATH " 2>&1");
   EXPECT_NE(shown.find("# ranks (as the communicator placed them)"), std::string::npos) << shown;
   EXPECT_NE(shown.find("rank 3: node 0"), std::string::npos) << shown;
   EXPECT_NE(shown.find("GPU 3 0000:61:00.0 NVIDIA H100 80GB HBM3"), std::string::npos) << shown;

@@ -42,7 +42,7 @@ std::string asCuda(std::string busId) {
 }
 
 struct Live {
-  topo::Topology file;         // the shipped file, NVLink included
+  topo::Topology file;          // the shipped file, NVLink included
   topo::MergedTopology merged;  // what the communicator's ranks agree on
 };
 

@@ -48,8 +48,8 @@ void machine(const std::string& kind) {
   gDevices.clear();
   if (kind == "dgx_h100") {
     for (const char* bus : {"1B", "43", "52", "61", "9D", "C3", "D1", "DF"}) {
-      gDevices.push_back({std::string("00000000:") + bus + ":00.0", "NVIDIA H100 80GB HBM3", 5, 16,
-                          18, 6, -1});
+      gDevices.push_back(
+          {std::string("00000000:") + bus + ":00.0", "NVIDIA H100 80GB HBM3", 5, 16, 18, 6, -1});
     }
   } else if (kind == "pcie_8gpu" || kind == "pcie_pairs") {
     const bool bridged = kind == "pcie_pairs";
@@ -98,11 +98,16 @@ Return nvmlShutdown() {
 
 const char* nvmlErrorString(Return r) {
   switch (r) {
-    case nvml::kSuccess: return "Success";
-    case nvml::kErrorInvalidArgument: return "Invalid Argument";
-    case nvml::kErrorNotSupported: return "Not Supported";
-    case nvml::kErrorDriverNotLoaded: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case nvml::kSuccess:
+      return "Success";
+    case nvml::kErrorInvalidArgument:
+      return "Invalid Argument";
+    case nvml::kErrorNotSupported:
+      return "Not Supported";
+    case nvml::kErrorDriverNotLoaded:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
   }
 }
 

@@ -219,13 +219,17 @@ TEST(TopoXml, NvlinksAndRanksRoundTripAndBadOnesAreNamed) {
   const std::string head =
       "<braid-topology version=\"1\"><node id=\"n\">"
       "<gpu busid=\"0000:01:00.0\"/>";
-  Expected<Topology> bad = parseXml(head + "<nvlink gpu=\"0000:09:00.0\" peer=\"nvswitch\"/>"
-                                    "</node></braid-topology>", "f.xml");
+  Expected<Topology> bad = parseXml(head +
+                                        "<nvlink gpu=\"0000:09:00.0\" peer=\"nvswitch\"/>"
+                                        "</node></braid-topology>",
+                                    "f.xml");
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("'gpu' is '0000:09:00.0'"), std::string::npos)
       << bad.status().message();
-  bad = parseXml(head + "</node><rank id=\"0\" node=\"0\" gpu=\"0000:02:00.0\"/>"
-                        "</braid-topology>", "f.xml");
+  bad = parseXml(head +
+                     "</node><rank id=\"0\" node=\"0\" gpu=\"0000:02:00.0\"/>"
+                     "</braid-topology>",
+                 "f.xml");
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("not a GPU of its node"), std::string::npos)
       << bad.status().message();
