@@ -1,0 +1,112 @@
+# Install rules, the CMake package (find_package(Braid)), pkg-config and the Debian
+# package. Included last from the top-level CMakeLists.txt; it refers to the targets by
+# name, so moving a source between src/ folders leaves it alone.
+#
+# The install tree:
+#   include/braid/braid.h, braid.hpp       the C API (the only ABI) and its C++ wrapper
+#   <libdir>/libbraid.so.0                 the library (SONAME libbraid.so.0)
+#   <libdir>/cmake/Braid/                  BraidConfig.cmake, exported target Braid::braid
+#   <libdir>/pkgconfig/braid.pc
+#   <libdir>/braid/nccl/libnccl.so.2       the NCCL drop-in, in a directory of its own so
+#                                          installing Braid never shadows a real NCCL
+#   bin/                                   braidrun, braid-topo, braid-info, braid-tune
+#   libexec/braid/perf/                    all_reduce_perf ... under nccl-tests' names,
+#                                          apart from bin/ for the same reason
+# Everything is relocatable: the CMake and pkg-config files find the prefix from their
+# own location, and the one RPATH (the perf tools' to libbraid) is relative to $ORIGIN.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(BRAID_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/Braid)
+set(BRAID_INSTALL_NCCLDIR ${CMAKE_INSTALL_LIBDIR}/braid/nccl)
+set(BRAID_INSTALL_PERFDIR ${CMAKE_INSTALL_LIBEXECDIR}/braid/perf)
+
+# Users of the build tree (add_subdirectory) spell the target as installed users do.
+add_library(Braid::braid ALIAS braid)
+# The headers come from the source tree when building and from include/ once installed.
+set_target_properties(braid PROPERTIES INTERFACE_INCLUDE_DIRECTORIES
+                      "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>")
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/braid
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+install(TARGETS braid EXPORT BraidTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+install(TARGETS braidrun braid-topo braid-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/braid-tune DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET nccl_dropin)
+  install(TARGETS nccl_dropin LIBRARY DESTINATION ${BRAID_INSTALL_NCCLDIR})
+endif()
+set(_braid_perf_tools)
+foreach(tool all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf
+        gather_perf scatter_perf alltoall_perf sendrecv_perf)
+  if(TARGET ${tool})
+    list(APPEND _braid_perf_tools ${tool})
+  endif()
+endforeach()
+if(_braid_perf_tools)
+  file(RELATIVE_PATH _braid_perf_to_lib ${CMAKE_INSTALL_PREFIX}/${BRAID_INSTALL_PERFDIR}
+       ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR})
+  set_target_properties(${_braid_perf_tools} PROPERTIES
+                        INSTALL_RPATH "$ORIGIN/${_braid_perf_to_lib}")
+  install(TARGETS ${_braid_perf_tools} RUNTIME DESTINATION ${BRAID_INSTALL_PERFDIR})
+endif()
+
+# CMake package: BraidConfig.cmake finds its prefix from its own path (PACKAGE_PREFIX_DIR).
+install(EXPORT BraidTargets NAMESPACE Braid:: DESTINATION ${BRAID_INSTALL_CMAKEDIR})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/BraidConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/BraidConfig.cmake
+  INSTALL_DESTINATION ${BRAID_INSTALL_CMAKEDIR}
+  PATH_VARS BRAID_INSTALL_NCCLDIR BRAID_INSTALL_PERFDIR CMAKE_INSTALL_BINDIR)
+# 0.x: the SONAME is libbraid.so.0, and any 0.y serves a request for 0.x.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/BraidConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/BraidConfig.cmake
+        ${PROJECT_BINARY_DIR}/cmake/BraidConfigVersion.cmake
+        DESTINATION ${BRAID_INSTALL_CMAKEDIR})
+
+# pkg-config: the prefix is found from the .pc file's own directory (${pcfiledir}).
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(BRAID_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _braid_pc_to_prefix ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig
+       ${CMAKE_INSTALL_PREFIX})
+  string(REGEX REPLACE "/$" "" _braid_pc_to_prefix "${_braid_pc_to_prefix}")
+  set(BRAID_PC_PREFIX "\${pcfiledir}/${_braid_pc_to_prefix}")
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/braid.pc.in ${PROJECT_BINARY_DIR}/cmake/braid.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/braid.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# Debian package: cpack -G DEB in the build directory.
+set(CPACK_PACKAGE_NAME braid)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "Braid developers <braid@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "Collective communication library for host and CUDA memory (NCCL alternative)")
+set(CPACK_PACKAGE_DESCRIPTION
+    "Braid runs all-reduce and the other collectives between the processes of a job, on host\n\
+and CUDA memory, with NCCL's C API under braid* names. The package holds libbraid, its\n\
+headers, CMake and pkg-config files, braidrun and the other tools, the perf tools under\n\
+their nccl-tests names and an NCCL drop-in (libnccl.so.2) in a directory of its own.")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # shlibs file and the ldconfig trigger
+# The shared objects need only these at run time (libcuda is loaded by cudart if present).
+set(_braid_deb_depends "libc6 (>= 2.34)" "libstdc++6 (>= 12)" "libgcc-s1")
+if(BRAID_HAVE_HWLOC)
+  list(APPEND _braid_deb_depends libhwloc15)
+endif()
+if(BRAID_HAVE_UCX)
+  list(APPEND _braid_deb_depends libucx0)
+endif()
+if(BRAID_HAVE_IBVERBS)
+  list(APPEND _braid_deb_depends libibverbs1)
+endif()
+list(JOIN _braid_deb_depends ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3")  # braid-tune
+set(CPACK_GENERATOR DEB)
+include(CPack)
