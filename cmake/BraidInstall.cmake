@@ -94,7 +94,15 @@ their nccl-tests names and an NCCL drop-in (libnccl.so.2) in a directory of its 
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # shlibs file and the ldconfig trigger
+# The ldconfig trigger, and a shlibs file naming libbraid only: the drop-in's libnccl.so.2
+# lives off the loader's path and must not be offered to other packages as NCCL.
+get_target_property(BRAID_SOVERSION braid SOVERSION)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/debian/shlibs.in ${PROJECT_BINARY_DIR}/cmake/debian/shlibs
+               @ONLY)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/cmake/debian/shlibs
+    ${CMAKE_CURRENT_LIST_DIR}/debian/triggers)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_STRIP_FILES ON)  # debug info stays in the build tree
 # The shared objects need only these at run time (libcuda is loaded by cudart if present).
 set(_braid_deb_depends "libc6 (>= 2.34)" "libstdc++6 (>= 12)" "libgcc-s1")
 if(BRAID_HAVE_HWLOC)
