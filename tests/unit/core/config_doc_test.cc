@@ -1,10 +1,14 @@
 // docs/configuration.md against envTable(): the page's "## Variables" tables must list
 // every variable of the table, and no other, each with the table's default and NCCL
-// fallback, so neither can change without the other.
+// fallback, so neither can change without the other; and the library's sources read no
+// BRAID_* variable that the table lacks.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +52,13 @@ std::map<std::string, DocRow> documentedVariables() {
   return rows;
 }
 
+bool inTable(const std::string& name) {
+  for (const EnvVar& v : envTable()) {
+    if (name == v.name) return true;
+  }
+  return false;
+}
+
 TEST(ConfigDoc, ListsEveryVariableOfTheTableWithItsDefaultAndFallback) {
   std::map<std::string, DocRow> rows = documentedVariables();
   ASSERT_FALSE(rows.empty()) << BRAID_CONFIG_DOC << " has no '## Variables' table rows";
@@ -78,11 +89,31 @@ TEST(ConfigDoc, ListsEveryVariableOfTheTableWithItsDefaultAndFallback) {
 
 TEST(ConfigDoc, DocumentsNoVariableTheTableLacks) {
   for (const auto& [name, row] : documentedVariables()) {
-    bool known = false;
-    for (const EnvVar& v : envTable()) known |= name == v.name;
-    EXPECT_TRUE(known) << name << " is in " << BRAID_CONFIG_DOC
+    EXPECT_TRUE(inTable(name)) << name << " is in " << BRAID_CONFIG_DOC
                        << " but not in envTable() (src/core/env.cc)";
   }
+}
+
+TEST(ConfigDoc, TheLibraryReadsNoVariableOutsideTheTable) {
+  namespace fs = std::filesystem;
+  const std::regex read(R"((envInt|envString|getenv)\("(BRAID_[A-Z0-9_]+)\")");
+  std::set<std::string> seen;
+  for (const char* dir : {"src", "transports", "algorithms"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(BRAID_SOURCE_DIR) / dir)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".cc" && ext != ".h" && ext != ".cu") continue;
+      std::ifstream in(entry.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string body = text.str();
+      for (std::sregex_iterator m(body.begin(), body.end(), read), end; m != end; ++m) {
+        seen.insert((*m)[2]);
+        EXPECT_TRUE(inTable((*m)[2])) << entry.path() << " reads " << (*m)[2]
+                                      << ", which envTable() (src/core/env.cc) lacks";
+      }
+    }
+  }
+  EXPECT_GT(seen.size(), 10u) << "found almost no reads under " << BRAID_SOURCE_DIR;
 }
 
 }  // namespace
