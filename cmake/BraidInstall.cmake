@@ -5,7 +5,8 @@
 # The install tree:
 #   include/braid/braid.h, braid.hpp       the C API (the only ABI) and its C++ wrapper
 #   <libdir>/libbraid.so.0                 the library (SONAME libbraid.so.0)
-#   <libdir>/cmake/Braid/                  BraidConfig.cmake, exported target Braid::braid
+#   <libdir>/libbraid.a                    the same, self-contained, to link statically
+#   <libdir>/cmake/Braid/                  BraidConfig.cmake: Braid::braid, Braid::braid_static
 #   <libdir>/pkgconfig/braid.pc
 #   <libdir>/braid/nccl/libnccl.so.2       the NCCL drop-in, in a directory of its own so
 #                                          installing Braid never shadows a real NCCL
@@ -34,6 +35,69 @@ install(TARGETS braid EXPORT BraidTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
+# libbraid.a: self-contained, for programs that link Braid statically. Braid's own
+# archives (every static library braid_static reaches, found by walking its links, so
+# targets added or moved inside src/ are picked up) and the CUDA runtime merged into one.
+option(BRAID_BUILD_STATIC_LIBRARY "Also build and install a self-contained libbraid.a" ON)
+function(braid_collect_archives target)
+  get_property(seen GLOBAL PROPERTY BRAID_ARCHIVES_SEEN)
+  if(target IN_LIST seen)
+    return()
+  endif()
+  set_property(GLOBAL APPEND PROPERTY BRAID_ARCHIVES_SEEN ${target})
+  get_target_property(type ${target} TYPE)
+  get_target_property(imported ${target} IMPORTED)
+  if(type STREQUAL "STATIC_LIBRARY" AND NOT imported)
+    set_property(GLOBAL APPEND PROPERTY BRAID_ARCHIVES "$<TARGET_FILE:${target}>")
+    set_property(GLOBAL APPEND PROPERTY BRAID_ARCHIVE_TARGETS ${target})
+  elseif(imported AND type MATCHES "^(STATIC|UNKNOWN)_LIBRARY$")  # CUDA::cudart_static
+    get_target_property(location ${target} IMPORTED_LOCATION)
+    if(location MATCHES "\\.a$")
+      set_property(GLOBAL APPEND PROPERTY BRAID_ARCHIVES "${location}")
+    endif()
+  endif()
+  foreach(prop LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)
+    get_target_property(deps ${target} ${prop})
+    foreach(dep IN LISTS deps)
+      string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" dep "${dep}")
+      if(TARGET ${dep})
+        braid_collect_archives(${dep})
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
+if(BRAID_BUILD_STATIC_LIBRARY)
+  braid_collect_archives(braid_static)
+  get_property(_braid_archives GLOBAL PROPERTY BRAID_ARCHIVES)
+  get_property(_braid_archive_targets GLOBAL PROPERTY BRAID_ARCHIVE_TARGETS)
+  set(_braid_a ${PROJECT_BINARY_DIR}/lib/libbraid.a)
+  # An ar MRI script: ADDLIB keeps members of the same name from different archives.
+  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/cmake/libbraid.mri CONTENT
+       "CREATE ${_braid_a}\nADDLIB $<JOIN:${_braid_archives},\nADDLIB >\nSAVE\nEND\n")
+  add_custom_command(OUTPUT ${_braid_a}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/lib
+    COMMAND ${CMAKE_COMMAND} -E rm -f ${_braid_a}
+    COMMAND sh -c "${CMAKE_AR} -M < ${PROJECT_BINARY_DIR}/cmake/libbraid.mri"
+    DEPENDS ${_braid_archive_targets} ${PROJECT_BINARY_DIR}/cmake/libbraid.mri
+    COMMENT "libbraid.a: Braid's archives and the CUDA runtime in one" VERBATIM)
+  add_custom_target(braid_archive ALL DEPENDS ${_braid_a})
+  install(FILES ${_braid_a} DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  # Stripped installs (cpack) drop the archive's debug information, as for the rest.
+  install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+    execute_process(COMMAND ${CMAKE_STRIP} --strip-debug
+                    \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libbraid.a\")
+  endif()")
+endif()
+# What a program linking libbraid.a also needs (BraidConfig's Braid::braid_static, and
+# braid.pc's Libs.private for pkg-config --static).
+set(BRAID_STATIC_DEPS ${HWLOC_LIBRARIES} ${UCX_LIBRARIES})
+if(BRAID_HAVE_IBVERBS)
+  list(APPEND BRAID_STATIC_DEPS ibverbs)
+endif()
+list(APPEND BRAID_STATIC_DEPS stdc++ m ${CMAKE_DL_LIBS} rt pthread)
+list(TRANSFORM BRAID_STATIC_DEPS PREPEND "-l" OUTPUT_VARIABLE _braid_pc_private)
+list(JOIN _braid_pc_private " " BRAID_PC_LIBS_PRIVATE)
+
 install(TARGETS braidrun braid-topo braid-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/braid-tune DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET nccl_dropin)
@@ -59,7 +123,8 @@ install(EXPORT BraidTargets NAMESPACE Braid:: DESTINATION ${BRAID_INSTALL_CMAKED
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/BraidConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/BraidConfig.cmake
   INSTALL_DESTINATION ${BRAID_INSTALL_CMAKEDIR}
-  PATH_VARS BRAID_INSTALL_NCCLDIR BRAID_INSTALL_PERFDIR CMAKE_INSTALL_BINDIR)
+  PATH_VARS BRAID_INSTALL_NCCLDIR BRAID_INSTALL_PERFDIR CMAKE_INSTALL_BINDIR
+            CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR)
 # 0.x: the SONAME is libbraid.so.0, and any 0.y serves a request for 0.x.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/BraidConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)

@@ -59,6 +59,10 @@ cmake --build "$WORK/ex-cmake" >/dev/null
 expect_exact $NRANKS "$P/bin/braidrun" -n $NRANKS "$WORK/ex-cmake/allreduce_c"
 expect_exact $NRANKS "$P/bin/braidrun" -n $NRANKS "$WORK/ex-cmake/allreduce_cpp"
 ldd "$WORK/ex-cmake/allreduce_c" | grep -q "libbraid.so.0 => $P/lib/" || fail "not the prefix's libbraid"
+if [ -e "$P/lib/libbraid.a" ]; then  # Braid::braid_static: no libbraid.so at run time
+  ! ldd "$WORK/ex-cmake/allreduce_c_static" | grep -q libbraid || fail "allreduce_c_static loads libbraid.so"
+  expect_exact $NRANKS "$P/bin/braidrun" -n $NRANKS "$WORK/ex-cmake/allreduce_c_static"
+fi
 
 step "pkg-config: the one-line builds"
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
