@@ -90,7 +90,7 @@ TEST(ConfigDoc, ListsEveryVariableOfTheTableWithItsDefaultAndFallback) {
 TEST(ConfigDoc, DocumentsNoVariableTheTableLacks) {
   for (const auto& [name, row] : documentedVariables()) {
     EXPECT_TRUE(inTable(name)) << name << " is in " << BRAID_CONFIG_DOC
-                       << " but not in envTable() (src/core/env.cc)";
+                               << " but not in envTable() (src/core/env.cc)";
   }
 }
 
@@ -108,8 +108,8 @@ TEST(ConfigDoc, TheLibraryReadsNoVariableOutsideTheTable) {
       const std::string body = text.str();
       for (std::sregex_iterator m(body.begin(), body.end(), read), end; m != end; ++m) {
         seen.insert((*m)[2]);
-        EXPECT_TRUE(inTable((*m)[2])) << entry.path() << " reads " << (*m)[2]
-                                      << ", which envTable() (src/core/env.cc) lacks";
+        EXPECT_TRUE(inTable((*m)[2]))
+            << entry.path() << " reads " << (*m)[2] << ", which envTable() (src/core/env.cc) lacks";
       }
     }
   }
