@@ -62,6 +62,18 @@ ALLREDUCE_ONLY = {"gloo", "torch-gloo"}
 OMPI_ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
+def machine():
+    """CPU model, count and kernel, for the report's header (docs/performance.md)."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {cpus()} CPUs usable, Linux {os.uname().release}"
+
+
 def cpus():
     return os.sysconf("SC_NPROCESSORS_ONLN")
 
@@ -512,7 +524,8 @@ def main():
     if keeper.problem:
         runner.note(keeper.problem)
     meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"), "braid": source,
-            "loads": runner.loads + [os.getloadavg()[0]], "cpus": cpus(), "reps": args.reps,
+            "loads": runner.loads + [os.getloadavg()[0]], "cpus": cpus(), "machine": machine(),
+            "reps": args.reps,
             "seconds": args.seconds, "minutes": (time.monotonic() - started) / 60,
             "quick": args.quick, "notes": runner.notes}
     rows = medians(samples)
