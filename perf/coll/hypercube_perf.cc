@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
       .fillExpected = hypercubeFillExpected,
       .run = hypercubeRun,
       .checkInPlace = true,
+      .groupable = false,  // each round's group needs the previous round's data
+      .aggregatable = false,
       .powerOfTwoRanks = true,
   };
   return braid::perf::perfMain(argc, argv, kHypercube);

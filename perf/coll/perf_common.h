@@ -68,6 +68,14 @@ struct PerfCollective {
   // nccl-tests does for sendrecv, whose in-place send and receive share one
   // buffer (neither NCCL nor Braid defines what that yields).
   bool checkInPlace = true;
+  // false: `run` is several groups that depend on each other (hypercube's
+  // rounds), so its calls are never put inside one outer group: -m's calls
+  // and a thread's -g ranks are issued one after the other (on streams).
+  bool groupable = true;
+  // false: -m's calls of one rank are issued one after the other, not in one
+  // group, where their receives would land in one buffer at once (sendrecv:
+  // Braid refuses a group whose receive buffers overlap).
+  bool aggregatable = true;
   // true: runs only on a power-of-two number of ranks (hypercube), and says
   // so instead of rows on any other, as nccl-tests does.
   bool powerOfTwoRanks = false;

@@ -113,12 +113,13 @@ int64_t PerfWorker::checkOnDevice(Rank& r) {
 
 // One call on every rank of this thread, in one group when there are several.
 void PerfWorker::issueOne() {
-  if (ranks_.size() > 1) check(braidGroupStart(), nullptr);
+  const bool group = ranks_.size() > 1 && coll_.groupable;
+  if (group) check(braidGroupStart(), nullptr);
   for (const std::unique_ptr<Rank>& r : ranks_) {
     if (ranks_.size() > 1) useDevice(*r);
     check(coll_.run(r->c, r->sendPtr, r->recvPtr, r->comm), r->comm);
   }
-  if (ranks_.size() > 1) check(braidGroupEnd(), nullptr);
+  if (group) check(braidGroupEnd(), nullptr);
 }
 
 // One timed iteration: -m calls per rank in one group, or (-z 1, 2) each call
@@ -132,7 +133,7 @@ void PerfWorker::issueIteration() {
     }
     return;
   }
-  const bool group = args_.aggIters > 1;
+  const bool group = args_.aggIters > 1 && coll_.groupable && coll_.aggregatable;
   if (group) check(braidGroupStart(), nullptr);
   for (int a = 0; a < args_.aggIters; ++a) issueOne();
   if (group) check(braidGroupEnd(), nullptr);

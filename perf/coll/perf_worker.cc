@@ -183,6 +183,11 @@ int PerfWorker::run() {
     }
     return 1;
   }
+  if (!coll_.groupable && ranks_.size() > 1 && args_.streamNull) {
+    // One after the other on the NULL stream, a rank's call would wait for its
+    // partner's, which this same thread has not issued yet.
+    die("-g above 1 needs streams here (-y 0): this tool's calls cannot share a group");
+  }
   allocate(steps);
   gatherRankInfo();
   info_.tool = coll_.name;

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
       .fillExpected = sendRecvFillExpected,
       .run = sendRecvRun,
       .checkInPlace = false,  // nccl-tests: "We don't support in-place sendrecv"
+      .aggregatable = false,  // -m's receives would share one buffer in one group
   };
   return braid::perf::perfMain(argc, argv, kSendRecv);
 }
