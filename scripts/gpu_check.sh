@@ -8,7 +8,7 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs premul schedules symbols torch floor diag threads holds bigwindow mps pack]
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs perftools premul schedules symbols torch floor diag threads holds bigwindow mps pack]
 #        (default: build test sanitize bench graphs schedules symbols torch pack; `quick`:
 #        build test torch bench graphs threads pack, each step bounded, 5-10 minutes on an H200)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
@@ -117,6 +117,13 @@ for step in "${steps[@]}"; do
         BRAID_CUDA_GRAPH_BYTES=0 PERF_MAX=1M perfrun $n all_reduce_perf graph_halves -G 10
       done
       PERF_MAX=1M perfrun 2 sendrecv_perf graph -G 10;;
+    perftools)  # nccl-tests' options on device buffers: ranks as threads (-t 2, one GPU),
+      # -m/-I/-J, float8, and the two tools nccl-tests has that Braid's lacked
+      PERF_MAX=1M perfrun 2 all_reduce_perf threads -t 2
+      PERF_MAX=1M perfrun 2 all_reduce_perf agg -m 4 -I 1 -K 2 -J "$out/logs/perf_agg.json"
+      PERF_MAX=1M perfrun 2 all_reduce_perf f8e4m3 -d f8e4m3 -o all
+      PERF_MAX=1M perfrun 2 alltoallv_perf windows
+      PERF_MAX=1M perfrun 4 hypercube_perf windows;;
     premul)  # premul-sum (-o mulsum): the scaling fused into the device windows' copy-in
       for n in 2 4; do
         perfrun $n all_reduce_perf mulsum -o mulsum

@@ -83,14 +83,15 @@ void PerfWorker::setUp() {
     r->local = thread_ * l.nGpus + g;
     r->rank = l.rankOf(r->local);
     r->comm = world_->comm(r->local);
-    useDevice(*r);
-    if (args_.deviceBuffers) {
-      r->stream = DeviceBuffer::createStream();
-      if (r->stream == nullptr) die("cudaStreamCreate failed (-E 1 needs a CUDA device)");
-    } else if (!args_.streamNull) {
-      check(braidStreamCreate(&r->stream), nullptr);
-    }
     ranks_.push_back(std::move(r));
+    Rank& rank = *ranks_.back();
+    useDevice(rank);
+    if (args_.deviceBuffers) {
+      rank.stream = DeviceBuffer::createStream();
+      if (rank.stream == nullptr) die("cudaStreamCreate failed (-E 1 needs a CUDA device)");
+    } else if (!args_.streamNull) {
+      check(braidStreamCreate(&rank.stream), nullptr);
+    }
   }
 }
 
