@@ -215,9 +215,17 @@ class PerfTools(unittest.TestCase):
                     it = res[key + "_per_iter"]
                     self.assertEqual(len(it["times_us"]), iters)
                     self.assertEqual(it["skipped_iterations"], skip)
-                    self.assertLessEqual(it["min_us"], it["max_us"])
-                    if procs > 1:
-                        self.assertEqual(len(it["per_process_max_times_us"]), procs)
+                    # nccl-tests' statistics over the iterations after the skipped ones.
+                    kept = sorted(it["times_us"][skip:])
+                    self.assertAlmostEqual(it["min_us"], kept[0], delta=1e-3)
+                    self.assertAlmostEqual(it["max_us"], kept[-1], delta=1e-3)
+                    self.assertAlmostEqual(it["p50_us"], kept[len(kept) // 2], delta=1e-3)
+                    self.assertAlmostEqual(it["avg_us"], sum(kept) / len(kept), delta=1e-3)
+                    if procs > 1:  # each iteration: the max over the processes' rows
+                        rows = it["per_process_max_times_us"]
+                        self.assertEqual(len(rows), procs)
+                        for i, t in enumerate(it["times_us"]):
+                            self.assertAlmostEqual(t, max(r[i] for r in rows), delta=1e-3)
         self.assertEqual(doc["out_of_bounds"], {"count": 0, "okay": "true"})
         self.assertAlmostEqual(doc["average_bus_bandwidth"]["bandwidth"], out.avg_busbw,
                                delta=max(1e-3, out.avg_busbw * 1e-3))
