@@ -35,6 +35,7 @@ Placement PerfWorker::runPlacement(bool inPlace) {
   if (checked) {
     int64_t wrong = 0;
     for (const std::unique_ptr<Rank>& r : ranks_) wrong += checkRank(*r);
+    failedChecks_ += wrong > 0 ? 1 : 0;
     p.wrong = sumOverRanks(wrong);
   } else {
     p.wrong = -1;

@@ -207,7 +207,7 @@ int PerfWorker::run() {
       for (braidRedOp_t op : ops) runType(type, op, steps);
     }
   }
-  info_.wrong = wrongTotal_;
+  info_.wrong = sumOverRanks(failedChecks_);
   info_.avgBusBw = busBwCount_ > 0 ? busBwSum_ / busBwCount_ : 0.0;
   bool jsonOk = true;
   if (holdsRankZero()) {

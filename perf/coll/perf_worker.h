@@ -79,7 +79,8 @@ class PerfWorker {
   std::vector<std::unique_ptr<Rank>> ranks_;
   RunInfo info_;  // rank 0's
   std::vector<Row> rows_;
-  int64_t wrongTotal_ = 0;
+  int64_t wrongTotal_ = 0;    // wrong elements over every row, placement and rank
+  int64_t failedChecks_ = 0;  // this thread's placements with a wrong element
   double busBwSum_ = 0.0;
   int busBwCount_ = 0;
 };
