@@ -58,7 +58,7 @@ def render(results_dir):
         "of `perf/compare/compare.py`). Floor A is `ceil(log2 P) x one-way latency + 2 P n / B`",
         "from the run's own probe; floors B and C are the least an all-reduce between two",
         "cores must do with private buffers and with buffers read in place.",
-        "`braid-memalloc` and `braid-registered` are Braid with lent buffers (`-R 1`, `-R 2`).",
+        "`braid-memalloc` and `braid-registered` are Braid with lent buffers (`-P 1`, `-R 1`).",
         "",
         f"![busbw against message size, one line per library]({plot})",
         "",
