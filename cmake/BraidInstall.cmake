@@ -105,7 +105,7 @@ if(TARGET nccl_dropin)
 endif()
 set(_braid_perf_tools)
 foreach(tool all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf
-        gather_perf scatter_perf alltoall_perf sendrecv_perf)
+        gather_perf scatter_perf alltoall_perf alltoallv_perf sendrecv_perf hypercube_perf)
   if(TARGET ${tool})
     list(APPEND _braid_perf_tools ${tool})
   endif()
