@@ -1,10 +1,15 @@
 """pip install ./python (from a Braid checkout): the braid package with its own libbraid.so.
 
-Building runs the checkout's CMake (cmake and a C++20 compiler are needed) for
-the targets the package ships: libbraid.so into braid/lib/ and braidrun into
-braid/bin/. BRAID_CMAKE_BUILD_DIR reuses a build directory; otherwise a
-temporary one is made. The Python code itself needs no compiler: it calls the
-library through ctypes.
+The package ships libbraid.so in braid/lib/ and braidrun in braid/bin/. With
+BRAID_PREFIX=<an installed Braid> (cmake --install's prefix, or /usr for the
+Debian package) they are copied from there and nothing is compiled:
+
+    BRAID_PREFIX=/opt/braid pip wheel --no-build-isolation ./python
+
+Otherwise building runs the checkout's CMake (cmake and a C++20 compiler are
+needed) for those two targets; BRAID_CMAKE_BUILD_DIR reuses a build directory,
+else a temporary one is made. The Python code itself needs no compiler: it calls
+the library through ctypes.
 """
 
 import os
@@ -28,10 +33,31 @@ def version():
 
 
 class BuildWithLibrary(build_py):
-    """build_py, plus libbraid.so and braidrun built by CMake and copied into the package."""
+    """build_py, plus libbraid.so and braidrun (installed, or built by CMake) in the package."""
 
     def run(self):
         super().run()
+        package = Path(self.build_lib) / "braid"
+        prefix = os.environ.get("BRAID_PREFIX")
+        if prefix:
+            self.copy_installed(Path(prefix), package)
+        else:
+            self.build_with_cmake(package)
+
+    @staticmethod
+    def copy_installed(prefix, package):
+        """libbraid.so and braidrun from an install tree, as they are (no rebuild)."""
+        libs = sorted(prefix.glob("lib*/libbraid.so.*")) + sorted(prefix.glob("lib/*/libbraid.so.*"))
+        braidrun = prefix / "bin" / "braidrun"
+        if not libs or not braidrun.is_file():
+            raise RuntimeError(f"braid: BRAID_PREFIX={prefix} holds no lib/libbraid.so.* and "
+                               "bin/braidrun; run cmake --install build --prefix DIR first")
+        (package / "lib").mkdir(parents=True, exist_ok=True)
+        (package / "bin").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(libs[0], package / "lib" / "libbraid.so")
+        shutil.copy2(braidrun, package / "bin" / "braidrun")
+
+    def build_with_cmake(self, package):
         if not (CHECKOUT / "include" / "braid" / "braid.h").is_file():
             raise RuntimeError(f"braid: {CHECKOUT} is not a Braid checkout; run pip from it")
         build = Path(os.environ.get("BRAID_CMAKE_BUILD_DIR") or
@@ -44,8 +70,7 @@ class BuildWithLibrary(build_py):
                                "-j", str(len(os.sched_getaffinity(0)))])
         staged = build / "python" / "braid"
         for part in ("lib", "bin"):
-            shutil.copytree(staged / part, Path(self.build_lib) / "braid" / part,
-                            dirs_exist_ok=True)
+            shutil.copytree(staged / part, package / part, dirs_exist_ok=True)
 
 
 class BinaryDistribution(Distribution):

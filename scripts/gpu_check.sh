@@ -8,7 +8,7 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs premul schedules symbols torch floor diag threads holds bigwindow mps pack]
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs perftools premul schedules symbols torch floor diag threads holds bigwindow mps pack]
 #        (default: build test sanitize bench graphs schedules symbols torch pack; `quick`:
 #        build test torch bench graphs threads pack, each step bounded, 5-10 minutes on an H200)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
@@ -54,7 +54,7 @@ export BRAID_TIMEOUT_MS=${BRAID_TIMEOUT_MS:-60000}
 
 run() { echo "== $*"; "$@"; }
 perfrun() {  # nranks tool label [more perf tool arguments]
-  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -D 1 -b 8 -e ${PERF_MAX:-256M} -f 8 -n 20 -w 3 "${@:4}" \
+  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -E 1 -b 8 -e ${PERF_MAX:-256M} -f 8 -n 20 -w 3 "${@:4}" \
     > "$out/logs/perf_$2_$1_$3.log" 2>&1; echo "$2 $1 ranks $3: rc $?"
   grep -E "^\[0\] +[0-9]" "$out/logs/perf_$2_$1_$3.log" | sed 's/^\[0\] *//' |
     awk '{printf "  %11s B %10s us %8s GB/s busbw | in-place %10s us %8s GB/s wrong %s/%s\n", $1, $6, $8, $10, $12, $9, $13}'
@@ -98,7 +98,7 @@ for step in "${steps[@]}"; do
     bench)
       build-gpu/perf/micro/braid-cuda-micro --benchmark_counters_tabular=true \
         > "$out/logs/cuda_micro.log" 2>&1; grep -E "^BM_" "$out/logs/cuda_micro.log"
-      # Device buffers (-D 1) through the device windows; COMPARE=1 adds all-reduce
+      # Device buffers (-E 1) through the device windows; COMPARE=1 adds all-reduce
       # two-shot and staged (BRAID_CUDA_IPC=0).
       for n in 2 4; do
         for tool in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf alltoall_perf; do
@@ -117,6 +117,13 @@ for step in "${steps[@]}"; do
         BRAID_CUDA_GRAPH_BYTES=0 PERF_MAX=1M perfrun $n all_reduce_perf graph_halves -G 10
       done
       PERF_MAX=1M perfrun 2 sendrecv_perf graph -G 10;;
+    perftools)  # nccl-tests' options on device buffers: ranks as threads (-t 2, one GPU),
+      # -m/-I/-J, float8, and the two tools nccl-tests has that Braid's lacked
+      PERF_MAX=1M perfrun 2 all_reduce_perf threads -t 2
+      PERF_MAX=1M perfrun 2 all_reduce_perf agg -m 4 -I 1 -K 2 -J "$out/logs/perf_agg.json"
+      PERF_MAX=1M perfrun 2 all_reduce_perf f8e4m3 -d f8e4m3 -o all
+      PERF_MAX=1M perfrun 2 alltoallv_perf windows
+      PERF_MAX=1M perfrun 4 hypercube_perf windows;;
     premul)  # premul-sum (-o mulsum): the scaling fused into the device windows' copy-in
       for n in 2 4; do
         perfrun $n all_reduce_perf mulsum -o mulsum
@@ -138,14 +145,14 @@ for step in "${steps[@]}"; do
       nproc; cat /proc/loadavg
       for v in "X=1" "BRAID_SHM_WINDOW_BYTES=0" "BRAID_SPIN_US=0" "BRAID_YIELD_US=0"; do
         echo "host all_reduce 2 ranks, $v"
-        env $v build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -b 8 -e 64K -f 8 -n 2000 -w 100 2>&1 |
+        env $v build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -b 8 -e 64K -f 8 -n 2000 -w 100 -y 1 2>&1 |
           grep -E "^\[0\] +[0-9]" | awk '{print "  ", $2, $7, $11}'
       done
       BRAID_DEBUG=INFO build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -b 8 -e 8 -n 10 2>&1 |
         grep -iE "algorithm|predicted|window|spin|oversub" | head -8
       for v in "X=1" "BRAID_SPIN_US=20000" "BRAID_SPIN_US=20000 BRAID_SHM_WINDOW_BYTES=0"; do
         echo "device all_reduce 2 ranks, $v"
-        env $v build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -D 1 -b 8 -e 2M -f 64 -n 200 -w 10 2>&1 |
+        env $v build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -E 1 -b 8 -e 2M -f 64 -n 200 -w 10 2>&1 |
           grep -E "^\[0\] +[0-9]" | awk '{print "  ", $2, $7, $11}'
       done;;
     holds)  # which device-wide frees hold the process's other CUDA calls while they wait

@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
+bash scripts/ci/install_check.sh  # install, examples, .deb and wheel, as a user adopts Braid (~40 s)
 cd build
 # Integration tests start many processes each; running them one at a time
 # keeps a 2-core machine from starving them.

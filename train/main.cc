@@ -1,4 +1,4 @@
-// braid-train: trains the reference GPT on Braid; see train/README in
+// braid-train: trains the reference GPT on Braid; see "The training stack" in
 // docs/architecture.md and `braid-train --help`.
 #include <braid/braid.h>
 

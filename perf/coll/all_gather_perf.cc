@@ -31,8 +31,7 @@ size_t allGatherFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t allGatherRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                            braidComm_t comm) {
-  return braidAllGather(sendbuff, recvbuff, c.sizes.paramCount, c.type, comm,
-                        braid::perf::perfStream());
+  return braidAllGather(sendbuff, recvbuff, c.sizes.paramCount, c.type, comm, c.stream);
 }
 
 }  // namespace

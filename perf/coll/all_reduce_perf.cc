@@ -21,8 +21,7 @@ size_t allReduceFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t allReduceRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                            braidComm_t comm) {
-  return braidAllReduce(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.runOp, comm,
-                        braid::perf::perfStream());
+  return braidAllReduce(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.runOp, comm, c.stream);
 }
 
 }  // namespace

@@ -29,8 +29,7 @@ size_t allToAllFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t allToAllRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                           braidComm_t comm) {
-  return braidAlltoAll(sendbuff, recvbuff, c.sizes.paramCount, c.type, comm,
-                       braid::perf::perfStream());
+  return braidAlltoAll(sendbuff, recvbuff, c.sizes.paramCount, c.type, comm, c.stream);
 }
 
 }  // namespace

@@ -23,8 +23,7 @@ size_t broadcastFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t broadcastRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                            braidComm_t comm) {
-  return braidBroadcast(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.root, comm,
-                        braid::perf::perfStream());
+  return braidBroadcast(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.root, comm, c.stream);
 }
 
 }  // namespace

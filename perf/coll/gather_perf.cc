@@ -32,8 +32,7 @@ size_t gatherFillExpected(const PerfCase& c, void* expected) {
 }
 
 braidResult_t gatherRun(const PerfCase& c, const void* sendbuff, void* recvbuff, braidComm_t comm) {
-  return braidGather(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.root, comm,
-                     braid::perf::perfStream());
+  return braidGather(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.root, comm, c.stream);
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 //
 // A tool describes its collective in a PerfCollective (sizes, bandwidth
 // factor, check data, the call) and hands it to perfMain, which owns the rest:
-// flags, the communicator (braidCommInitFromEnv), buffers, the size x type x op
-// loops, timing, combining times across ranks, the table on rank 0, JSON, the
-// exit status. Only the public C API (braid/braid.h) is used.
+// flags, the communicators (one per rank: processes x -t threads x -g ranks),
+// buffers, the size x type x op loops, timing, combining times across ranks,
+// the table and JSON on rank 0, the exit status. Only the public C API
+// (braid/braid.h) is used.
 //
-// Not thread-safe: one perfMain per process.
+// One perfMain per process; it runs a thread per -t, and the callbacks are
+// called from those threads at once (they must keep no state).
 #pragma once
 
 #include <cstddef>
@@ -36,7 +38,8 @@ struct PerfCase {
   int nranks;
   size_t elemSize;
   PerfSizes sizes;
-  braidRedOp_t runOp = braidSum;  // what the call passes: op, or mulsum's premul-sum op
+  braidRedOp_t runOp = braidSum;   // what the call passes: op, or mulsum's premul-sum op
+  braidStream_t stream = nullptr;  // the rank's stream (NULL with -y 1)
 };
 
 // What a tool supplies. Callbacks must not fail except `run`.
@@ -50,6 +53,8 @@ struct PerfCollective {
   bool hasRoot;  // false: the root column prints -1 and -r is ignored
   // busbw = algbw x busBwFactor(nranks).
   double (*busBwFactor)(int nranks);
+  // S of algbw = S / t in bytes; nullptr: the row's size (sizes.rowBytes).
+  double (*algBytes)(const PerfSizes& sizes, size_t elemSize, int nranks) = nullptr;
   // Counts for a row of `bytes` (already a multiple of elemSize).
   PerfSizes (*getSizes)(size_t bytes, size_t elemSize, int rank, int nranks);
   // Writes this rank's sendCount input elements to `input`.
@@ -63,10 +68,18 @@ struct PerfCollective {
   // nccl-tests does for sendrecv, whose in-place send and receive share one
   // buffer (neither NCCL nor Braid defines what that yields).
   bool checkInPlace = true;
+  // false: `run` is several groups that depend on each other (hypercube's
+  // rounds), so its calls are never put inside one outer group: -m's calls
+  // and a thread's -g ranks are issued one after the other (on streams).
+  bool groupable = true;
+  // false: -m's calls of one rank are issued one after the other, not in one
+  // group, where their receives would land in one buffer at once (sendrecv:
+  // Braid refuses a group whose receive buffers overlap).
+  bool aggregatable = true;
+  // true: runs only on a power-of-two number of ranks (hypercube), and says
+  // so instead of rows on any other, as nccl-tests does.
+  bool powerOfTwoRanks = false;
 };
-
-// The stream the tools pass: NULL on host buffers, a CUDA stream with -D 1.
-braidStream_t perfStream();
 
 // Runs the tool; returns the process exit status (0: every value right).
 // Exits 1 itself, after printing the error, when a Braid call fails.

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "perf/coll/perf_float8.h"
 #include "perf/coll/perf_util.h"
 
 namespace braid::perf {
@@ -58,6 +59,12 @@ inline void storeElement(braidDataType_t type, void* buf, size_t i, int64_t v) {
     case braidBfloat16:
       static_cast<uint16_t*>(buf)[i] = bf16FromFloat(static_cast<float>(v));
       break;
+    case braidFloat8e4m3:
+      static_cast<uint8_t*>(buf)[i] = e4m3FromFloat(static_cast<float>(v));
+      break;
+    case braidFloat8e5m2:
+      static_cast<uint8_t*>(buf)[i] = e5m2FromFloat(static_cast<float>(v));
+      break;
     default:
       break;
   }
@@ -87,6 +94,10 @@ inline double loadElement(braidDataType_t type, const void* buf, size_t i) {
       return static_cast<const double*>(buf)[i];
     case braidBfloat16:
       return floatFromBf16(static_cast<const uint16_t*>(buf)[i]);
+    case braidFloat8e4m3:
+      return floatFromE4m3(static_cast<const uint8_t*>(buf)[i]);
+    case braidFloat8e5m2:
+      return floatFromE5m2(static_cast<const uint8_t*>(buf)[i]);
     default:
       return 0.0;
   }

@@ -88,4 +88,30 @@ inline PerfSizes allToAllSizes(size_t bytes, size_t elemSize, int /*rank*/, int 
   return s;
 }
 
+// All-to-all-v (nccl-tests' alltoallv): count / nranks elements to and from
+// every peer (no 16-byte rounding); not in place.
+inline PerfSizes allToAllvSizes(size_t bytes, size_t elemSize, int /*rank*/, int nranks) {
+  PerfSizes s;
+  if (elemSize == 0 || nranks <= 0) return s;
+  const size_t perPeer = bytes / elemSize / static_cast<size_t>(nranks);
+  s.paramCount = s.rowCount = perPeer;
+  s.sendCount = s.recvCount = perPeer * static_cast<size_t>(nranks);
+  s.rowBytes = s.sendCount * elemSize;
+  return s;
+}
+
+// Hypercube all-gather (nccl-tests' hypercube): each rank's block is
+// count / nranks elements rounded down to a multiple of 4; it receives every
+// block. In place the block sits at rank x block of the receive buffer.
+inline PerfSizes hypercubeSizes(size_t bytes, size_t elemSize, int rank, int nranks) {
+  PerfSizes s;
+  if (elemSize == 0 || nranks <= 0) return s;
+  const size_t block = bytes / elemSize / (4 * static_cast<size_t>(nranks)) * 4;
+  s.paramCount = s.rowCount = s.sendCount = block;
+  s.recvCount = block * static_cast<size_t>(nranks);
+  s.sendInplaceOffset = block * static_cast<size_t>(rank);
+  s.rowBytes = s.recvCount * elemSize;
+  return s;
+}
+
 }  // namespace braid::perf

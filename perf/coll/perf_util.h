@@ -42,6 +42,8 @@ inline constexpr TypeInfo kTypes[] = {
     {braidFloat32, "float", "float32", 4, true, true, 16777216.0},
     {braidFloat64, "double", "float64", 8, true, true, 9007199254740992.0},
     {braidBfloat16, "bfloat16", "bf16", 2, true, true, 256.0},
+    {braidFloat8e4m3, "f8e4m3", "float8e4m3", 1, true, true, 16.0},
+    {braidFloat8e5m2, "f8e5m2", "float8e5m2", 1, true, true, 8.0},
 };
 
 // The entry for a valid datatype (callers validate; an invalid one gets int8's).
@@ -166,7 +168,7 @@ inline double allReduceBusBwFactor(int nranks) {
 inline double gatherBusBwFactor(int nranks) {
   return nranks > 0 ? static_cast<double>(nranks - 1) / nranks : 0.0;
 }
-// broadcast, reduce, sendrecv.
+// broadcast, reduce, sendrecv, hypercube.
 inline double unitBusBwFactor(int /*nranks*/) { return 1.0; }
 
 // GB/s (1e9 bytes per second) of `bytes` moved in `seconds`; 0 when either is 0.
@@ -242,11 +244,14 @@ inline float floatFromBf16(uint16_t b) { return bitsFloat(static_cast<uint32_t>(
 
 // ---------------------------------------------------------------- formatting
 
-// A time in microseconds, 7 wide, with as many decimals as fit (nccl-tests).
-inline std::string formatTime(double us) {
-  char buf[32];
-  const char* fmt = us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f";
-  std::snprintf(buf, sizeof buf, fmt, us);
+// nccl-tests' number format: `width` wide, with as many decimals (2, 1, 0) as
+// fit, else in exponent form.
+inline std::string formatFloat(double value, int width) {
+  char buf[64];
+  for (int decimals = 2; decimals >= 0; --decimals) {
+    if (std::snprintf(buf, sizeof buf, "%*.*f", width, decimals, value) <= width) return buf;
+  }
+  std::snprintf(buf, sizeof buf, width >= 7 ? "%*.1e" : "%*.0e", width, value);
   return buf;
 }
 

@@ -23,7 +23,7 @@ size_t reduceFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t reduceRun(const PerfCase& c, const void* sendbuff, void* recvbuff, braidComm_t comm) {
   return braidReduce(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.runOp, c.root, comm,
-                     braid::perf::perfStream());
+                     c.stream);
 }
 
 }  // namespace

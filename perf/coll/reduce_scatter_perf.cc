@@ -27,7 +27,7 @@ size_t reduceScatterFillExpected(const PerfCase& c, void* expected) {
 braidResult_t reduceScatterRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                                braidComm_t comm) {
   return braidReduceScatter(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.runOp, comm,
-                            braid::perf::perfStream());
+                            c.stream);
 }
 
 }  // namespace

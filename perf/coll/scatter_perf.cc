@@ -27,8 +27,7 @@ size_t scatterFillExpected(const PerfCase& c, void* expected) {
 
 braidResult_t scatterRun(const PerfCase& c, const void* sendbuff, void* recvbuff,
                          braidComm_t comm) {
-  return braidScatter(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.root, comm,
-                      braid::perf::perfStream());
+  return braidScatter(sendbuff, recvbuff, c.sizes.paramCount, c.type, c.root, comm, c.stream);
 }
 
 }  // namespace

@@ -30,9 +30,8 @@ braidResult_t sendRecvRun(const PerfCase& c, const void* sendbuff, void* recvbuf
   size_t count = c.sizes.paramCount;
   braidResult_t r = braidGroupStart();
   if (r != braidSuccess) return r;
-  r = braidSend(sendbuff, count, c.type, next, comm, braid::perf::perfStream());
-  if (r == braidSuccess)
-    r = braidRecv(recvbuff, count, c.type, prev, comm, braid::perf::perfStream());
+  r = braidSend(sendbuff, count, c.type, next, comm, c.stream);
+  if (r == braidSuccess) r = braidRecv(recvbuff, count, c.type, prev, comm, c.stream);
   braidResult_t end = braidGroupEnd();  // always, so the group does not stay open
   return r != braidSuccess ? r : end;
 }
@@ -51,6 +50,7 @@ int main(int argc, char** argv) {
       .fillExpected = sendRecvFillExpected,
       .run = sendRecvRun,
       .checkInPlace = false,  // nccl-tests: "We don't support in-place sendrecv"
+      .aggregatable = false,  // -m's receives would share one buffer in one group
   };
   return braid::perf::perfMain(argc, argv, kSendRecv);
 }

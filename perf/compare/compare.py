@@ -53,13 +53,26 @@ BRAID_TOOLS = {"allreduce": "all_reduce_perf", "allgather": "all_gather_perf",
                "reduce_scatter": "reduce_scatter_perf", "bcast": "broadcast_perf",
                "alltoall": "alltoall_perf"}
 # Libraries in table order; the MPIs run every collective, the Gloos all-reduce.
-# braid-memalloc: Braid with buffers from braidMemAlloc (-R 1), which peers read
+# braid-memalloc: Braid with buffers from braidMemAlloc (-P 1), which peers read
 # in place on the shared windows; braid-registered: heap buffers passed to
-# braidCommRegister first (-R 2), whose pages are then shared the same way.
-BRAID_LIBS = {"braid": [], "braid-memalloc": ["-R", "1"], "braid-registered": ["-R", "2"]}
+# braidCommRegister first (-R 1, nccl-tests' local registration), whose pages are
+# then shared the same way.
+BRAID_LIBS = {"braid": [], "braid-memalloc": ["-P", "1"], "braid-registered": ["-R", "1"]}
 LIBS = ["braid", "braid-memalloc", "braid-registered", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
 ALLREDUCE_ONLY = {"gloo", "torch-gloo"}
 OMPI_ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def machine():
+    """CPU model, count and kernel, for the report's header (docs/performance.md)."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {cpus()} CPUs usable, Linux {os.uname().release}"
 
 
 def cpus():
@@ -197,15 +210,17 @@ def run_braid(runner, coll, nranks, sizes, estimates, lib="braid"):
 def braid_once(runner, coll, nranks, size, iters, warmup, check, lib="braid"):
     braidrun = runner.path("tools", "braidrun", "braidrun")
     tool = runner.path("perf", "coll", BRAID_TOOLS[coll])
-    fd, json_path = tempfile.mkstemp(prefix="braid-compare-", suffix=".json")
-    os.close(fd)
+    # -J never writes over a file (nccl-tests' rule): a fresh name in a fresh directory.
+    tmp = tempfile.mkdtemp(prefix="braid-compare-")
+    json_path = os.path.join(tmp, "r.json")
     # Bound to cores where every rank has one, as OpenMPI's mpirun binds by default at
     # up to 2 ranks, and free when oversubscribed, as mpirun --oversubscribe leaves its
     # ranks (braidrun's own default, auto, would bind them too).
     bind = ["--bind", "core" if nranks <= cpus() else "none"]
+    # -y 1: calls on the NULL stream, each done when it returns, as MPI's and Gloo's are.
     cmd = ([braidrun, "-n", str(nranks), "--timeout", str(runner.args.run_timeout)] + bind +
            [tool, "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup),
-            "-c", str(check), "-a", "3", "-J", json_path])
+            "-c", str(check), "-a", "3", "-y", "1", "-J", json_path])
     cmd += BRAID_LIBS[lib]
     rc, output = runner.run(f"braid-{coll}-{nranks}-{size}", cmd,
                             timeout=runner.args.run_timeout + 5)
@@ -214,16 +229,18 @@ def braid_once(runner, coll, nranks, size, iters, warmup, check, lib="braid"):
             result = json.load(f)
     except (OSError, ValueError):
         result = None
-    os.unlink(json_path)
+    shutil.rmtree(tmp, ignore_errors=True)
     if rc != 0 or not result or not result.get("results"):
         failed(runner, lib, coll, nranks, rc, output)
         return None
+    # nccl-tests' schema: times in us under "time", wrong elements under "nwrong"
+    # (null when unchecked); Braid's algorithm under "braid".
     r = result["results"][0]
     oop = r["out_of_place"]
     return {"lib": lib, "coll": coll, "nranks": nranks, "size": size, "bytes": r["size"],
-            "time_us": oop["time_us"], "busbw": busbw(coll, nranks, r["size"], oop["time_us"]),
-            "wrong": oop["wrong"] if oop["wrong"] is not None else 0,
-            "algorithm": r.get("algorithm", "")}
+            "time_us": oop["time"], "busbw": busbw(coll, nranks, r["size"], oop["time"]),
+            "wrong": int(oop["nwrong"]) if oop["nwrong"] is not None else 0,
+            "algorithm": r.get("braid", {}).get("algorithm", "")}
 
 
 def mpi_command(runner, lib, nranks):
@@ -512,7 +529,8 @@ def main():
     if keeper.problem:
         runner.note(keeper.problem)
     meta = {"date": stamp.strftime("%Y-%m-%d %H:%M UTC"), "braid": source,
-            "loads": runner.loads + [os.getloadavg()[0]], "cpus": cpus(), "reps": args.reps,
+            "loads": runner.loads + [os.getloadavg()[0]], "cpus": cpus(), "machine": machine(),
+            "reps": args.reps,
             "seconds": args.seconds, "minutes": (time.monotonic() - started) / 60,
             "quick": args.quick, "notes": runner.notes}
     rows = medians(samples)

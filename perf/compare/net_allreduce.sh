@@ -45,7 +45,8 @@ $nice true 2>/dev/null || nice=""
 port() { echo $((20000 + RANDOM % 30000)); }
 
 # Braid: all_reduce_perf, one rank per namespace; two runs (small sizes with
-# many iterations, large with few). Rows: "<label> bytes time_us busbw".
+# many iterations, large with few), calls on the NULL stream (-y 1) as Gloo's
+# block. Rows: "<label> bytes time_us busbw".
 braid() {
   local label=$1 env=$2 secret p
   secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -55,7 +56,7 @@ braid() {
       ns=$nsA; [ $r = 1 ] && ns=$nsB
       ip netns exec "$ns" env BRAID_WORLD_SIZE=2 BRAID_RANK=$r BRAID_ROOT=$ipA:$p \
         BRAID_SECRET="$secret" BRAID_HOST_ID="$ns" BRAID_TIMEOUT_MS=120000 $env \
-        $nice "$perf" $range -c 1 -a 3 > "$work/$label.$r.log" 2>&1 &
+        $nice "$perf" $range -c 1 -a 3 -y 1 > "$work/$label.$r.log" 2>&1 &
     done
     wait
     grep -q "Out of bounds values : 0 OK" "$work/$label.0.log" ||

@@ -93,7 +93,8 @@ Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
   call.root = op.root;
   // Ranks sharing one GPU take turns on it (each process is its own context), so every
   // round trip costs a context switch there: one-shot, with its one barrier less, wins
-  // (measured on an H100: docs/architecture.md). Across GPUs two-shot spreads the reads.
+  // (4 ranks on one H100, 32 MiB windows: one-shot 5.6 ms, two-shot 7.9 ms). Across GPUs
+  // two-shot spreads the reads.
   call.twoShot = op.collective == Collective::kAllReduce && nranks_ >= 3 &&
                  op.count * call.elemSize >= twoShotBytes_ && (!oneDevice_ || twoShotForced_);
   call.recvIsDevice = cuda::isDeviceMemory(op.recv);

@@ -1,94 +1,44 @@
 // DeviceWindows: the direct GPU path for ranks of one node (CUDA IPC), ordered on the
-// caller's CUDA stream and returning at once, as NCCL's calls do.
+// caller's CUDA stream and returning at once, as NCCL's calls do. docs/gpu.md describes
+// it in full; this is the map.
 //
-// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES, default 128 MiB, or 2 MiB
-// when a send/recv on a 2-rank communicator makes it; the ranks check they agree) in two
-// halves (then the send slots, the graph slots and the graph region, below), and every
-// peer maps it with CUDA IPC, so device data never leaves the GPU(s)
-// (ranks that are all threads of one process reach each other's windows by address). A
-// round of a call copies this rank's input into its own window's half (round % 2) on the
-// stream, passes a barrier, and then the reduction or copy kernels read the peers' halves
-// where they lie and write the result straight into the receive buffer. All-reduce is
-// one-shot (every rank reduces everything) or two-shot (each rank reduces a slice in its
-// half, a second barrier, then every rank gathers the slices) from
-// BRAID_CUDA_TWO_SHOT_BYTES with 3 or more ranks on different GPUs (ranks sharing one GPU
-// stay one-shot unless that variable is set). Reduce, gather and scatter go the same way
-// (the root reduces or copies out; scatter's root copies in). Inputs larger than a half go
-// in rounds (on one shared GPU each round costs a turn of every rank's context, so the
-// halves are large). All-to-all-v runs as a lowered schedule (below).
+// Each rank allocates one device window (BRAID_CUDA_WINDOW_BYTES: two halves, then the
+// send slots, the graph slots and the graph region) that every peer maps with CUDA IPC,
+// or by address where the ranks are threads of one process. A round copies this rank's
+// input into half round % 2, passes a barrier, and the reduce or copy kernels read the
+// peers' halves where they lie and write the receive buffer (through device scratch when
+// it is not device memory). All-reduce is one-shot, or two-shot from
+// BRAID_CUDA_TWO_SHOT_BYTES with 3+ ranks on different GPUs.
 //
-// The barriers run on the GPU, not on a host thread: the ranks share one page of host
-// memory (an shm region, page-locked and mapped for the devices) with a counter per rank.
-// Barrier e is a stream write of e to this rank's counter (after the round's copy-in has
-// finished) and a stream wait until every peer's counter is at least e. Two halves make
-// one barrier per round enough: a rank refills half h only after passing the barrier of
-// the round in between, which no peer reaches before its reads of half h have finished.
-// The calling thread only enqueues; consecutive calls of a communicator on different
-// streams are ordered by an event (each waits for the last).
+// Barriers run on the GPU: barrier e is a stream write of e to this rank's counter in a
+// page-locked shared host page and a stream wait until every peer's counter reaches e.
+// Two halves make one barrier per round enough: a rank refills a half only after the next
+// round's barrier, which no peer passes before it has read that half. Consecutive calls
+// on different streams are ordered by an event. Send/recv use two slots per peer
+// (BRAID_CUDA_P2P_SLOT_BYTES) with posted/consumed counters per ordered pair; a group's
+// sends and receives, all-to-all-v and BRAID_ALGO's schedules are lowered batches
+// (exec/device_program.h, api/cuda_schedule.cc).
 //
-// Never a silent hang: a watch thread looks at the counters while barriers are pending.
-// If this rank has passed a barrier that a peer has not reached for the communicator's
-// timeout, or the communicator failed (a peer died) or was aborted, it releases every
-// barrier of every rank for good (the counters jump far ahead) and raises the
-// communicator's asynchronous error (braidCommGetAsyncError); results after that are
-// undefined and later calls fail with that error.
+// Captured calls (CUDA graphs) use the replayable flag barriers and graph slots of
+// exec/device_windows.h and exec/device_program.h, run in the graph region when they fit,
+// and bump a progress word per replay; the launch's stream orders them, since an event
+// recorded outside a capture cannot be waited on inside it.
 //
-// CUDA graphs: a call on a stream that is capturing a graph runs its collectives through
-// the windows with the flag barriers of exec/device_windows.h, which a replay can run
-// again: in the window's graph region (BRAID_CUDA_GRAPH_BYTES, 8 MiB, at the window's end)
-// after one barrier when it fits in one round there, otherwise in the halves, bracketed by
-// a barrier at each end. Each such call also bumps this rank's
-// progress word in the shared page (a kernel: a count that advances at every replay). It
-// is not ordered after the communicator's other calls by an event (an event recorded
-// outside a capture cannot be waited on inside one, nor the other way): the graph's launch
-// is ordered by the stream it is launched on, as NCCL's captured calls are. Sends,
-// receives and lowered schedules go through each pair's two graph slots (1 MiB each, in
-// every window after the send slots) with the flags of exec/device_program.h. Host
-// buffers and the staged path are not captured: such a call is refused before anything
-// is enqueued (api/cuda_ops.cc). The watch thread releases the barriers when this rank's
-// signal or filled graph slot for a peer stays unclaimed, or this rank waits for a peer's
-// slot, while that peer's progress word stands still, for the timeout: the peer stopped
-// replaying.
+// Never a silent hang: a watch thread releases every barrier of every rank for good (the
+// counters jump far ahead) and raises the asynchronous error when a peer misses a barrier,
+// a slot or a replay for the timeout, or the communicator failed or was aborted.
 //
-// Schedules (api/cuda_schedule.cc): all-to-all-v, and any collective whose algorithm
-// BRAID_ALGO names, run the same schedule the host executor would, lowered to device work
-// (exec/device_program.h) over the send slots below: the CUDA executor.
+// Ranks that are threads of one process share a context whose streams share a few
+// hardware queues, where a wait enqueued ahead of the write that ends it could block that
+// write for good. So a rank enqueues a wait for a counter another thread writes only once
+// that write is enqueued (on any GPU: another communicator's ranks may share both GPUs'
+// queues), blocking the calling thread for at most the timeout; their captures are
+// refused where two share a GPU, as replays cannot be ordered so.
 //
-// Set-up is collective and happens at the first device call that can use the windows; if
-// any rank cannot (no IPC, no peer access between the devices, no memory, no stream memory
-// operations, more than 8 ranks, ranks on several nodes, BRAID_CUDA_IPC=0), every rank
-// keeps the staged path and INFO says why.
-//
-// Send and receive: each rank's window also holds two slots (BRAID_CUDA_P2P_SLOT_BYTES,
-// 4 MiB) per peer. Slice k to rank r waits (on the stream) until r has consumed slice
-// k - 2, copies into slot k % 2, and posts k; the receive waits until k is posted, copies
-// out and marks it consumed. The counters are per ordered pair, in the same shared page;
-// no other rank takes part. A group's sends and receives are one lowered batch
-// (exec/device_program.h: rounds by each peer's lane, sends first).
-//
-// A rank whose receive buffer is not device
-// memory reduces into a device scratch buffer and copies from it (the kernels write only
-// device memory); copies take any memory.
-//
-// Threads of one process on one GPU share one CUDA context, whose streams share a few
-// hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default); a queue runs its work in
-// the order it was enqueued, whatever the stream, so a stream wait holds back every other
-// stream's work behind it. A rank's wait enqueued before the peer's write that ends it
-// could then sit in front of that write for good (3 and 4 ranks stalled so on an H200
-// until the watch released them). So a rank enqueues a wait for a counter (a barrier's,
-// a pair's posted or consumed) that a thread of this process writes only once that rank
-// has enqueued the write: the host order puts every write ahead of the waits it ends, in
-// whichever queue, and every queue moves. Writers on other GPUs are ordered too: ranks
-// of another communicator of this process may share both GPUs' queues, and a wait of
-// each, on each GPU, could hold back the write the other's needs. The calling thread
-// blocks meanwhile (as NCCL's callers that drive several ranks must group their calls,
-// so must Braid's: a group's issues run side by side), for at most the timeout. Captured
-// calls cannot be ordered so (a graph's replays are launched whenever the application
-// launches them): where a peer shares this rank's GPU they are refused
-// (api/cuda_ops.cc), the capture left intact.
-
-// (Calls: cuda_ipc.cc; set-up and teardown: cuda_ipc_setup.cc; the shared page, the watch
-// thread and releasing: cuda_ipc_watch.cc.)
+// Set-up is collective, at the first device call that can use the windows; if any rank
+// cannot, every rank stays on the staged path and INFO says why. (Calls: cuda_ipc.cc;
+// set-up and teardown: cuda_ipc_setup.cc; the shared page, the watch thread and
+// releasing: cuda_ipc_watch.cc.)
 #pragma once
 
 #include <atomic>

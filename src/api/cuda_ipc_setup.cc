@@ -330,9 +330,9 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     }
   }
   // Ranks that are threads of one process share its CUDA context, where an allocation may
-  // wait for every stream, a peer's held at a barrier for this very rank too (seen on an
-  // H200: one thread driving 3 or 4 ranks hung at the first call's scratch). The calls'
-  // scratch, at most half a window, is allocated now, before any rank enqueues.
+  // wait for every stream, a peer's held at a barrier for this very rank too: one thread
+  // driving several ranks would hang at a call's first scratch. The calls' scratch, at most
+  // half a window, is allocated now, before any rank enqueues.
   if (why.empty() && together) {
     Status grown = w->growScratch(w->halfBytes_);
     if (!grown.isOk()) why = "allocating the scratch buffer: " + grown.message();

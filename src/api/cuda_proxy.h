@@ -17,11 +17,10 @@
 //
 // The ticket goes to the proxy as soon as its ready write is enqueued, before the done
 // wait: the host collective needs nothing more of the issuing thread, so a peer's call
-// never waits for what that thread does next. Ranks that are threads of one process: the
-// done wait is enqueued only once the other threads' ranks have issued their parts
-// (api/thread_peers.h), as their streams may share CUDA's hardware queues; until
-// 2026-11-27 the ticket went to the proxy only after that, so a rank's point-to-point call
-// could wait for a thread that was not its peer's (seen on an H200 as a stall at 4 ranks).
+// never waits for what that thread does next (otherwise a point-to-point call could wait
+// for a thread that is not its peer's). Ranks that are threads of one process: the done
+// wait is enqueued only once the other threads' ranks have issued their parts
+// (api/thread_peers.h), as their streams may share CUDA's hardware queues.
 //
 // Never a silent hang: a host collective that fails (a dead peer, the timeout) raises the
 // communicator's asynchronous error and still writes the done word, so the stream goes

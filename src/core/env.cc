@@ -46,6 +46,9 @@ const std::vector<EnvVar>& envTable() {
        "bytes of device memory per rank that peers on the node map (CUDA IPC), two halves; "
        "larger calls go in rounds of a half (default 134217728, or 2097152 for windows a "
        "send/recv makes on a 2-rank communicator)"},
+      {"BRAID_CUDA_P2P_SLOT_BYTES", nullptr, "4194304",
+       "bytes of each of the two send/recv slots per peer in every device window (at least "
+       "4096); the ranks' values must agree, else every call is staged"},
       {"BRAID_CUDA_TWO_SHOT_BYTES", nullptr, "1048576",
        "device all-reduce of at least this many bytes with 3 or more ranks on different GPUs "
        "is two-shot (reduce a slice, then gather) rather than one-shot; set, it applies to "

@@ -35,10 +35,10 @@ int callersDevice() {  // -1: none (no CUDA)
 // made current (the thread's own default, device 0, would get a context of its own on a
 // GPU the process does not use). Nothing waits for this thread; what it has not released
 // at exit the process's end frees.
-// On a GPU such a free also holds the process's other CUDA calls while it waits (a
-// cudaEventDestroy waited 28 s on an H200 behind the reaper's cudaFree, for a stream the
-// application held): so no job runs while work a failed call left on a stream is
-// unfinished (releaseAfter), polled without blocking in CUDA.
+// On a GPU such a free also holds the process's other CUDA calls while it waits (an
+// event destroyed on another thread waits behind it for a stream the application holds):
+// so no job runs while work a failed call left on a stream is unfinished (releaseAfter),
+// polled without blocking in CUDA.
 class Reaper {
  public:
   static Reaper& get() {

@@ -3,14 +3,9 @@
 //
 // Why: a peer that read a line last round holds it in its cache; a plain store
 // must first take the line back (a read-for-ownership and an invalidation per
-// line). Measured on the 2-core EPYC VM (a producer core rewriting what a
-// consumer core read, one round each): memcpy of 64 KiB 12 us and of 1 MiB
-// 483 us; non-temporal stores 2.3 us and 42 us. Below about 16 KiB the store
-// buffer hides the invalidations and the plain copy wins (8 KiB: 0.48 us
-// against a consumer's 1.6 us read from memory), hence the threshold.
-// Re-measured through the windows (2 ranks, all-gather and all-reduce, paired runs):
-// plain stores were 1.5-2x faster at 1-4 MiB in some launches and 4-7x slower in
-// others minutes apart, as the VM placed its two vCPUs; streaming stays within 2x.
+// line). Below about 16 KiB the store buffer hides that and the plain copy wins,
+// hence kStreamMinBytes. Streaming also stays within 2x of plain stores where the
+// vCPUs' placement favours them, while plain stores can be several times slower.
 // Ends with a store fence, so a release store that follows (a flag, a FIFO
 // head) publishes the data.
 #pragma once
@@ -26,6 +21,7 @@
 
 namespace braid {
 
+// Across cores (braid-micro crossCoreCopy): 1 MiB 483 us plain, 42 us streamed; 8 KiB plain 0.48 us.
 constexpr size_t kStreamMinBytes = 24 << 10;
 
 // Always streams (callers that split one large copy into small blocks).

@@ -28,11 +28,11 @@ int& currentDeviceOfThread();
 void makeContext();
 
 // deviceFree's wait for the whole device, for its scope: as on a GPU, where cudaFree on one
-// thread held the process's other CUDA calls (a cudaEventDestroy waited 28 s on an H200
-// behind a cudaFree waiting for a held stream), makeContext waits for it. Whether
-// cudaFreeHost and cudaHostRegister/Unregister hold them too is not measured
-// (scripts/probe_free_holds.cu): here they only wait. Holding them too deadlocks the staged
-// calls of ranks that are threads (the pinned pool's frees): see docs/architecture.md.
+// thread holds the process's other CUDA calls (an H200 held a cudaEventDestroy 28 s behind a
+// cudaFree waiting for a held stream), makeContext waits for it. Whether cudaFreeHost and
+// cudaHostRegister/Unregister hold them too is not measured (scripts/probe_free_holds.cu):
+// here they only wait. Holding them too deadlocks the staged calls of ranks that are threads
+// (the pinned pool's frees): see "Failure model on the device" in docs/gpu.md.
 class DeviceWideWait {
  public:
   DeviceWideWait();

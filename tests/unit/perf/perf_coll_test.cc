@@ -91,6 +91,33 @@ TEST(PerfSizes, AllToAll) {
   EXPECT_EQ(s.recvInplaceOffset, 0u);
 }
 
+// nccl-tests' alltoallv: count / nranks per peer, no 16-byte rounding; S = the
+// whole send array, busbw = algbw x (n-1)/n.
+TEST(PerfSizes, AllToAllv) {
+  PerfSizes s = allToAllvSizes(1000, 4, 1, 3);  // 250 floats over 3 ranks: 83 each
+  EXPECT_EQ(s.paramCount, 83u);
+  EXPECT_EQ(s.rowCount, 83u);
+  EXPECT_EQ(s.sendCount, 249u);
+  EXPECT_EQ(s.recvCount, 249u);
+  EXPECT_EQ(s.rowBytes, 996u);
+  EXPECT_EQ(allToAllvSizes(1 << 20, 4, 0, 4).paramCount, 65536u);
+}
+
+// nccl-tests' hypercube: a block of count / nranks rounded down to 4 elements;
+// algbw counts what each rank receives, block x (n-1), and busbw = algbw.
+TEST(PerfSizes, Hypercube) {
+  PerfSizes s = hypercubeSizes(1000, 4, 3, 4);  // 250 floats / 4 = 62 -> 60
+  EXPECT_EQ(s.paramCount, 60u);
+  EXPECT_EQ(s.sendCount, 60u);
+  EXPECT_EQ(s.recvCount, 240u);
+  EXPECT_EQ(s.rowCount, 60u);
+  EXPECT_EQ(s.rowBytes, 960u);
+  EXPECT_EQ(s.sendInplaceOffset, 180u);  // rank 3's block of recvbuff
+  EXPECT_EQ(s.recvInplaceOffset, 0u);
+  EXPECT_EQ(hypercubeSizes(16, 1, 0, 8).paramCount, 0u);  // 2 bytes per rank -> 0
+  EXPECT_DOUBLE_EQ(unitBusBwFactor(8), 1.0);
+}
+
 using SizesFn = PerfSizes (*)(size_t, size_t, int, int);
 
 // Properties every collective's sizes must have, over many rows.

@@ -71,10 +71,17 @@ TEST(PerfBandwidth, Factors) {
   EXPECT_DOUBLE_EQ(algBandwidth(1000, 0.0), 0.0);
 }
 
-TEST(PerfFormat, TimeHasNcclTestsPrecision) {
-  EXPECT_EQ(formatTime(12.345), "  12.35");
-  EXPECT_EQ(formatTime(123.45), "  123.5");
-  EXPECT_EQ(formatTime(12345.6), "  12346");
+TEST(PerfFormat, NumbersHaveNcclTestsPrecision) {
+  // As many decimals as fit the column (2, 1, 0), then exponent form.
+  EXPECT_EQ(formatFloat(12.345, 7), "  12.35");
+  EXPECT_EQ(formatFloat(123.45, 7), " 123.45");
+  EXPECT_EQ(formatFloat(12345.6, 7), "12345.6");
+  EXPECT_EQ(formatFloat(1234567.8, 7), "1234568");
+  EXPECT_EQ(formatFloat(12345678.0, 7), "1.2e+07");
+  EXPECT_EQ(formatFloat(0.5, 6), "  0.50");
+  EXPECT_EQ(formatFloat(1234.5, 6), "1234.5");
+  EXPECT_EQ(formatFloat(123456.0, 6), "123456");
+  EXPECT_EQ(formatFloat(1234567.0, 6), " 1e+06");
 }
 
 // ------------------------------------------------------------------ float16
@@ -200,6 +207,10 @@ double applyInType(braidDataType_t type, braidRedOp_t op, double a, double b) {
       return floatFromHalf(halfFromFloat(static_cast<float>(r)));
     case braidBfloat16:
       return floatFromBf16(bf16FromFloat(static_cast<float>(r)));
+    case braidFloat8e4m3:
+      return floatFromE4m3(e4m3FromFloat(static_cast<float>(r)));
+    case braidFloat8e5m2:
+      return floatFromE5m2(e5m2FromFloat(static_cast<float>(r)));
     case braidFloat32:
       return static_cast<float>(r);
     default:
@@ -228,6 +239,45 @@ double reduceInType(braidDataType_t type, braidRedOp_t op, int nranks, size_t i,
     }
   }
   return acc;
+}
+
+// float8 against the OCP formats' tables: e4m3 (bias 7, no infinities, 0x7f
+// NaN, largest 448), e5m2 (bias 15, binary16's top byte).
+TEST(PerfFloat8, KnownValuesAndRounding) {
+  EXPECT_EQ(e4m3FromFloat(1.0f), 0x38);
+  EXPECT_EQ(e4m3FromFloat(-2.0f), 0xc0);
+  EXPECT_EQ(e4m3FromFloat(0.5f), 0x30);
+  EXPECT_EQ(e4m3FromFloat(16.0f), 0x58);
+  EXPECT_EQ(e4m3FromFloat(17.0f), 0x58);  // halfway: to even (16)
+  EXPECT_EQ(e4m3FromFloat(19.0f), 0x5a);  // halfway: to even (20)
+  EXPECT_EQ(e4m3FromFloat(448.0f), 0x7e);
+  EXPECT_EQ(e4m3FromFloat(1000.0f), 0x7e);               // saturates
+  EXPECT_EQ(e4m3FromFloat(std::ldexp(1.0f, -9)), 0x01);  // smallest subnormal
+  EXPECT_EQ(e4m3FromFloat(0.0f), 0x00);
+  EXPECT_TRUE(std::isnan(floatFromE4m3(0x7f)));
+  EXPECT_EQ(floatFromE4m3(0x7e), 448.0f);
+  EXPECT_EQ(floatFromE4m3(0x08), std::ldexp(1.0f, -6));  // smallest normal
+  EXPECT_EQ(e5m2FromFloat(1.0f), 0x3c);
+  EXPECT_EQ(e5m2FromFloat(-1.0f), 0xbc);
+  EXPECT_EQ(e5m2FromFloat(57344.0f), 0x7b);
+  EXPECT_EQ(e5m2FromFloat(9.0f), 0x48);   // halfway between 8 and 10: to even (8)
+  EXPECT_EQ(e5m2FromFloat(11.0f), 0x4a);  // halfway between 10 and 12: to even (12)
+  EXPECT_EQ(floatFromE5m2(0x7c), INFINITY);
+  EXPECT_TRUE(std::isnan(floatFromE5m2(0x7e)));
+}
+
+TEST(PerfFloat8, EveryValueRoundTrips) {
+  for (int b = 0; b < 256; ++b) {
+    const uint8_t code = static_cast<uint8_t>(b);
+    const float e4 = floatFromE4m3(code);
+    if (!std::isnan(e4)) {
+      EXPECT_EQ(e4m3FromFloat(e4), code) << b;
+    }
+    const float e5 = floatFromE5m2(code);
+    if (!std::isnan(e5)) {
+      EXPECT_EQ(e5m2FromFloat(e5), code) << b;
+    }
+  }
 }
 
 class PerfCheckData
@@ -284,7 +334,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllTypesOpsRanks, PerfCheckData,
     ::testing::Combine(::testing::Values(braidInt8, braidUint8, braidInt32, braidUint32, braidInt64,
                                          braidUint64, braidFloat16, braidFloat32, braidFloat64,
-                                         braidBfloat16),
+                                         braidBfloat16, braidFloat8e4m3, braidFloat8e5m2),
                        ::testing::Values(braidSum, braidProd, braidMax, braidMin, braidAvg,
                                          kMulSum),
                        ::testing::Values(1, 2, 3, 4, 7, 16, 17, 64)),
@@ -326,72 +376,190 @@ TEST(PerfArgsTest, DefaultsAreNcclTests) {
   PerfArgs a;
   std::string error;
   ASSERT_TRUE(parse({}, &a, &error)) << error;
+  EXPECT_EQ(a.nThreads, 1);
+  EXPECT_EQ(a.nGpus, 1);
   EXPECT_EQ(a.minBytes, 32u << 20);
   EXPECT_EQ(a.maxBytes, 32u << 20);
   EXPECT_EQ(a.stepFactor, 1u);
   EXPECT_EQ(a.stepBytes, 1u << 20);
   EXPECT_EQ(a.iters, 20);
+  EXPECT_EQ(a.aggIters, 1);
   EXPECT_EQ(a.warmupIters, 1);
+  EXPECT_EQ(a.runCycles, 1);
+  EXPECT_EQ(a.parallelInit, 0);
   EXPECT_EQ(a.check, 1);
   EXPECT_EQ(a.types, std::vector<braidDataType_t>{braidFloat32});
   EXPECT_EQ(a.ops, std::vector<braidRedOp_t>{braidSum});
+  EXPECT_EQ(a.root, 0);
+  EXPECT_EQ(a.blocking, 0);
+  EXPECT_EQ(a.streamNull, 0);
+  EXPECT_EQ(a.graphLaunches, 0);
+  EXPECT_EQ(a.reportCpuTime, 0);
+  EXPECT_EQ(a.reportTimestamps, 0);
   EXPECT_EQ(a.average, AverageMode::kMean);
+  EXPECT_EQ(a.localRegister, 0);
+  EXPECT_EQ(a.ctaPolicy, -1);  // not set
+  EXPECT_EQ(a.deviceImpl, 0);
+  EXPECT_EQ(a.deviceCtaCount, 16);
+  EXPECT_EQ(a.memoryReport, 0);
+  EXPECT_EQ(a.unalign, 0);
+  EXPECT_EQ(a.perIterTiming, 0);
+  EXPECT_EQ(a.perIterSkip, 0);
+  EXPECT_EQ(a.memAlloc, 0);
+  EXPECT_EQ(a.deviceBuffers, 0);
+  EXPECT_EQ(noEffectOptions(a), "");
 }
 
-TEST(PerfArgsTest, ParsesEveryFlag) {
+// Every nccl-tests option, by its short and its long name.
+TEST(PerfArgsTest, ParsesEveryNcclTestsOption) {
+  const std::vector<std::string> kShort = {
+      "-t", "2",   "-g", "3",  "-b",          "8",  "-e", "1M", "-i", "2K",  "-f", "4",  "-n",
+      "5",  "-m",  "2",  "-w", "0",           "-N", "3",  "-p", "1",  "-c",  "0",  "-o", "all",
+      "-d", "all", "-r", "2",  "-z",          "3",  "-y", "1",  "-T", "2.5", "-G", "7",  "-C",
+      "1",  "-S",  "1",  "-J", "/tmp/x.json", "-a", "3",  "-R", "2",  "-x",  "1",  "-D", "1",
+      "-V", "32",  "-M", "1",  "-u",          "3",  "-I", "1",  "-K", "2"};
+  const std::vector<std::string> kLong = {"--nthreads",
+                                          "2",
+                                          "--ngpus",
+                                          "3",
+                                          "--minbytes",
+                                          "8",
+                                          "--maxbytes",
+                                          "1M",
+                                          "--stepbytes",
+                                          "2K",
+                                          "--stepfactor",
+                                          "4",
+                                          "--iters",
+                                          "5",
+                                          "--agg_iters",
+                                          "2",
+                                          "--warmup_iters",
+                                          "0",
+                                          "--run_cycles",
+                                          "3",
+                                          "--parallel_init",
+                                          "1",
+                                          "--check",
+                                          "0",
+                                          "--op",
+                                          "all",
+                                          "--datatype",
+                                          "all",
+                                          "--root",
+                                          "2",
+                                          "--blocking",
+                                          "3",
+                                          "--stream_null",
+                                          "1",
+                                          "--timeout",
+                                          "2.5",
+                                          "--cudagraph",
+                                          "7",
+                                          "--report_cputime",
+                                          "1",
+                                          "--report_timestamps",
+                                          "1",
+                                          "--output_file",
+                                          "/tmp/x.json",
+                                          "--average",
+                                          "3",
+                                          "--local_register",
+                                          "2",
+                                          "--cta_policy",
+                                          "1",
+                                          "--device_implementation",
+                                          "1",
+                                          "--device_cta_count",
+                                          "32",
+                                          "--memory_report",
+                                          "1",
+                                          "--unalign",
+                                          "3",
+                                          "--per_iter_timing",
+                                          "1",
+                                          "--per_iter_skip",
+                                          "2"};
+  for (const std::vector<std::string>& words : {kShort, kLong}) {
+    PerfArgs a;
+    std::string error;
+    ASSERT_TRUE(parse(words, &a, &error)) << error;
+    EXPECT_EQ(a.nThreads, 2);
+    EXPECT_EQ(a.nGpus, 3);
+    EXPECT_EQ(a.minBytes, 8u);
+    EXPECT_EQ(a.maxBytes, 1u << 20);
+    EXPECT_EQ(a.stepBytes, 2048u);
+    EXPECT_EQ(a.stepFactor, 4u);
+    EXPECT_EQ(a.iters, 5);
+    EXPECT_EQ(a.aggIters, 2);
+    EXPECT_EQ(a.warmupIters, 0);
+    EXPECT_EQ(a.runCycles, 3);
+    EXPECT_EQ(a.parallelInit, 1);
+    EXPECT_EQ(a.check, 0);
+    EXPECT_EQ(a.ops.size(), 6u);     // mulsum too
+    EXPECT_EQ(a.types.size(), 12u);  // float8 e4m3 and e5m2 too
+    EXPECT_EQ(a.root, 2);
+    EXPECT_EQ(a.blocking, 3);
+    EXPECT_EQ(a.streamNull, 1);
+    EXPECT_DOUBLE_EQ(a.timeoutSec, 2.5);
+    EXPECT_EQ(a.graphLaunches, 7);
+    EXPECT_EQ(a.reportCpuTime, 1);
+    EXPECT_EQ(a.reportTimestamps, 1);
+    EXPECT_EQ(a.jsonPath, "/tmp/x.json");
+    EXPECT_EQ(a.average, AverageMode::kMax);
+    EXPECT_EQ(a.localRegister, 2);
+    EXPECT_EQ(a.ctaPolicy, 1);
+    EXPECT_EQ(a.deviceImpl, 1);
+    EXPECT_EQ(a.deviceCtaCount, 32);
+    EXPECT_EQ(a.memoryReport, 1);
+    EXPECT_EQ(a.unalign, 3);
+    EXPECT_EQ(a.perIterTiming, 1);
+    EXPECT_EQ(a.perIterSkip, 2);
+    // What has no effect on Braid is named, once each.
+    const std::string none = noEffectOptions(a);
+    for (const char* flag : {"-x", "-D", "-V", "-R 2", "-G"}) {
+      EXPECT_NE(none.find(flag), std::string::npos) << flag << " in " << none;
+    }
+  }
+}
+
+// Braid's own choices sit on letters nccl-tests does not use.
+TEST(PerfArgsTest, BraidOptionsAreSeparate) {
   PerfArgs a;
   std::string error;
-  ASSERT_TRUE(parse({"-b", "8", "-e", "1M", "-f", "4",           "-i", "2K",  "-n", "5",
-                     "-w", "0", "-c", "0",  "-d", "all",         "-o", "all", "-r", "2",
-                     "-a", "3", "-z", "1",  "-J", "/tmp/x.json", "-T", "2.5"},
-                    &a, &error))
-      << error;
-  EXPECT_EQ(a.minBytes, 8u);
-  EXPECT_EQ(a.maxBytes, 1u << 20);
-  EXPECT_EQ(a.stepFactor, 4u);
-  EXPECT_EQ(a.stepBytes, 2048u);
-  EXPECT_EQ(a.iters, 5);
-  EXPECT_EQ(a.warmupIters, 0);
-  EXPECT_EQ(a.check, 0);
-  EXPECT_EQ(a.types.size(), 10u);
-  EXPECT_EQ(a.ops.size(), 6u);  // mulsum too
-  EXPECT_EQ(a.root, 2);
-  EXPECT_EQ(a.average, AverageMode::kMax);
-  EXPECT_EQ(a.blocking, 1);
-  EXPECT_EQ(a.jsonPath, "/tmp/x.json");
-  EXPECT_DOUBLE_EQ(a.timeoutSec, 2.5);
-
+  ASSERT_TRUE(parse({"-A", "ring", "-E", "1", "-G", "2"}, &a, &error)) << error;
+  EXPECT_EQ(a.algo, "ring");
+  EXPECT_EQ(a.deviceBuffers, 1);
+  EXPECT_EQ(noEffectOptions(a), "");  // -G runs on device buffers
   PerfArgs b;
-  ASSERT_TRUE(parse({"--datatype", "float16", "--op", "avg", "--minbytes", "1K"}, &b, &error));
-  EXPECT_EQ(b.types, std::vector<braidDataType_t>{braidFloat16});
-  EXPECT_EQ(b.ops, std::vector<braidRedOp_t>{braidAvg});
-  EXPECT_EQ(b.minBytes, 1024u);
+  ASSERT_TRUE(parse({"--algo", "tree", "--memalloc", "1", "--device_buffers", "0"}, &b, &error));
+  EXPECT_EQ(b.algo, "tree");
+  EXPECT_EQ(b.memAlloc, 1);
+  // nccl-tests' -R and -D keep nccl-tests' meanings: registration, device implementation.
+  PerfArgs c;
+  ASSERT_TRUE(parse({"-R", "1"}, &c, &error)) << error;
+  EXPECT_EQ(c.localRegister, 1);
+  EXPECT_EQ(c.memAlloc, 0);
+  EXPECT_EQ(c.deviceBuffers, 0);
+  const std::string usage = perfUsage();
+  EXPECT_LT(usage.find("-R, --local_register"), usage.find("Braid's own options"));
+  EXPECT_GT(usage.find("-P, --memalloc"), usage.find("Braid's own options"));
+  EXPECT_GT(usage.find("-E, --device_buffers"), usage.find("Braid's own options"));
+}
+
+TEST(PerfArgsTest, TypeNames) {
+  std::string error;
   const std::pair<const char*, braidDataType_t> kNames[] = {
-      {"int8", braidInt8},        {"uint8", braidUint8},     {"int32", braidInt32},
-      {"uint32", braidUint32},    {"int64", braidInt64},     {"uint64", braidUint64},
-      {"half", braidFloat16},     {"float16", braidFloat16}, {"float", braidFloat32},
-      {"float32", braidFloat32},  {"double", braidFloat64},  {"float64", braidFloat64},
-      {"bfloat16", braidBfloat16}};
+      {"int8", braidInt8},         {"uint8", braidUint8},       {"int32", braidInt32},
+      {"uint32", braidUint32},     {"int64", braidInt64},       {"uint64", braidUint64},
+      {"half", braidFloat16},      {"float16", braidFloat16},   {"float", braidFloat32},
+      {"float32", braidFloat32},   {"double", braidFloat64},    {"float64", braidFloat64},
+      {"bfloat16", braidBfloat16}, {"f8e4m3", braidFloat8e4m3}, {"f8e5m2", braidFloat8e5m2}};
   for (const auto& [name, type] : kNames) {
     PerfArgs c;
     ASSERT_TRUE(parse({"-d", name}, &c, &error)) << name;
     EXPECT_EQ(c.types, std::vector<braidDataType_t>{type}) << name;
   }
-}
-
-// -G (nccl-tests' --cudagraph): launches of a graph of the timed calls, device buffers only.
-TEST(PerfArgsTest, CudaGraphLaunchesGoWithDeviceBuffers) {
-  PerfArgs a;
-  std::string error;
-  EXPECT_EQ(a.graphLaunches, 0);
-  ASSERT_TRUE(parse({"-D", "1", "-G", "10"}, &a, &error)) << error;
-  EXPECT_EQ(a.graphLaunches, 10);
-  PerfArgs b;
-  ASSERT_TRUE(parse({"--device", "1", "--cudagraph", "3"}, &b, &error)) << error;
-  EXPECT_EQ(b.graphLaunches, 3);
-  PerfArgs c;
-  EXPECT_FALSE(parse({"-G", "2"}, &c, &error));
-  EXPECT_NE(error.find("-D 1"), std::string::npos) << error;
 }
 
 TEST(PerfArgsTest, RejectsBadValues) {
@@ -401,12 +569,19 @@ TEST(PerfArgsTest, RejectsBadValues) {
                                              {"-o", "xor"},
                                              {"-a", "4"},
                                              {"-n", "0"},
+                                             {"-t", "0"},
+                                             {"-g", "0"},
+                                             {"-m", "0"},
+                                             {"-z", "4"},
+                                             {"-V", "129"},
+                                             {"-R", "3"},
                                              {"-b", "1X"},
                                              {"-b", "2M", "-e", "1M"},
                                              {"-b", "1K", "-e", "1M", "-i", "0"},
                                              {"-T", "0"},
-                                             {"-G", "5"},  // CUDA graphs need -D 1
-                                             {"-G", "-1", "-D", "1"},
+                                             {"-D", "1"},   // nccl-tests: -D > 0 needs -R 2
+                                             {"-K", "20"},  // leaves none of the 20
+                                             {"-G", "2", "-E", "1", "-g", "2"},
                                              {"-q"},
                                              {"stray"}}) {
     PerfArgs a;
