@@ -37,7 +37,8 @@ std::string builtTransports() {
   return names;
 }
 
-Expected<std::unique_ptr<Transport>> makeTransport(const std::string& requested) {
+Expected<std::unique_ptr<Transport>> makeTransport(const std::string& requested,
+                                                   const TransportHints& hints) {
   const std::string name = requested == "socket" ? networkName() : requested;
   if (name == "shm") return shm::makeShmTransport();
   if (name == "socket") return socket::makeSocketTransport();
@@ -45,8 +46,9 @@ Expected<std::unique_ptr<Transport>> makeTransport(const std::string& requested)
   if (name == "ucx") return ucx::makeUcxTransport();
 #endif
 #ifdef BRAID_HAVE_IBVERBS
-  if (name == "ibverbs") return ibverbs::makeIbverbsTransport();
+  if (name == "ibverbs") return ibverbs::makeIbverbsTransport(hints.nic);
 #endif
+  (void)hints;  // used by transports this build may lack
   std::string via = name == requested ? "BRAID_TRANSPORTS" : "BRAID_NET";
   return invalidArgument(via + " names transport '" + name + "', which this build does not " +
                          "have (built: " + builtTransports() + ")");

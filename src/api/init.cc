@@ -12,6 +12,7 @@
 #include "api/handle.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "cuda/device.h"
 #include "exec/reduce.h"
 #include "select/tuning.h"
 #include "topo/view.h"
@@ -27,14 +28,15 @@ Status launcherRankAndSize(int* rank, int* nranks);
 
 namespace {
 
-Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(const std::string& list) {
+Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(
+    const std::string& list, const transport::TransportHints& hints) {
   std::vector<std::unique_ptr<Transport>> out;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
     if (!name.empty()) {
-      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, transport::makeTransport(name));
+      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, transport::makeTransport(name, hints));
       out.push_back(std::move(t));
     }
     if (comma == std::string::npos) break;
@@ -60,11 +62,12 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
   int sharing = 0;
   for (int r = 0; r < c.nranks(); ++r)
     sharing = std::max(sharing, ++perMachine[c.peer(r).hostName]);
-  CostInputs in = costInputsFor(h.topology.topology, h.topology.places, sharing);
-  bool gpu = false;
-  for (const topo::RankPlace& p : h.topology.places) gpu = gpu || p.gpu >= 0;
-  in.sharedWindows = c.nodes() == 1 && c.nranks() > 1 && !gpu &&
-                     transportList.rfind("shm", 0) == 0 &&
+  // Host calls run on the CPUs whatever GPU a rank has bound, so the selector prices
+  // the ranks as host ranks; their GPU places serve the topology's readers.
+  std::vector<topo::RankPlace> hostPlaces = h.topology.places;
+  for (topo::RankPlace& p : hostPlaces) p.gpu = -1;
+  CostInputs in = costInputsFor(h.topology.topology, hostPlaces, sharing);
+  in.sharedWindows = c.nodes() == 1 && c.nranks() > 1 && transportList.rfind("shm", 0) == 0 &&
                      envInt("BRAID_SHM_WINDOW_BYTES", 1 << 20) > 0;
   const std::string tuningFile = envString("BRAID_TUNING_FILE");
   if (!tuningFile.empty()) {
@@ -100,10 +103,13 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   std::string transportList;
   BRAID_ASSIGN_OR_RETURN(CommConfig cfg, configFrom(config, &transportList));
   BRAID_ASSIGN_OR_RETURN(UniqueIdData id, unpackUniqueId(commId));
-  BRAID_ASSIGN_OR_RETURN(auto transports, makeTransports(transportList));
   setLogRank(rank);
+  // The GPU this rank uses, when one is bound at init (NCCL's rule): topo places it,
+  // and the network transports prefer the NIC nearest it.
+  cfg.place = topo::localPlace(cuda::boundDeviceBusId());
+  BRAID_ASSIGN_OR_RETURN(auto transports,
+                         makeTransports(transportList, {topo::localNearestNic(cfg.place)}));
   BRAID_TRY(AlgoPolicy::parse(envString("BRAID_ALGO")).status());  // before anyone waits on us
-  cfg.place = topo::localPlace();
   cfg.nodeBlob = topo::localNodeBlob();
   auto handle = std::make_unique<braidComm>();
   BRAID_ASSIGN_OR_RETURN(handle->comm, Comm::create(id, nranks, rank, cfg, std::move(transports)));

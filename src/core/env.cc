@@ -79,7 +79,10 @@ const std::vector<EnvVar>& envTable() {
       // No NCCL_TOPO_* fallbacks: NCCL's topology XML is a different format.
       {"BRAID_TOPO_FILE", nullptr, nullptr,
        "load the topology from this XML file instead of discovering it (braid-topo)"},
-      {"BRAID_TOPO_DUMP_FILE", nullptr, nullptr, "write the topology Braid uses to this XML file"},
+      {"BRAID_TOPO_DUMP_FILE", nullptr, nullptr,
+       "write the topology Braid uses to this XML file (a communicator's: with its ranks)"},
+      {"BRAID_NVML_LIBRARY", nullptr, "libnvidia-ml.so.1",
+       "NVML library opened at run time for NVLink discovery (absent: no NVLink information)"},
       {"BRAID_SCHEDULE_DUMP", nullptr, nullptr,
        "append every schedule a call builds, as JSON, to <value>.<pid>.json (one step per "
        "line, for reading and diffing)"},

@@ -3,7 +3,9 @@
 
 #include <cuda.h>  // driver types only: the driver is reached through cudart's entry points
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
+#include <cctype>
 #include <cstring>
 #include <string>
 
@@ -289,6 +291,34 @@ Status enablePeerAccess(int peer) {
   }
   if (err != cudaSuccess) return cudaFailure("cudaDeviceEnablePeerAccess", err);
   return Status::ok();
+}
+
+std::string boundDeviceBusId() {
+  // The driver the process already loaded, asked directly: going through cudart's
+  // entry points would initialise the runtime (and the driver) in a process that never
+  // touched CUDA. Before the application's cuInit, cuCtxGetCurrent answers
+  // CUDA_ERROR_NOT_INITIALIZED: no device bound.
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (driver == nullptr) return "";
+  using GetCurrentFn = CUresult (*)(CUcontext*);
+  using GetDeviceFn = CUresult (*)(CUdevice*);
+  using BusIdFn = CUresult (*)(char*, int, CUdevice);
+  const auto getCurrent = reinterpret_cast<GetCurrentFn>(dlsym(driver, "cuCtxGetCurrent"));
+  const auto getDevice = reinterpret_cast<GetDeviceFn>(dlsym(driver, "cuCtxGetDevice"));
+  const auto busIdOf = reinterpret_cast<BusIdFn>(dlsym(driver, "cuDeviceGetPCIBusId"));
+  std::string out;
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+  char bus[32] = {};
+  if (getCurrent != nullptr && getDevice != nullptr && busIdOf != nullptr &&
+      getCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr && getDevice(&dev) == CUDA_SUCCESS &&
+      busIdOf(bus, sizeof(bus), dev) == CUDA_SUCCESS) {
+    for (const char* c = bus; *c != '\0'; ++c) {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+    }
+  }
+  dlclose(driver);  // the NOLOAD open's reference only
+  return out;
 }
 
 Expected<DeviceUuid> deviceUuid(int device) {

@@ -93,6 +93,12 @@ Status shareableUnmap(void* p);
 // The device current on this thread (0 where none was set), and making one current.
 Expected<int> currentDevice();
 Status setCurrentDevice(int device);
+// The PCI bus id ("0000:1b:00.0", lower case) of the device whose context is current on
+// this thread, as NCCL binds a communicator to the device current at its init; "" when
+// none is: the process has not loaded the driver, or no context is current. Never loads
+// the driver or makes a context (a host-only process pays nothing, a forking one starts
+// no CUDA before its fork).
+std::string boundDeviceBusId();
 // The device's UUID (16 bytes), the same in every process whatever its device numbering.
 struct DeviceUuid {
   unsigned char bytes[16];

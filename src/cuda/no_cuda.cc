@@ -45,6 +45,7 @@ Expected<void*> shareableImport(int, size_t) { return notBuilt(); }
 Status shareableUnmap(void*) { return notBuilt(); }
 Expected<int> currentDevice() { return notBuilt(); }
 Status setCurrentDevice(int) { return notBuilt(); }
+std::string boundDeviceBusId() { return ""; }
 Expected<DeviceUuid> deviceUuid(int) { return notBuilt(); }
 Status enablePeerAccess(int) { return notBuilt(); }
 Status copyAsync(void*, const void*, size_t, void*) { return notBuilt(); }

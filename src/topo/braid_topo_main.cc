@@ -1,6 +1,9 @@
 // braid-topo: prints the topology Braid would use (BRAID_TOPO_FILE's, else the
-// discovered one) as an indented tree, then the path matrix between the ranks
-// of a layout (topo/paths.h). BRAID_TOPO_DUMP_FILE also writes it as XML.
+// discovered one) as an indented tree, each GPU's paths to the NICs, then where
+// the ranks run and the path matrix between them (topo/report.h). The ranks are
+// those a live communicator recorded (its BRAID_TOPO_DUMP_FILE, given as
+// BRAID_TOPO_FILE), else a layout (--nranks, --ranks-per-node).
+// BRAID_TOPO_DUMP_FILE also writes the topology as XML.
 // With --table it prints instead what the cost model (select/cost_model.h) picks
 // for each collective and size on that topology (and BRAID_TUNING_FILE's
 // measurements), with the predicted time and busbw, so a topology file can be
@@ -19,6 +22,7 @@
 #include "select/tuning.h"
 #include "core/env.h"
 #include "topo/paths.h"
+#include "topo/report.h"
 #include "topo/topology.h"
 #include "topo/xml.h"
 
@@ -62,6 +66,11 @@ void printNode(const Node& n) {
                 c.busId.empty() ? "" : (c.busId + ", ").c_str(),
                 where(c.pcieSwitch, c.numa).c_str());
   }
+  for (const Nvlink& l : n.nvlinks) {
+    std::printf("  NVLink %s -> %s: %d links, %.0f GB/s\n", l.gpu.c_str(), l.peer.c_str(), l.links,
+                l.gbps);
+  }
+  for (const std::string& line : gpuNicLines(n)) std::printf("  %s\n", line.c_str());
 }
 
 // ---------------------------------------------------------------- options
@@ -72,8 +81,9 @@ constexpr char kUsage[] =
     "                        (type and bottleneck GB/s between every pair of ranks)\n"
     "  --table               print instead the cost model's fastest algorithm, its\n"
     "                        time and busbw per collective and size (8 B .. 1 GiB)\n"
-    "  --nranks N            ranks of the layout; default: every GPU of the\n"
-    "                        topology, or the node's cores when it has no GPU\n"
+    "  --nranks N            ranks of the layout; default: the ranks a live\n"
+    "                        communicator recorded in the file, else every GPU\n"
+    "                        of the topology, or the node's cores without GPUs\n"
     "  --ranks-per-node L    default: the node's GPUs (or cores), at most N\n"
     "  BRAID_TOPO_FILE=f.xml      print f.xml instead of discovering\n"
     "  BRAID_TOPO_DUMP_FILE=f.xml also write the topology to f.xml\n"
@@ -191,53 +201,28 @@ void printTable(Collective c, const braid::CostInputs& in) {
   }
 }
 
-// Short names for the matrix cells.
-const char* shortType(LinkType t) {
-  switch (t) {
-    case LinkType::kLocal: return "LOC";
-    case LinkType::kNvlink: return "NVL";
-    case LinkType::kNvlinkViaGpu: return "NVG";
-    case LinkType::kPcieSameSwitch: return "PIX";
-    case LinkType::kPcieCrossSwitch: return "PXB";
-    case LinkType::kHostBridge: return "PHB";
-    case LinkType::kCrossSocket: return "SYS";
-    case LinkType::kNetwork: return "NET";
-  }
-  return "?";
+// The ranks the file recorded (a live communicator's dump) unless a layout is
+// asked for, else the layout.
+std::vector<RankPlace> placesFor(const Topology& topo, const Options& o, bool layoutAsked) {
+  if (!topo.ranks.empty() && !layoutAsked) return topo.ranks;
+  return blockPlaces(topo, o.nranks, o.ranksPerNode);
 }
 
-void printPaths(const Topology& topo, const Options& o) {
-  if (o.nranks > 64) {
-    std::printf("\n# paths: %d ranks make too wide a matrix; pick fewer with --nranks\n",
-                o.nranks);
+void printPaths(const Topology& topo, const std::vector<RankPlace>& places, bool recorded) {
+  std::printf("\n# ranks (%s)\n", recorded ? "as the communicator placed them" : "a layout");
+  for (const std::string& line : rankLines(topo, places)) std::printf("%s\n", line.c_str());
+  const std::vector<std::string> lines = pathMatrixLines(topo, places);
+  if (lines.empty()) {
+    std::printf("\n# paths: %zu ranks make too wide a matrix; pick fewer with --nranks\n",
+                places.size());
     return;
   }
-  const std::vector<RankPlace> places = blockPlaces(topo, o.nranks, o.ranksPerNode);
-  const PathMatrix m = pathMatrix(topo, places);
-  std::printf("\n# paths between %d ranks, %d per node: type/GB/s (LOC local, NVL nvlink, "
-              "PIX pcie_same_switch, PXB pcie_cross_switch, PHB host_bridge, SYS cross_socket, "
-              "NET network)\n", o.nranks, o.ranksPerNode);
-  std::printf("%-12s", "rank");
-  for (int b = 0; b < m.nranks; ++b) std::printf(" %9d", b);
-  std::printf("\n");
-  for (int a = 0; a < m.nranks; ++a) {
-    char where[32];
-    std::snprintf(where, sizeof(where), "%d (n%d%s%s)", a, places[a].node,
-                  places[a].gpu >= 0 ? " g" : "",
-                  places[a].gpu >= 0 ? std::to_string(places[a].gpu).c_str() : "");
-    std::printf("%-12s", where);
-    for (int b = 0; b < m.nranks; ++b) {
-      const Link& l = m.at(a, b);
-      char cell[16];
-      std::snprintf(cell, sizeof(cell), "%s/%.0f", shortType(l.type), l.bandwidthGBps);
-      std::printf(" %9s", cell);
-    }
-    std::printf("\n");
-  }
+  std::printf("\n# paths between %zu ranks, %s\n", places.size(), lines[0].c_str());
+  for (size_t i = 1; i < lines.size(); ++i) std::printf("%s\n", lines[i].c_str());
 }
 
-void printTables(const Topology& topo, const Options& o) {
-  braid::CostInputs in = braid::costInputsFor(topo, o.nranks, o.ranksPerNode);
+void printTables(const Topology& topo, const std::vector<RankPlace>& places) {
+  braid::CostInputs in = braid::costInputsFor(topo, places);
   const std::string tuningFile = braid::envString("BRAID_TUNING_FILE");
   if (!tuningFile.empty()) {
     braid::Expected<braid::Tuning> tuning = braid::Tuning::load(tuningFile);
@@ -275,12 +260,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid-topo: %s\n", topo.status().message().c_str());
     return 1;
   }
+  const bool layoutAsked = opts.nranks > 0 || opts.ranksPerNode > 0;
   applyDefaults(topo.value(), &opts);
+  const std::vector<RankPlace> places = placesFor(topo.value(), opts, layoutAsked);
   if (opts.table) {
-    printTables(topo.value(), opts);
+    printTables(topo.value(), places);
     return 0;
   }
   for (const Node& n : topo.value().nodes) printNode(n);
-  printPaths(topo.value(), opts);
+  printPaths(topo.value(), places, !layoutAsked && !topo.value().ranks.empty());
   return 0;
 }

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <string>
 
 #include "core/env.h"
 #include "core/host.h"
 #include "core/logging.h"
+#include "topo/nvml.h"
 
 #ifdef BRAID_HAVE_HWLOC
 #include <hwloc.h>
@@ -35,6 +37,26 @@ Node fallbackNode(const std::string& reason) {
   node.numaNodes.push_back(numa);
   return node;
 }
+
+namespace {
+
+// NVML's GPUs and NVLinks into a discovered node; its absence is said once per
+// process at INFO (a CPU machine has no NVML, and that is no problem).
+void addNvml(Node* node) {
+  const NvmlReport nvml = readNvml(nvmlLibrary());
+  static std::once_flag said;
+  std::call_once(said, [&] {
+    if (!nvml.missing.empty()) {
+      BRAID_INFO("topology: no NVLink information (%s)", nvml.missing.c_str());
+    } else {
+      BRAID_INFO("topology: NVML (%s) lists %zu GPU(s) and %zu NVLink peer(s)",
+                 nvml.library.c_str(), nvml.gpus.size(), nvml.nvlinks.size());
+    }
+  });
+  applyNvml(nvml, node);
+}
+
+}  // namespace
 
 #ifdef BRAID_HAVE_HWLOC
 namespace {
@@ -209,7 +231,10 @@ Expected<Topology> discoverLocal() {
     BRAID_INFO("topology: %s; using a minimal topology of 1 package, %d CPUs",
                node.fallback.c_str(), node.pus);
   }
-  return Topology{{std::move(node)}};
+  addNvml(&node);
+  Topology out;
+  out.nodes.push_back(std::move(node));
+  return out;
 }
 
 #else  // !BRAID_HAVE_HWLOC
@@ -218,7 +243,10 @@ Expected<Topology> discoverLocal() {
   Node node = fallbackNode("Braid was built without hwloc (install libhwloc-dev and rebuild)");
   BRAID_INFO("topology: %s; using a minimal topology of 1 package, %d CPUs",
              node.fallback.c_str(), node.pus);
-  return Topology{{std::move(node)}};
+  addNvml(&node);
+  Topology out;
+  out.nodes.push_back(std::move(node));
+  return out;
 }
 
 #endif  // BRAID_HAVE_HWLOC

@@ -19,8 +19,10 @@ using braid::hostName;
 // no devices; `reason` says why discovery was not possible.
 Node fallbackNode(const std::string& reason);
 
-// This host as a one-node Topology. Without hwloc, or when hwloc sees no
-// package or core (some containers), returns fallbackNode() and logs at INFO.
+// This host as a one-node Topology: hwloc's CPUs, GPUs and NICs, then NVML's
+// GPUs and NVLinks (topo/nvml.h; GPUs hwloc missed are added). Without hwloc,
+// or when hwloc sees no package or core (some containers), the CPU side is
+// fallbackNode()'s, said at INFO.
 Expected<Topology> discoverLocal();
 
 }  // namespace braid::topo

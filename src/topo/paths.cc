@@ -75,12 +75,63 @@ Link networkLink(const Node& node, const RankPlace& p) {
           nic.kind == NicKind::kInfiniband ? kN.ibUs : kN.tcpUs};
 }
 
+// GB/s of the links listed from `g` to `peer` (a bus id or kNvswitch); whether
+// `g` has any entry at all goes to *listed.
+double listedGBps(const Node& node, const Gpu& g, const std::string& peer, bool* listed = nullptr) {
+  double sum = 0;
+  for (const Nvlink& l : node.nvlinks) {
+    if (l.gpu != g.busId) continue;
+    if (listed != nullptr) *listed = true;
+    if (l.peer == peer) sum += l.gbps;
+  }
+  return sum;
+}
+
+// What `g` reaches through NVSwitch: its switch links, or, with no entry at all,
+// its per-GPU figure (files that describe only that).
+double switchGBps(const Node& node, const Gpu& g) {
+  bool listed = false;
+  const double gbps = listedGBps(node, g, kNvswitch, &listed);
+  return listed ? gbps : g.nvlinkGBps;
+}
+
+// Direct links between two GPUs, as the slower of the two directions listed.
+double directGBps(const Node& node, const Gpu& a, const Gpu& b) {
+  const double ab = listedGBps(node, a, b.busId);
+  const double ba = listedGBps(node, b, a.busId);
+  if (ab > 0 && ba > 0) return std::min(ab, ba);
+  return std::max(ab, ba);
+}
+
+// NVLink between two GPUs of a node: direct links, else NVSwitch when both are
+// on it, else through the GPU that links to both at the highest rate.
+bool nvlinkPath(const Node& node, const Gpu& a, const Gpu& b, Link* out) {
+  const double direct = directGBps(node, a, b);
+  if (direct > 0) {
+    *out = {LinkType::kNvlink, direct, kN.nvlinkUs};
+    return true;
+  }
+  const double sa = switchGBps(node, a);
+  const double sb = switchGBps(node, b);
+  if (sa > 0 && sb > 0) {
+    *out = {LinkType::kNvlink, std::min(sa, sb), kN.nvlinkUs};
+    return true;
+  }
+  double best = 0;
+  for (const Gpu& c : node.gpus) {
+    if (&c == &a || &c == &b) continue;
+    best = std::max(best, std::min(directGBps(node, a, c), directGBps(node, c, b)));
+  }
+  if (best <= 0) return false;
+  *out = {LinkType::kNvlinkViaGpu, best, 2 * kN.nvlinkUs};
+  return true;
+}
+
 Link gpuPair(const Node& node, const Gpu& a, const Gpu& b, const RankPlace& pa,
              const RankPlace& pb) {
   if (&a == &b) return {LinkType::kLocal, kN.deviceGBps, kN.nvlinkUs};
-  if (a.nvlinkGBps > 0 && b.nvlinkGBps > 0) {
-    return {LinkType::kNvlink, std::min(a.nvlinkGBps, b.nvlinkGBps), kN.nvlinkUs};
-  }
+  Link nvlink;
+  if (nvlinkPath(node, a, b, &nvlink)) return nvlink;
   const double bw = std::min(gpuPcieGBps(a), gpuPcieGBps(b));
   if (crossSocket(node, pa, pb)) {
     return {LinkType::kCrossSocket, std::min(bw, kN.crossSocketGBps), kN.pcieUs};
@@ -98,24 +149,36 @@ const Node& nodeAt(const Topology& topo, int index) {
   return topo.nodes[std::clamp(index, 0, static_cast<int>(topo.nodes.size()) - 1)];
 }
 
-int nearestNic(const Node& node, const RankPlace& place) {
-  if (node.nics.empty()) return -1;
+LinkType nicPath(const Node& node, const RankPlace& place, const Nic& nic) {
   const Gpu* g = gpuOf(node, place);
+  const int pr = packageOfNuma(node, numaOf(node, place));
+  const int pn = packageOfNuma(node, nic.numa);
+  if (pr >= 0 && pn >= 0 && pr != pn) return LinkType::kCrossSocket;
+  if (g == nullptr || g->pcieSwitch < 0 || nic.pcieSwitch < 0) return LinkType::kHostBridge;
+  return g->pcieSwitch == nic.pcieSwitch ? LinkType::kPcieSameSwitch : LinkType::kPcieCrossSwitch;
+}
+
+int nearestNic(const Node& node, const RankPlace& place) {
   const int numa = numaOf(node, place);
   int best = -1;
-  int bestRank = -1;  // 2: same switch, 1: same NUMA node, 0: any; ties: faster
+  // Under the GPU's switch first, then through the root complex (another switch of the
+  // socket or the bridge itself: both cross it), then the other socket; within a class,
+  // the NIC on the rank's own NUMA node, then the faster.
+  const auto distance = [&](const Nic& nic) {
+    const LinkType t = nicPath(node, place, nic);
+    return t == LinkType::kPcieSameSwitch ? 0 : t == LinkType::kCrossSocket ? 2 : 1;
+  };
+  const auto better = [&](const Nic& x, const Nic& y) {
+    const int dx = distance(x);
+    const int dy = distance(y);
+    if (dx != dy) return dx < dy;
+    const bool nx = numa >= 0 && x.numa == numa;
+    const bool ny = numa >= 0 && y.numa == numa;
+    if (nx != ny) return nx;
+    return x.speedGbps > y.speedGbps;
+  };
   for (int i = 0; i < static_cast<int>(node.nics.size()); ++i) {
-    const Nic& nic = node.nics[i];
-    int rank = 0;
-    if (g != nullptr && g->pcieSwitch >= 0 && nic.pcieSwitch == g->pcieSwitch) {
-      rank = 2;
-    } else if (numa >= 0 && nic.numa == numa) {
-      rank = 1;
-    }
-    if (rank > bestRank || (rank == bestRank && nic.speedGbps > node.nics[best].speedGbps)) {
-      best = i;
-      bestRank = rank;
-    }
+    if (best < 0 || better(node.nics[i], node.nics[best])) best = i;
   }
   return best;
 }
@@ -196,10 +259,7 @@ RankPlace parsePlace(const std::string& text, const Node& node, int nodeIndex) {
       int v = -1;
       if (std::sscanf(item.c_str() + 5, "%d", &v) == 1 && v >= 0) p.numa = v;
     } else if (item.rfind("gpu=", 0) == 0) {
-      const std::string bus = item.substr(4);
-      for (int i = 0; i < static_cast<int>(node.gpus.size()); ++i) {
-        if (node.gpus[i].busId == bus) p.gpu = i;
-      }
+      p.gpu = node.gpuIndex(normalizeBusId(item.substr(4)));
     }
     start = comma + 1;
   }

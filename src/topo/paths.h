@@ -2,20 +2,20 @@
 // between every pair of ranks with its bottleneck bandwidth and latency.
 //
 // A path's type is its slowest hop (LinkType's order): two GPUs on NVLink are
-// `nvlink` even if their PCIe sits on different sockets; two GPUs without
+// `nvlink` even if their PCIe sits on different sockets. NVLink is direct links
+// between the two (Node::nvlinks), or NVSwitch when both are on it, at the
+// slower GPU's rate; without either, two GPUs that both link to a third are
+// `nvlink_via_gpu` (it forwards) at the slower of the two hops. Two GPUs without
 // NVLink under one PCIe switch are `pcie_same_switch`, under different
 // switches of one socket `pcie_cross_switch`, with either on the host bridge
 // `host_bridge`, on different sockets `cross_socket`. Host ranks (no GPU) on
 // one NUMA node (or where it is unknown) are `local`: shared memory; on NUMA
 // nodes of different packages, `cross_socket`. Ranks on different nodes are
-// `network`, at the speed of the slower end's NIC (the one nearest the rank:
-// same PCIe switch as its GPU, else same NUMA node, else the fastest).
+// `network`, at the speed of the slower end's NIC (nearestNic).
 //
 // Bandwidths and latencies are the hardware's nominal figures (the table in
-// paths.cc names each source); the cost model derates them. `nvlink_via_gpu`
-// is never produced: the XML format does not describe NVLink peer maps, so a
-// GPU with NVLink is taken to reach every other NVLink GPU of its node through
-// NVSwitch. Pure functions on values; thread-safe.
+// paths.cc names each source); the cost model derates them. Pure functions on
+// values; thread-safe.
 #pragma once
 
 #include <string>
@@ -24,13 +24,6 @@
 #include "topo/topology.h"
 
 namespace braid::topo {
-
-// Where one rank runs.
-struct RankPlace {
-  int node = 0;   // index into Topology::nodes
-  int gpu = -1;   // index into that node's gpus; -1: a host (CPU) rank
-  int numa = -1;  // NumaNode::id it runs on; -1 when unknown
-};
 
 // The typed path between two ranks. `local` for a rank with itself.
 Link pathBetween(const Topology& topo, const RankPlace& a, const RankPlace& b);
@@ -47,8 +40,17 @@ PathMatrix pathMatrix(const Topology& topo, const std::vector<RankPlace>& places
 // every node); an empty node when `topo` has none.
 const Node& nodeAt(const Topology& topo, int index);
 
-// The NIC index of `place`'s node a rank at `place` sends through (see the
-// header); -1 when the node has none.
+// The PCIe path between a rank (its GPU, or without one its NUMA node) and a
+// NIC of its node: `pcie_same_switch` under the GPU's switch, `pcie_cross_switch`
+// under another switch of the same socket, `host_bridge` on the root complex,
+// `cross_socket` on the other package's.
+LinkType nicPath(const Node& node, const RankPlace& place, const Nic& nic);
+
+// The NIC index of `place`'s node a rank at `place` sends through: one under
+// its GPU's switch, else one reached through the root complex of its socket
+// (pcie_cross_switch and host_bridge alike), else across sockets; within each,
+// one on the rank's NUMA node, then the fastest. -1 when the node has none.
+// BRAID_IB_HCA, where set, overrides it in the transports.
 int nearestNic(const Node& node, const RankPlace& place);
 
 // The default layout for tools and tests: rank r on node r / ranksPerNode

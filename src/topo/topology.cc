@@ -1,5 +1,6 @@
 #include "topo/topology.h"
 
+#include <cstdio>
 #include <iterator>
 
 namespace braid::topo {
@@ -50,6 +51,25 @@ double pcieGBps(int generation, int width) {
   return kGTps[generation] * kEfficiency[generation] * width / 8.0;
 }
 
+std::string normalizeBusId(const std::string& busId) {
+  // Hex digits, ':' and '.' only, one function digit last ("0x" would read as hex).
+  const size_t dot = busId.rfind('.');
+  if (dot == std::string::npos || dot + 2 != busId.size() ||
+      busId.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos) {
+    return busId;
+  }
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  int used = 0;
+  if (std::sscanf(busId.c_str(), "%x:%x:%x.%x%n", &domain, &bus, &dev, &fn, &used) != 4 ||
+      used != static_cast<int>(busId.size()) || domain > 0xffff || bus > 0xff || dev > 0x1f ||
+      fn > 7) {
+    return busId;
+  }
+  char out[16];
+  std::snprintf(out, sizeof(out), "%04x:%02x:%02x.%x", domain, bus, dev, fn);
+  return out;
+}
+
 const char* nicKindName(NicKind kind) {
   return kind == NicKind::kInfiniband ? "infiniband" : "ethernet";
 }
@@ -58,6 +78,13 @@ int Node::cores() const {
   int n = 0;
   for (const Package& p : packages) n += p.cores;
   return n;
+}
+
+int Node::gpuIndex(const std::string& busId) const {
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i].busId == busId) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 }  // namespace braid::topo

@@ -37,6 +37,10 @@ struct Link {
   double latencyUs = 0;      // microseconds for a minimal message
 };
 
+// A PCI bus id as Braid writes it: "dddd:bb:dd.f", lower case, from NVML's
+// "00000000:1B:00.0" or CUDA's "0000:1B:00.0"; unchanged when it does not parse.
+std::string normalizeBusId(const std::string& busId);
+
 // Usable PCIe bandwidth per direction in GB/s for a generation (1..6) and lane
 // count, after line encoding (8b/10b up to Gen2, 128b/130b from Gen3); 0 when
 // either is unknown. Gen5 x16: 63.0 GB/s.
@@ -79,6 +83,18 @@ struct Nic {
   int numa = -1;         // NumaNode::id closest to it; -1 when unknown
 };
 
+// NVLinks from one GPU of a node to a peer: another GPU (direct links) or the
+// NVSwitch fabric, which reaches every GPU that has links to it. A GPU with
+// nvlinkGBps > 0 and no Nvlink entry is taken to be on NVSwitch (files that
+// give only the per-GPU figure).
+constexpr char kNvswitch[] = "nvswitch";
+struct Nvlink {
+  std::string gpu;   // bus id of the GPU the links leave
+  std::string peer;  // bus id of the GPU they reach, or kNvswitch
+  int links = 0;     // how many links
+  double gbps = 0;   // GB/s per direction over all of them
+};
+
 struct Node {
   std::string id;    // host identity: host name + boot id, or BRAID_HOST_ID
   std::string name;  // host name, for messages
@@ -90,12 +106,24 @@ struct Node {
   std::vector<NumaNode> numaNodes;
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
+  std::vector<Nvlink> nvlinks;  // one entry per (GPU, peer) with active links
 
   int cores() const;  // physical cores over all packages
+  int gpuIndex(const std::string& busId) const;  // -1 when no GPU has that bus id
+};
+
+// Where one rank runs.
+struct RankPlace {
+  int node = 0;   // index into Topology::nodes
+  int gpu = -1;   // index into that node's gpus; -1: a host (CPU) rank
+  int numa = -1;  // NumaNode::id it runs on; -1 when unknown
 };
 
 struct Topology {
   std::vector<Node> nodes;
+  // Where a communicator's ranks ran, by rank: filled in the topology a live
+  // communicator writes (BRAID_TOPO_DUMP_FILE), empty in a machine description.
+  std::vector<RankPlace> ranks;
 };
 
 }  // namespace braid::topo

@@ -8,6 +8,7 @@
 #include "core/env.h"
 #include "core/logging.h"
 #include "topo/discover.h"
+#include "topo/report.h"
 #include "topo/xml.h"
 
 namespace braid::topo {
@@ -16,6 +17,7 @@ namespace {
 struct LocalView {
   std::once_flag once;
   std::string blob;
+  Node node;  // what blob describes (empty when blob is)
 };
 
 LocalView& localView() {
@@ -25,6 +27,7 @@ LocalView& localView() {
     Expected<Topology> t = discoverLocal();
     if (t.isOk()) {
       view.blob = toXml(t.value());
+      view.node = t.value().nodes[0];
     } else {
       BRAID_WARN("topology: discovery failed (%s); this node will be described as a fallback",
                  t.status().message().c_str());
@@ -49,15 +52,44 @@ Node nodeFromBlob(const RankView& r, int rank) {
   return t.value().nodes[0];
 }
 
+// What a GPU communicator's rank 0 says at INFO: where each rank runs, the paths
+// between them, and, where a node has several NICs, each GPU's paths to them.
+// Host ranks say nothing new (their shape is in the cost model's line).
+void logGpuRanks(const MergedTopology& m) {
+  if (logLevel() < LogLevel::kInfo) return;
+  bool gpu = false;
+  for (const RankPlace& p : m.places) gpu = gpu || p.gpu >= 0;
+  if (!gpu) return;
+  for (const std::string& line : rankLines(m.topology, m.places)) {
+    BRAID_INFO("topology: %s", line.c_str());
+  }
+  for (const std::string& line : pathMatrixLines(m.topology, m.places, 16)) {
+    BRAID_INFO("topology: paths %s", line.c_str());
+  }
+  for (size_t n = 0; n < m.topology.nodes.size(); ++n) {
+    if (m.topology.nodes[n].nics.size() < 2) continue;  // no choice to show
+    for (const std::string& line : gpuNicLines(m.topology.nodes[n])) {
+      BRAID_INFO("topology: node %zu %s", n, line.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 std::string localNodeBlob() { return localView().blob; }
 
-std::string localPlace() {
+std::string localPlace(const std::string& gpuBusId) {
   unsigned cpu = 0;
   unsigned numa = 0;
-  if (getcpu(&cpu, &numa) != 0) return "";
-  return placeString(static_cast<int>(numa), "");
+  const int known = getcpu(&cpu, &numa) == 0 ? static_cast<int>(numa) : -1;
+  return placeString(known, normalizeBusId(gpuBusId));
+}
+
+std::string localNearestNic(const std::string& place) {
+  const LocalView& view = localView();
+  if (view.blob.empty()) return "";
+  const int nic = nearestNic(view.node, parsePlace(place, view.node, 0));
+  return nic >= 0 ? view.node.nics[nic].name : "";
 }
 
 Expected<MergedTopology> mergeViews(const std::vector<RankView>& ranks, int myRank) {
@@ -89,11 +121,15 @@ Expected<MergedTopology> mergeViews(const std::vector<RankView>& ranks, int myRa
   for (const RankView& v : ranks) {
     out.places.push_back(parsePlace(v.place, out.topology.nodes[v.node], v.node));
   }
+  if (myRank != 0) return out;
   const std::string dump = envString("BRAID_TOPO_DUMP_FILE");
-  if (myRank == 0 && !dump.empty()) {
-    BRAID_TRY(writeXmlFile(out.topology, dump));
+  if (!dump.empty()) {
+    Topology withRanks = out.topology;
+    withRanks.ranks = out.places;
+    BRAID_TRY(writeXmlFile(withRanks, dump));
     BRAID_INFO("topology: written to %s (BRAID_TOPO_DUMP_FILE)", dump.c_str());
   }
+  logGpuRanks(out);
   return out;
 }
 

@@ -20,9 +20,18 @@ namespace braid::topo {
 
 // What this process offers at init: its node as XML ("" when BRAID_TOPO_FILE
 // is set, or discovery failed: merging then uses the file, or a fallback), and
-// its place ("numa=N" of the CPU it runs on now).
+// its place: "numa=N" of the CPU it runs on now, and "gpu=<bus id>" when the
+// engine knows the GPU this rank uses (cuda::boundDeviceBusId(): the device
+// current at init), matched against the node's GPUs when the views merge.
 std::string localNodeBlob();
-std::string localPlace();
+std::string localPlace(const std::string& gpuBusId = "");
+
+// The name of the NIC this process should send through from `place` (a
+// localPlace() string): nearestNic on this node as discovered; "" when
+// discovery failed, BRAID_TOPO_FILE is set (a file need not describe this
+// machine), or the node has no NIC. The network transports prefer it
+// (BRAID_IB_HCA overrides).
+std::string localNearestNic(const std::string& place);
 
 struct RankView {
   int node = 0;          // node index of the rank (Comm::nodeOf)
@@ -41,7 +50,9 @@ struct MergedTopology {
 // or unreadable becomes a fallback node saying why (logged at WARN). With
 // BRAID_TOPO_FILE set, its nodes are used in order (node i of the job is node
 // i of the file, or its last node: a one-node file describes every node).
-// Rank 0 writes the result to BRAID_TOPO_DUMP_FILE when that is set.
+// Rank 0 writes the result, with every rank's place, to BRAID_TOPO_DUMP_FILE
+// when that is set (braid-topo shows such a file's ranks), and, when a rank
+// runs on a GPU, logs the ranks' GPUs, NICs and path matrix at INFO.
 Expected<MergedTopology> mergeViews(const std::vector<RankView>& ranks, int myRank);
 
 }  // namespace braid::topo

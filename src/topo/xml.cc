@@ -1,7 +1,5 @@
 #include "topo/xml.h"
 
-#include "core/env.h"
-
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -66,7 +64,23 @@ void writeNode(const Node& n, std::ostringstream& out) {
         << attr("gbps", c.speedGbps) << attr("busid", c.busId) << attr("switch", c.pcieSwitch)
         << attr("numa", c.numa) << "/>\n";
   }
+  for (const Nvlink& l : n.nvlinks) {
+    out << "    <nvlink" << attr("gpu", l.gpu) << attr("peer", l.peer) << attr("links", l.links)
+        << attr("gbps", l.gbps) << "/>\n";
+  }
   out << "  </node>\n";
+}
+
+void writeRanks(const Topology& topo, std::ostringstream& out) {
+  for (size_t r = 0; r < topo.ranks.size(); ++r) {
+    const RankPlace& p = topo.ranks[r];
+    out << "  <rank" << attr("id", static_cast<int>(r)) << attr("node", p.node);
+    const bool known = p.node >= 0 && p.node < static_cast<int>(topo.nodes.size());
+    if (known && p.gpu >= 0 && p.gpu < static_cast<int>(topo.nodes[p.node].gpus.size())) {
+      out << attr("gpu", topo.nodes[p.node].gpus[p.gpu].busId);
+    }
+    out << attr("numa", p.numa) << "/>\n";
+  }
 }
 
 Status readPackage(const XmlTag& t, Node* node) {
@@ -126,6 +140,50 @@ Status readNic(const XmlTag& t, Node* node) {
   return Status::ok();
 }
 
+Status readNvlink(const XmlTag& t, Node* node) {
+  Nvlink l;
+  BRAID_TRY(t.allowOnly({"gpu", "peer", "links", "gbps"}));
+  BRAID_TRY(t.getString("gpu", &l.gpu));
+  BRAID_TRY(t.getString("peer", &l.peer));
+  BRAID_TRY(t.getInt("links", &l.links));
+  BRAID_TRY(t.getDouble("gbps", &l.gbps));
+  if (node->gpuIndex(l.gpu) < 0) {
+    return t.error("attribute 'gpu' is '" + l.gpu + "', not the busid of a <gpu> before it");
+  }
+  if (l.peer != kNvswitch && node->gpuIndex(l.peer) < 0) {
+    return t.error("attribute 'peer' is '" + l.peer + "'; expected a <gpu>'s busid or 'nvswitch'");
+  }
+  node->nvlinks.push_back(l);
+  return Status::ok();
+}
+
+// A <rank/> after the nodes: rank `id` (the next one) on node `node`, on the GPU
+// whose busid is `gpu` (absent: a host rank).
+Status readRank(const XmlTag& t, Topology* topo) {
+  BRAID_TRY(t.allowOnly({"id", "node", "gpu", "numa"}));
+  int id = -1;
+  RankPlace p;
+  std::string gpu;
+  BRAID_TRY(t.getInt("id", &id));
+  BRAID_TRY(t.getInt("node", &p.node));
+  BRAID_TRY(t.getString("gpu", &gpu));
+  BRAID_TRY(t.getInt("numa", &p.numa));
+  if (id != static_cast<int>(topo->ranks.size())) {
+    return t.error("attribute 'id' is " + std::to_string(id) + "; expected " +
+                   std::to_string(topo->ranks.size()) + " (ranks in order)");
+  }
+  if (p.node < 0 || p.node >= static_cast<int>(topo->nodes.size())) {
+    return t.error("attribute 'node' is " + std::to_string(p.node) + "; expected 0.." +
+                   std::to_string(static_cast<int>(topo->nodes.size()) - 1));
+  }
+  if (!gpu.empty()) {
+    p.gpu = topo->nodes[p.node].gpuIndex(gpu);
+    if (p.gpu < 0) return t.error("attribute 'gpu' is '" + gpu + "', not a GPU of its node");
+  }
+  topo->ranks.push_back(p);
+  return Status::ok();
+}
+
 // Reads a <node> whose opening tag is `open`, up to and including </node>.
 Status readNode(XmlReader& in, const XmlTag& open, Topology* topo) {
   Node node;
@@ -140,7 +198,7 @@ Status readNode(XmlReader& in, const XmlTag& open, Topology* topo) {
     BRAID_TRY(in.next(&t, "</node>"));
     if (t.closing && t.name == "node") break;
     if (t.closing || !t.selfClosing) {
-      return t.error("expected <package/>, <numa/>, <gpu/>, <nic/> or </node>");
+      return t.error("expected <package/>, <numa/>, <gpu/>, <nic/>, <nvlink/> or </node>");
     }
     if (t.name == "package") {
       BRAID_TRY(readPackage(t, &node));
@@ -150,8 +208,10 @@ Status readNode(XmlReader& in, const XmlTag& open, Topology* topo) {
       BRAID_TRY(readGpu(t, &node));
     } else if (t.name == "nic") {
       BRAID_TRY(readNic(t, &node));
+    } else if (t.name == "nvlink") {
+      BRAID_TRY(readNvlink(t, &node));
     } else {
-      return t.error("unknown element; expected package, numa, gpu or nic inside <node>");
+      return t.error("unknown element; expected package, numa, gpu, nic or nvlink inside <node>");
     }
   }
   topo->nodes.push_back(std::move(node));
@@ -164,6 +224,7 @@ std::string toXml(const Topology& topo) {
   std::ostringstream out;
   out << "<?xml version=\"1.0\"?>\n<braid-topology version=\"1\">\n";
   for (const Node& n : topo.nodes) writeNode(n, out);
+  writeRanks(topo, out);
   out << "</braid-topology>\n";
   return out.str();
 }
@@ -184,8 +245,12 @@ Expected<Topology> parseXml(const std::string& text, const std::string& source) 
     XmlTag t;
     BRAID_TRY(in.next(&t, "</braid-topology>"));
     if (t.closing && t.name == "braid-topology") break;
-    if (t.name != "node" || t.closing || t.selfClosing) {
-      return t.error("unknown element; expected <node ...> or </braid-topology>");
+    if (t.name == "rank" && t.selfClosing) {
+      BRAID_TRY(readRank(t, &topo));
+      continue;
+    }
+    if (t.name != "node" || t.closing || t.selfClosing || !topo.ranks.empty()) {
+      return t.error("unknown element; expected <node ...>, then <rank/>s, or </braid-topology>");
     }
     BRAID_TRY(readNode(in, t, &topo));
   }

@@ -8,8 +8,13 @@
 //       <gpu name=".." busid="0000:1b:00.0" gen="5" width="16" pcie-gbps="63"
 //            nvlink-gbps="450" switch="0" numa="0"/>
 //       <nic name="mlx5_0" kind="infiniband" gbps="400" busid=".." switch="0" numa="0"/>
+//       <nvlink gpu="0000:1b:00.0" peer="nvswitch" links="18" gbps="450"/>
 //     </node>
+//     <rank id="0" node="0" gpu="0000:1b:00.0" numa="0"/>
 //   </braid-topology>
+// <nvlink> names GPUs by busid (a <gpu> above it) and its peer by busid or
+// "nvswitch"; <rank>s (a live communicator's dump: where each rank ran) follow
+// the nodes, in rank order, a GPU by its busid.
 // Units are those of topology.h. Attributes other than a node's id may be left
 // out (they take topology.h's defaults); unknown elements or attributes are
 // errors, so a typo is not silently ignored. Thread-safe (no shared state).

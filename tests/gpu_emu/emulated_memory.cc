@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -172,6 +173,11 @@ int deviceCount() {  // read each time: a test's child process sets it after for
 int& currentDeviceOfThread() {
   thread_local int device = 0;
   return device;
+}
+
+bool& threadChoseDevice() {
+  thread_local bool chose = false;
+  return chose;
 }
 
 namespace {
@@ -418,7 +424,26 @@ Status setCurrentDevice(int device) {
                     " (BRAID_EMU_DEVICES)");
   }
   emu::currentDeviceOfThread() = device;
+  emu::threadChoseDevice() = true;
   return Status::ok();
+}
+
+// Device d's bus id: entry d of BRAID_EMU_BUS_IDS (a comma-separated list, so a test
+// can place its ranks on the GPUs of a topology file), else "000e:0d:00.0".
+std::string boundDeviceBusId() {
+  const int device = emu::currentDeviceOfThread();
+  const bool bound = emu::threadChoseDevice() || (emu::devicesWithContext() >> device & 1u) != 0;
+  if (!bound) return "";
+  const char* list = getenv("BRAID_EMU_BUS_IDS");
+  std::string ids = list != nullptr ? list : "";
+  for (int i = 0; i < device && !ids.empty(); ++i) {
+    const size_t comma = ids.find(',');
+    ids = comma == std::string::npos ? "" : ids.substr(comma + 1);
+  }
+  if (!ids.empty()) return ids.substr(0, ids.find(','));
+  char bus[16];
+  std::snprintf(bus, sizeof(bus), "000e:%02x:00.0", device);
+  return bus;
 }
 
 Status enablePeerAccess(int peer) {

@@ -14,6 +14,20 @@ bool hcaAllowed(const std::string& spec, const std::string& device, int port) {
   return exclude ? !hit : hit;
 }
 
+std::vector<int> hcaOrder(const std::vector<std::string>& devices, const std::string& preferred,
+                          const std::string& spec) {
+  std::vector<int> order;
+  const bool prefer = spec.empty() && !preferred.empty();
+  for (int i = 0; i < static_cast<int>(devices.size()); ++i) {
+    if (prefer && devices[i] == preferred) {
+      order.insert(order.begin(), i);
+    } else {
+      order.push_back(i);
+    }
+  }
+  return order;
+}
+
 namespace {
 
 bool isZero(const uint8_t* g) {

@@ -25,6 +25,12 @@ namespace braid::transport::ibverbs {
 // BRAID_SOCKET_IFNAME, matched against "device" and "device:port".
 bool hcaAllowed(const std::string& spec, const std::string& device, int port);
 
+// The order to try devices in: the one named `preferred` (the NIC nearest the
+// rank's GPU) first, then the others as listed; `preferred` is ignored when
+// BRAID_IB_HCA (`spec`) is set, which decides alone. Indices into `devices`.
+std::vector<int> hcaOrder(const std::vector<std::string>& devices, const std::string& preferred,
+                          const std::string& spec);
+
 enum class GidType { kIb, kRoceV1, kRoceV2 };
 
 struct GidInfo {

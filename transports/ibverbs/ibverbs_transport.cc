@@ -66,9 +66,9 @@ GidType gidType(ibv_context* ctx, int port, int index, bool ethernet) {
   return n > 0 && std::strstr(buf, "v2") != nullptr ? GidType::kRoceV2 : GidType::kRoceV1;
 }
 
-// Opens the first active port that BRAID_IB_HCA allows; an error says why
-// none was usable.
-Expected<std::unique_ptr<Device>> openDevice() {
+// Opens the first active port that BRAID_IB_HCA allows, `preferred` (the device
+// nearest the rank's GPU) tried first; an error says why none was usable.
+Expected<std::unique_ptr<Device>> openDevice(const std::string& preferred) {
   int count = 0;
   ibv_device** list = ibv_get_device_list(&count);
   if (list == nullptr || count == 0) {
@@ -77,9 +77,12 @@ Expected<std::unique_ptr<Device>> openDevice() {
   }
   const std::string spec = envString("BRAID_IB_HCA");
   const int forcedGid = static_cast<int>(envInt("BRAID_IB_GID_INDEX", -1));
+  std::vector<std::string> names;
+  for (int d = 0; d < count; ++d) names.push_back(ibv_get_device_name(list[d]));
   std::string tried;
   std::unique_ptr<Device> found;
-  for (int d = 0; d < count && !found; ++d) {
+  for (int d : hcaOrder(names, preferred, spec)) {
+    if (found) break;
     ibv_context* ctx = ibv_open_device(list[d]);
     if (ctx == nullptr) continue;
     ibv_device_attr attr{};
@@ -412,11 +415,12 @@ IbEndpoint::~IbEndpoint() {
 
 class IbverbsTransport : public Transport {
  public:
-  IbverbsTransport() {
-    Expected<std::unique_ptr<Device>> d = openDevice();
+  explicit IbverbsTransport(const std::string& preferred) {
+    Expected<std::unique_ptr<Device>> d = openDevice(preferred);
     if (d.isOk()) {
       dev_ = std::move(d).value();
-      BRAID_INFO("ibverbs: using %s, GID index %d", dev_->where().c_str(), dev_->gidIndex);
+      BRAID_INFO("ibverbs: using %s, GID index %d%s", dev_->where().c_str(), dev_->gidIndex,
+                 dev_->name == preferred ? " (the NIC nearest this rank's GPU or CPU)" : "");
     } else {
       BRAID_INFO("ibverbs: not used: %s", d.status().message().c_str());
     }
@@ -438,6 +442,8 @@ class IbverbsTransport : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> makeIbverbsTransport() { return std::make_unique<IbverbsTransport>(); }
+std::unique_ptr<Transport> makeIbverbsTransport(const std::string& preferred) {
+  return std::make_unique<IbverbsTransport>(preferred);
+}
 
 }  // namespace braid::transport::ibverbs

@@ -61,6 +61,48 @@ TEST(Paths, PcieServerTypesEachPairBySwitchAndSocket) {
   EXPECT_LT(m.at(1, 6).bandwidthGBps, 31.5);  // UPI, not the GPUs' PCIe, bounds it
 }
 
+// The file's comment: one 100 Gb/s NIC under each socket's switch, beside its 4 GPUs.
+TEST(Paths, PcieServerRanksSendThroughTheNicUnderTheirSwitch) {
+  const Topology t = load("pcie_8gpu.xml");
+  const Node& n = t.nodes[0];
+  const std::vector<RankPlace> places = blockPlaces(t, 8, 8);
+  for (int g = 0; g < 8; ++g) {
+    const int nic = nearestNic(n, places[g]);
+    ASSERT_GE(nic, 0);
+    EXPECT_EQ(n.nics[nic].name, g < 4 ? "eth0" : "eth1") << "GPU " << g;
+    EXPECT_EQ(nicPath(n, places[g], n.nics[nic]), LinkType::kPcieSameSwitch) << "GPU " << g;
+  }
+  EXPECT_EQ(nicPath(n, places[0], n.nics[1]), LinkType::kCrossSocket);
+  // A host rank on NUMA node 1 has no switch: the NIC on its own socket.
+  RankPlace host;
+  host.numa = 1;
+  EXPECT_EQ(n.nics[nearestNic(n, host)].name, "eth1");
+  EXPECT_EQ(nicPath(n, host, n.nics[1]), LinkType::kHostBridge);
+}
+
+// Another switch of the socket and the root complex itself both cross the root
+// complex: between them the NIC on the rank's NUMA node wins, then the faster.
+TEST(Paths, NearestNicPrefersItsNumaNodeAmongRootComplexPaths) {
+  Node n;
+  n.packages.resize(1);
+  n.numaNodes = {{0, 0, 0}, {1, 0, 0}};  // two NUMA nodes of one package (sub-NUMA clusters)
+  Gpu g;
+  g.pcieSwitch = 0;
+  g.numa = 0;
+  n.gpus.push_back(g);
+  n.nics.push_back({"far", NicKind::kInfiniband, 400, "0000:40:00.0", 1, 1});   // PXB, NUMA 1
+  n.nics.push_back({"near", NicKind::kInfiniband, 200, "0000:20:00.0", -1, 0});  // PHB, NUMA 0
+  RankPlace p;
+  p.gpu = 0;
+  EXPECT_EQ(nicPath(n, p, n.nics[0]), LinkType::kPcieCrossSwitch);
+  EXPECT_EQ(nicPath(n, p, n.nics[1]), LinkType::kHostBridge);
+  EXPECT_EQ(n.nics[nearestNic(n, p)].name, "near");
+  n.nics[1].numa = 1;  // both on the other NUMA node: the faster
+  EXPECT_EQ(n.nics[nearestNic(n, p)].name, "far");
+  n.nics.push_back({"under", NicKind::kInfiniband, 100, "0000:10:00.0", 0, 1});  // PIX wins
+  EXPECT_EQ(n.nics[nearestNic(n, p)].name, "under");
+}
+
 TEST(Paths, PcieWithoutSocketsOrSwitchesFallsToHostBridgeOrCrossSwitch) {
   Topology t;
   t.nodes.resize(1);

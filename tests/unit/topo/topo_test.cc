@@ -182,7 +182,8 @@ TEST(TopoDiscover, FallbackIsDescribed) {
   EXPECT_EQ(n.numaNodes.size(), 1u);
   EXPECT_EQ(n.pus, allowedCpus());
   EXPECT_EQ(n.cores(), n.pus);
-  Topology t{{n}};
+  Topology t;
+  t.nodes.push_back(n);
   Expected<Topology> back = parseXml(toXml(t), "memory");
   ASSERT_TRUE(back.isOk()) << back.status().message();
   EXPECT_EQ(back.value().nodes[0].fallback, "test reason");

@@ -11,6 +11,17 @@
 namespace braid::transport::ibverbs {
 namespace {
 
+// The NIC nearest the rank's GPU (topo::nearestNic) is tried first unless
+// BRAID_IB_HCA is set, which alone decides which devices may be used.
+TEST(HcaOrder, NearestNicFirstUnlessBraidIbHcaIsSet) {
+  const std::vector<std::string> devices = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"};
+  EXPECT_EQ(hcaOrder(devices, "mlx5_2", ""), (std::vector<int>{2, 0, 1, 3}));
+  EXPECT_EQ(hcaOrder(devices, "", ""), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(hcaOrder(devices, "eth0", ""), (std::vector<int>{0, 1, 2, 3}));  // not a verbs device
+  EXPECT_EQ(hcaOrder(devices, "mlx5_2", "mlx5_0"), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(hcaOrder({}, "mlx5_0", "").empty());
+}
+
 TEST(HcaSpec, PrefixesPortsExclusionAndExactNames) {
   const struct {
     const char* spec;
