@@ -20,6 +20,7 @@ Thread-safety: Work and Executor may be used from any thread.
 
 import collections
 import threading
+import time
 import weakref
 
 # Every executor, so the exit hook can stop their worker threads while the
@@ -139,10 +140,17 @@ class Executor:
         return work.wait()
 
     def wait_for(self, work, timeout):
-        """Blocks until work is done, running queued operations here when idle."""
+        """Blocks until work is done, running queued operations here when idle.
+
+        With a timeout the worker thread runs them instead: a C call blocked in this
+        thread could not be left when the timeout passes.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self.cond:
+            if deadline is not None and not work._done:
+                self._wake()
             while not work._done:
-                if not self._busy and self._queue:
+                if deadline is None and not self._busy and self._queue:
                     head = self._take()
                     self.cond.release()
                     try:
@@ -150,8 +158,10 @@ class Executor:
                     finally:
                         self.cond.acquire()
                     continue
-                if not self.cond.wait(timeout) and timeout is not None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
                     return
+                self.cond.wait(left)
 
     def drain(self):
         """Waits for every queued operation and the one running; errors stay with their Work.
