@@ -98,7 +98,12 @@ class Executor:
     def __init__(self, name, run_fused):
         """run_fused(works) runs several fusable works' calls as one group."""
         self._run_fused = run_fused
-        self.cond = threading.Condition(threading.Lock())
+        # cond: waiters for operations to finish; ready: the worker, for work to run.
+        # Apart, so that finishing an operation does not wake an idle worker (a thread
+        # switch, and a fight for the GIL, on every blocking call).
+        lock = threading.Lock()
+        self.cond = threading.Condition(lock)
+        self._ready = threading.Condition(lock)
         self._queue = collections.deque()
         self._busy = False
         self._closed = False
@@ -129,7 +134,7 @@ class Executor:
                                             name=f"braid-{self._name}")
             self._thread.start()
         self._awake = True
-        self.cond.notify_all()
+        self._ready.notify()
 
     def run(self, work):
         """Runs work now, after everything queued before it; raises its error."""
@@ -183,6 +188,7 @@ class Executor:
         with self.cond:
             self._closed = True
             self.cond.notify_all()
+            self._ready.notify()
 
     def join(self, timeout=None):
         """After close(): waits up to timeout seconds for the worker thread to end."""
@@ -216,6 +222,8 @@ class Executor:
                 callbacks += [(fn, work) for fn in work._callbacks]
                 work._callbacks = []
             self.cond.notify_all()
+            if self._queue:  # the worker may have waited for this one to end
+                self._ready.notify()
         for fn, work in callbacks:
             fn(work)
         del callbacks
@@ -226,7 +234,7 @@ class Executor:
                 while self._busy or not self._queue or not self._runnable():
                     if self._closed and not self._queue:
                         return
-                    self.cond.wait()
+                    self._ready.wait()
                 batch = self._take()
             self._finish(batch)
             del batch  # its tensors go now, not when the thread ends
