@@ -86,13 +86,16 @@ def launch(args, n, build):
                          text=True).stdout
     rows = json.loads([ln for ln in out.splitlines() if ln.startswith("[0] [")][0][4:])
     c_us = {}
-    for size in args.sizes:
-        with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            subprocess.run([braidrun, "-n", str(n), os.path.join(build, "perf", "coll",
-                                                                 "all_reduce_perf"),
-                            "-b", str(size), "-e", str(size), "-n", str(args.iters), "-w", "50",
-                            "-a", "3", "-J", f.name], check=True, capture_output=True)
-            c_us[size] = json.load(f)["results"][0]["in_place"]["time_us"]
+    for _ in range(args.repeats):  # separate launches: the best of as many as the others
+        for size in args.sizes:
+            with tempfile.NamedTemporaryFile(suffix=".json") as f:
+                subprocess.run([braidrun, "-n", str(n), os.path.join(build, "perf", "coll",
+                                                                     "all_reduce_perf"),
+                                "-b", str(size), "-e", str(size), "-n", str(args.iters),
+                                "-w", "50", "-a", "3", "-J", f.name], check=True,
+                               capture_output=True)
+                us = json.load(f)["results"][0]["in_place"]["time_us"]
+                c_us[size] = min(c_us.get(size, us), us)
     for row in rows:
         row["c"] = c_us[row["size"]]
     return rows

@@ -222,11 +222,22 @@ class ProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
     def barrier(self, opts=None):
         return self._run("barrier", lambda c, s: _lib.lib.braidBarrier(c, s), [], None)
 
-    def _start_coalescing(self):
+    def _start_coalescing(self, *args):
         pass  # sends and receives queued until a wait already run as one group
 
-    def _end_coalescing(self, reqs):
+    def _end_coalescing(self, *args):
+        """1.13 passes the calls' works and ignores the result; 2.x passes a device and
+        waits on the Work returned, which ends after every call queued before it."""
         self._comm._executor.kick()
+        return self._run("coalesced calls", lambda c, s: 0, [], None)
+
+    # torch 2.x asks a group for the Backend serving a device, and whether it coalesces;
+    # this group serves every device itself, and its batched calls need no coalescing
+    # manager (held-back sends and receives run as one Braid group).
+    supports_coalescing = False
+
+    def _get_backend(self, device=None):
+        return self
 
     # ---- helpers ----------------------------------------------------------------------------
 
