@@ -65,8 +65,8 @@ def op_code(opts, t):
     kind = op_type(opts)
     code = OPS.get(kind)
     if code is None:
-        raise ValueError(f"braid: reduction {kind} is not supported "
-                         "(SUM, PRODUCT, MIN, MAX, AVG, and PREMUL_SUM where torch shows its factor)")
+        raise ValueError(f"braid: reduction {kind} is not supported (SUM, PRODUCT, MIN, "
+                         "MAX, AVG, and PREMUL_SUM where torch shows its factor)")
     if t.is_complex() and kind not in COMPLEX_OPS:
         raise TypeError(f"braid: complex tensors reduce with SUM and AVG only, not {kind}")
     # bool travels as uint8: a sum would leave bytes other than 0 and 1.

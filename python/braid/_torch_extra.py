@@ -14,6 +14,7 @@ import torch
 from . import _buffers
 from . import _lib
 from ._torch_common import RED, as_real, op_code, op_type, ptr, stream_of
+from ._torch_work import seconds
 
 
 def _bytes_of(t):
@@ -146,7 +147,6 @@ class Extras:
         who fail if rank 0 does not release them in time. Over the group's store: it works
         when the communicator is stuck. torch 1.13's dist.monitored_barrier refuses every
         backend but gloo by name; call group.monitored_barrier(timeout) instead."""
-        from ._torch_work import seconds
         limit = seconds(timeout)
         if limit is None:
             limit = self._timeout_s if self._timeout_s is not None else 1800.0

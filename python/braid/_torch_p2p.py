@@ -4,9 +4,13 @@ Braid's receives name their source; gloo's recv_anysource does not. Each send
 therefore counts itself in the group's store (one counter per sender and
 receiver), and a receive from any source waits until some rank's counter is
 ahead of the messages this rank has taken from it, then receives from that
-rank. Messages between two ranks are taken in the order they were sent; a tag
-is accepted and does not reorder them (gloo's tags on messages sent in order
-match the same way).
+rank.
+
+Tags: sends and receives started together (batch_isend_irecv, or isend/irecv
+before a wait) run as one Braid group sorted by peer and tag on both sides, so
+that a receive meets the send of its tag, as on gloo, whatever order each side
+listed them in. Otherwise messages between two ranks meet in the order they
+were sent, and a tag does not reorder them.
 
 BRAID_TORCH_ANY_SOURCE=0 leaves the counting out (one store call less per send);
 recv_anysource then says so.
@@ -43,7 +47,8 @@ class PointToPoint:
         if self._announce:
             self._store.add(self._sent_key(dstRank, self.rank()), 1)
         return self._run("send", lambda c, s: _lib.lib.braidSend(p, n, dt, dstRank, c, s),
-                         tensors, t, fusable=True, stream=stream_of("send", t))
+                         tensors, t, fusable=True, stream=stream_of("send", t),
+                         order=("send", dstRank, tag))
 
     def recv(self, tensors, srcRank, tag=0):
         t = one(tensors, "recv")
@@ -54,7 +59,8 @@ class PointToPoint:
             self._took(srcRank)
             return _lib.lib.braidRecv(p, n, dt, srcRank, c, s)
 
-        return self._run("recv", call, tensors, t, fusable=True, stream=stream_of("recv", t))
+        return self._run("recv", call, tensors, t, fusable=True, stream=stream_of("recv", t),
+                         order=("recv", srcRank, tag))
 
     def recv_anysource(self, tensors, tag=0):
         """Receives the next message any rank sends here; the work's source_rank() says

@@ -14,6 +14,11 @@ Tensors must be contiguous, on the CPU or on a CUDA device. A call on CUDA
 tensors is enqueued on torch's current stream of their device, in the group's
 order, and returns, as the "nccl" backend's do: its Work records an event, and
 wait() makes the caller's current stream wait for it.
+
+The group has every method gloo has on CPU tensors (docs/torch.md): the
+collectives here, point-to-point calls and receives from any source in
+_torch_p2p, coalesced and sparse calls and the monitored barrier in
+_torch_extra, the Work objects in _torch_work.
 """
 
 import inspect
@@ -59,11 +64,11 @@ class ProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
         return self._comm
 
     def _run(self, what, call, outputs, keep, after=None, fusable=False, stream=None,
-             source=None):
+             source=None, order=None):
         """call(comm, cudaStream_t or None) -> braidResult_t, run in the group's order."""
         handle = stream.cuda_stream if stream is not None else None
         work = self._comm._launch(what, lambda c: call(c, handle), outputs, keep, True, after,
-                                  fusable, stream=handle)
+                                  fusable, stream=handle, order=order)
         return BraidWork(work, outputs, stream, what, source)
 
     # ---- collectives ----------------------------------------------------------------------
@@ -255,7 +260,8 @@ class ProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
         dtype = ptr(t, "PREMUL_SUM tensor")[2]
         key = (float(factor), dtype)
         if key not in self._premul:
-            self._premul[key] = self._comm.premul_sum(float(factor), dtype=_buffers.DTYPE_NAMES[dtype])
+            self._premul[key] = self._comm.premul_sum(float(factor),
+                                                      dtype=_buffers.DTYPE_NAMES[dtype])
         return self._premul[key].code
 
     def _check_sizes(self, output, input, have, need, what):

@@ -38,11 +38,12 @@ class Work:
     """
 
     __slots__ = ("_run", "_executor", "_done", "_error", "_result", "_callbacks", "_keep",
-                 "_fusable")
+                 "_fusable", "_order")
 
-    def __init__(self, run, executor, result=None, keep=None, fusable=False):
+    def __init__(self, run, executor, result=None, keep=None, fusable=False, order=None):
         self._run = run
         self._fusable = fusable
+        self._order = order  # fusable works run together sorted by it (a tuple; None first)
         self._executor = executor
         self._done = False
         self._error = None

@@ -115,6 +115,20 @@ def check_batched_tags():
         for req in dist.batch_isend_irecv(ops):
             req.wait()
         eq(recv, torch.arange(4, dtype=torch.float32) + 10 * peer_prev, f"batched order {order}")
+    # Tags out of order: rank 0 lists a 4-element tensor (tag 2) before a 1-element one
+    # (tag 1); rank 1 lists the tag 1 receive first. Tags pair them, as on gloo.
+    if R in (0, 1) and N >= 2:
+        if R == 0:
+            ops = [dist.P2POp(dist.isend, torch.arange(4.0), 1, tag=2),
+                   dist.P2POp(dist.isend, torch.tensor([9.0]), 1, tag=1)]
+        else:
+            one, four = torch.zeros(1), torch.zeros(4)
+            ops = [dist.P2POp(dist.irecv, one, 0, tag=1), dist.P2POp(dist.irecv, four, 0, tag=2)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        if R == 1:
+            eq(one, torch.tensor([9.0]), "batched tag 1")
+            eq(four, torch.arange(4.0), "batched tag 2")
     # Sizes that differ per rank, as the suite's case sends them.
     for peer in range(N):
         if peer == R:
