@@ -200,6 +200,22 @@ def check_monitored_barrier():
         raises(lambda: group.monitored_barrier(datetime.timedelta(seconds=0.3)), RuntimeError,
                "successfully reached monitoredBarrier", "monitored barrier left by rank 0")
     dist.barrier()
+    if N < 3:
+        return
+    # Every missing rank named (wait_all_ranks); the first missing one named otherwise,
+    # while the ranks that came are told rank 0 failed them. Fresh groups: ranks that
+    # skip a barrier are a barrier behind.
+    lonely, partial = dist.new_group(backend="braid"), dist.new_group(backend="braid")
+    if R == 0:
+        missing = ", ".join(str(r) for r in range(1, N))
+        raises(lambda: lonely.monitored_barrier(datetime.timedelta(seconds=0.3),
+                                                wait_all_ranks=True),
+               RuntimeError, f"Ranks {missing} failed to pass monitoredBarrier", "wait_all_ranks")
+    if R < 2:
+        raises(lambda: partial.monitored_barrier(datetime.timedelta(seconds=0.5)), RuntimeError,
+               "Rank 2 failed to pass" if R == 0 else "Rank 1 successfully reached",
+               "monitored barrier without rank 2")
+    dist.barrier()
 
 
 def check_premul_sum():
