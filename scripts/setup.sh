@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages Braid's build, tests and benchmarks need.
+# Installs the Debian 12 packages (and the few PyPI ones) Braid's build, tests and benchmarks need.
 # Idempotent: does nothing when everything is already there. Run as root.
 set -euo pipefail
 
@@ -14,15 +14,23 @@ packages=(
   fortunes
 )
 
+# PyPI packages (Debian 12's pip installs beside apt's only with the flag): expecttest,
+# which PyTorch's test base imports (scripts/ci/torch_suite.sh).
+pip_install() {
+  /usr/bin/python3 -c "import $1" 2>/dev/null ||
+    /usr/bin/python3 -m pip install -q --break-system-packages "$1"
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+pip_install expecttest

@@ -232,10 +232,11 @@ class Communicator:
     # ---- running a call -------------------------------------------------------------------
 
     def _launch(self, what, call, result, keep, async_op, after=None, fusable=False,
-                stream=None, bufs=()):
+                stream=None, bufs=(), order=None):
         """Runs call(handle) -> braidResult_t in order, then after(); returns result or a Work.
 
-        fusable: a point-to-point call, which may join a group with its neighbours.
+        fusable: a point-to-point call, which may join a group with its neighbours;
+        order: its sort key within such a group (see _run_fused).
         stream (an int) or device memory among bufs: the call is issued now, behind the
         calls already queued, so that it is on its stream before this returns (async_op:
         a finished Work); not fused.
@@ -260,13 +261,16 @@ class Communicator:
             work = Work(run, self._executor, result, keep)
             self._executor.run(work)
             return work if async_op else result
-        work = Work(run, self._executor, result, keep, fusable)
+        work = Work(run, self._executor, result, keep, fusable, order)
         if async_op:
             return self._executor.submit(work)
         self._executor.run(work)
         return result
 
     def _run_fused(self, works):
+        # Matching is per peer and direction, in issue order: sorting by a canonical key
+        # (the torch backend's (direction, peer, tag)) lines up both sides' orders.
+        works = sorted(works, key=lambda w: w._order or ())
         _lib.check(_lib.lib.braidGroupStart(), None, "braidGroupStart")
         try:
             for work in works:

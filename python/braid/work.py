@@ -20,6 +20,7 @@ Thread-safety: Work and Executor may be used from any thread.
 
 import collections
 import threading
+import time
 import weakref
 
 # Every executor, so the exit hook can stop their worker threads while the
@@ -37,11 +38,12 @@ class Work:
     """
 
     __slots__ = ("_run", "_executor", "_done", "_error", "_result", "_callbacks", "_keep",
-                 "_fusable")
+                 "_fusable", "_order")
 
-    def __init__(self, run, executor, result=None, keep=None, fusable=False):
+    def __init__(self, run, executor, result=None, keep=None, fusable=False, order=None):
         self._run = run
         self._fusable = fusable
+        self._order = order  # fusable works run together sorted by it (a tuple; None first)
         self._executor = executor
         self._done = False
         self._error = None
@@ -97,7 +99,12 @@ class Executor:
     def __init__(self, name, run_fused):
         """run_fused(works) runs several fusable works' calls as one group."""
         self._run_fused = run_fused
-        self.cond = threading.Condition(threading.Lock())
+        # cond: waiters for operations to finish; ready: the worker, for work to run.
+        # Apart, so that finishing an operation does not wake an idle worker (a thread
+        # switch, and a fight for the GIL, on every blocking call).
+        lock = threading.Lock()
+        self.cond = threading.Condition(lock)
+        self._ready = threading.Condition(lock)
         self._queue = collections.deque()
         self._busy = False
         self._closed = False
@@ -128,7 +135,7 @@ class Executor:
                                             name=f"braid-{self._name}")
             self._thread.start()
         self._awake = True
-        self.cond.notify_all()
+        self._ready.notify()
 
     def run(self, work):
         """Runs work now, after everything queued before it; raises its error."""
@@ -139,10 +146,17 @@ class Executor:
         return work.wait()
 
     def wait_for(self, work, timeout):
-        """Blocks until work is done, running queued operations here when idle."""
+        """Blocks until work is done, running queued operations here when idle.
+
+        With a timeout the worker thread runs them instead: a C call blocked in this
+        thread could not be left when the timeout passes.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self.cond:
+            if deadline is not None and not work._done:
+                self._wake()
             while not work._done:
-                if not self._busy and self._queue:
+                if deadline is None and not self._busy and self._queue:
                     head = self._take()
                     self.cond.release()
                     try:
@@ -150,8 +164,10 @@ class Executor:
                     finally:
                         self.cond.acquire()
                     continue
-                if not self.cond.wait(timeout) and timeout is not None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
                     return
+                self.cond.wait(left)
 
     def drain(self):
         """Waits for every queued operation and the one running; errors stay with their Work.
@@ -173,6 +189,7 @@ class Executor:
         with self.cond:
             self._closed = True
             self.cond.notify_all()
+            self._ready.notify()
 
     def join(self, timeout=None):
         """After close(): waits up to timeout seconds for the worker thread to end."""
@@ -206,6 +223,8 @@ class Executor:
                 callbacks += [(fn, work) for fn in work._callbacks]
                 work._callbacks = []
             self.cond.notify_all()
+            if self._queue:  # the worker may have waited for this one to end
+                self._ready.notify()
         for fn, work in callbacks:
             fn(work)
         del callbacks
@@ -216,7 +235,7 @@ class Executor:
                 while self._busy or not self._queue or not self._runnable():
                     if self._closed and not self._queue:
                         return
-                    self.cond.wait()
+                    self._ready.wait()
                 batch = self._take()
             self._finish(batch)
             del batch  # its tensors go now, not when the thread ends

@@ -1,5 +1,6 @@
 """The torch backend in one process: registration, errors carrying Braid's text, handles."""
 
+import datetime
 import os
 import tempfile
 import unittest
@@ -78,6 +79,50 @@ class OneRankTorchTest(unittest.TestCase):
     def test_tensors_on_other_devices_are_refused_by_name(self):
         with self.assertRaisesRegex(braid.BraidError, "meta"):
             dist.all_reduce(torch.ones(2, device="meta"))
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class RegistrationShapeTest(unittest.TestCase):
+    """register() follows the installed torch's register_backend: 2.x's takes the devices
+    the backend serves, 1.13's does not; and the creator's group is what both take."""
+
+    def api(self, register_backend, plugins=None):
+        return type("BackendApi", (), {"_plugins": plugins or {},
+                                       "register_backend": staticmethod(register_backend)})
+
+    def test_torch_2_registration_names_cpu_and_cuda(self):
+        calls = []
+
+        def register_backend(name, func, extended_api=False, devices=None):
+            calls.append((name, func, extended_api, devices))
+
+        braid.torch.register(self.api(register_backend))
+        self.assertEqual(calls, [("braid", braid.torch._create, False, ["cpu", "cuda"])])
+
+    def test_torch_1_13_registration_has_no_devices(self):
+        calls = []
+        braid.torch.register(self.api(lambda name, func: calls.append((name, func))))
+        self.assertEqual(calls, [("braid", braid.torch._create)])
+
+    def test_a_registered_backend_is_left_alone(self):
+        def register_backend(name, func):
+            raise AssertionError("registered twice")
+
+        braid.torch.register(self.api(register_backend, {"BRAID": object()}))
+
+    def test_creator_makes_a_whole_process_group(self):
+        # torch 2.x uses a ProcessGroup subclass from the creator as the group itself,
+        # serving every device, in place of per-device Backend objects.
+        store = dist.HashStore()
+        pg = braid.torch._create(store, 0, 1, datetime.timedelta(seconds=30))
+        try:
+            self.assertIsInstance(pg, torch._C._distributed_c10d.ProcessGroup)
+            self.assertEqual((pg.rank(), pg.size(), pg.getBackendName()), (0, 1, "braid"))
+            work = pg.allreduce([torch.ones(2)])
+            self.assertIsInstance(work, torch._C._distributed_c10d.Work)
+            work.wait()
+        finally:
+            pg.communicator.close()
 
 
 if __name__ == "__main__":

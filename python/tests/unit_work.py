@@ -52,5 +52,26 @@ class DrainTest(unittest.TestCase):
         ex.close()
 
 
+class WaitTimeoutTest(unittest.TestCase):
+    def test_a_wait_with_a_timeout_leaves_the_operation_to_the_worker(self):
+        # A held-back receive whose sender comes later: wait(timeout) must return once
+        # the timeout passes, so the operation cannot run in the waiting thread.
+        ex = Executor("wait-timeout", lambda works: [w._run() for w in works])
+        release = threading.Event()
+        ran_in = []
+
+        def run():
+            ran_in.append(threading.current_thread())
+            release.wait(WAIT)
+
+        work = ex.submit(Work(run, ex, fusable=True))
+        self.assertFalse(work.wait(0.05), "the operation ended before its release")
+        release.set()
+        self.assertTrue(work.wait(WAIT))
+        self.assertIsNot(ran_in[0], threading.current_thread())
+        ex.close()
+        ex.join(WAIT)
+
+
 if __name__ == "__main__":
     unittest.main()
