@@ -118,17 +118,20 @@ class BraidWork(_TorchWorkBase):
         return self._outputs
 
     def get_future(self):
-        fut = torch.futures.Future()
+        # Future.set_exception only makes Python's wait() raise: C++ readers such as
+        # DDP's reducer would take the exception object for the call's tensors (and
+        # crash). An error raised in a then() callback is a C++ error of the child
+        # future, which every reader sees.
+        done_fut = torch.futures.Future()
+        self._work.add_done_callback(lambda work: done_fut.set_result(None))
 
-        def done(work):
-            if work.exception() is not None:
-                fut.set_exception(work.exception())
-            else:
-                fut.set_result(self._outputs)
+        def outputs_or_error(_):
+            if self._work.exception() is not None:
+                raise self._work.exception()
+            return self._outputs
 
-        self._work.add_done_callback(done)
         _release(self)
-        return fut
+        return done_fut.then(outputs_or_error)
 
 
 def _check_device(t):
