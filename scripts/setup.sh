@@ -11,6 +11,7 @@ packages=(
   mpich libmpich-dev libgloo-dev
   python3 python3-numpy python3-torch python3-pip python3-setuptools python3-matplotlib
   fortunes
+  slurm-wlm munge
 )
 
 missing=()
