@@ -139,9 +139,11 @@ check() {
   t0=$(now)
   # The check runs in its own process group (set -m), so that a signal to this script
   # stops it at once (on_signal), and its EXIT trap stops what it started in the background.
+  touch "$work/$CHECK.start"
   set +e -m
   (
-    set -e +m
+    set -eE +m
+    trap 'echo "failed (rc $?): $BASH_COMMAND"' ERR
     background=()  # session leaders a check starts with setsid
     trap 'stop_groups "${background[@]}"' EXIT
     trap 'exit 130' INT TERM
@@ -160,7 +162,11 @@ check() {
   else
     failed=$((failed + 1))
     printf 'FAIL %-22s %5ss  (rc %s)\n' "$CHECK" "$(since "$t0")" "$rc"
-    tail -n 60 "$work/$CHECK.log" | sed 's/^/    /'
+    for f in "$work/$CHECK.log" \
+      $(find "$work" -maxdepth 1 -name '*.out' -newer "$work/$CHECK.start"); do
+      echo "  == ${f##*/}"
+      tail -n 25 "$f" | sed 's/^/    /'
+    done
   fi
 }
 
@@ -325,7 +331,10 @@ mpich_mpiexec() {
   BRAID_ROOT=127.0.0.1:$(free_pair) limit 90 mpiexec.hydra -n 4 "$PERF" "${PERF_ARGS[@]}" \
     > "$work/mpich.out" 2>&1
   expect_table "$work/mpich.out" 4
-  said "mpiexec.hydra -n 4: $(table_summary "$work/mpich.out")"
+  BRAID_ROOT=127.0.0.1:$(free_pair) limit 90 mpiexec.hydra -n 2 "$TRAIN" --dp 2 --model micro \
+    --steps 3 --global-batch 8 > "$work/mpich-train.out" 2>&1
+  expect "$work/mpich-train.out" "braid-train: 3 steps in" "braid-train's end on 2 ranks"
+  said "mpiexec.hydra -n 4: $(table_summary "$work/mpich.out"); -n 2 braid-train --dp 2: 3 steps"
 }
 
 # ---- run -----------------------------------------------------------------------------------
