@@ -202,7 +202,9 @@ TEST(NetworkNamespaces, InterfaceChoiceInsideANamespace) {
 TEST(NetworkNamespaces, OpenMpiMpirunAcrossTwoHosts) {
   if (std::string why = cannotMakeNamespaces(); !why.empty()) GTEST_SKIP() << why;
   std::string probe;
-  if (runCommand("command -v mpirun", &probe) != 0) GTEST_SKIP() << "no mpirun (openmpi-bin)";
+  if (runCommand("command -v mpirun.openmpi", &probe) != 0) {
+    GTEST_SKIP() << "no mpirun.openmpi (openmpi-bin)";
+  }
   Namespaces ns;
   if (std::string err = ns.create(false); !err.empty()) GTEST_SKIP() << "no namespaces: " << err;
   LogDir logs;
@@ -218,8 +220,8 @@ TEST(NetworkNamespaces, OpenMpiMpirunAcrossTwoHosts) {
   const std::string perf = std::string(BRAID_BIN_DIR) + "/perf/coll/all_reduce_perf";
   std::string cmd = "ip netns exec " + ns.a() +
                     " env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 "
-                    "mpirun --host 10.77.0.1:2,10.77.0.2:2 -np 4 --mca plm_rsh_agent " + agent +
-                    " --mca oob_tcp_if_include 10.77.0.0/24 -x BRAID_ROOT=10.77.0.1:" +
+                    "mpirun.openmpi --host 10.77.0.1:2,10.77.0.2:2 -np 4 --mca plm_rsh_agent " +
+                    agent + " --mca oob_tcp_if_include 10.77.0.0/24 -x BRAID_ROOT=10.77.0.1:" +
                     std::to_string(freePort()) + " -x BRAID_SECRET=" + randomHex() +
                     " -x BRAID_DEBUG=INFO -x BRAID_TIMEOUT_MS=30000 sh -c "
                     "'BRAID_HOST_ID=$(ip netns identify) exec " + perf + " -b 8 -e 1M -f 32 -n 2'";
