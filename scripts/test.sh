@@ -9,7 +9,7 @@ cd build
 # keeps a 2-core machine from starving them.
 ctest --output-on-failure -L unit -j "$(getconf _NPROCESSORS_ONLN)"
 ctest --output-on-failure -L integration
-bash ../scripts/ci/launchers.sh  # real Slurm, torchrun, mpirun and mpiexec (~4 min)
+bash ../scripts/ci/launchers.sh  # real Slurm, torchrun, mpirun and mpiexec (~1.5 min)
 # The device failure, ordering, threads and graph replay tests again over the emulated GPU,
 # its stream work landing up to 300 us late and each process's streams sharing 2 hardware
 # queues (tests/gpu_emu/emulated_gpu.h): races with the host, and waits that hold back

@@ -194,7 +194,8 @@ EOF
   limit 240 sbatch --wait "$work/job.sh" > "$work/sbatch.txt" 2>&1
   job=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$work/sbatch.txt")
   out=$work/sbatch-$job.out
-  state=$(scontrol show job "$job" | grep -o -E 'JobState=[A-Z]+|ExitCode=[0-9:]+' | tr '\n' ' ')
+  state=$(limit 20 scontrol show job "$job" | grep -o -E 'JobState=[A-Z]+|ExitCode=[0-9:]+' |
+    tr '\n' ' ')
   echo "job $job: $state"
   [[ "$state" == *"JobState=COMPLETED ExitCode=0:0"* ]] || { cat "$out"; return 1; }
   expect "$out" "braid-train: 20 steps in" "the training demo's end"
@@ -220,7 +221,7 @@ slurm_two_nodes() {
   expect "$work/two.out" "connected to rank 1 .* over shm" "shared memory inside a node"
   expect "$work/two.out" "\): hierarchical, predicted" "a hierarchical all-reduce"
   said "srun -p two -N 2 -n 4: 2 nodes x 2 ranks, socket across, shm within," \
-    "hierarchical from 256 KiB; $(table_summary "$work/two.out")"
+    "hierarchical all-reduce at 256 KiB; $(table_summary "$work/two.out")"
 }
 
 # One job, two steps that form one Braid job (ranks 0-2, rank 3); scancel of rank 3's step.
@@ -240,10 +241,10 @@ slurm_scancel() {
   background+=("$!")
   wait_for "$work/three.out" "Rank +3 Group" 60  # rank 0 lists the four ranks
   sleep 1  # well inside the collectives
-  step=$(squeue -h -s -j "$job" -o '%i %j' | awk '$2 == "rank3" { print $1 }')
-  [ -n "$step" ] || { squeue -s; return 1; }
+  step=$(limit 20 squeue -h -s -j "$job" -o '%i %j' | awk '$2 == "rank3" { print $1 }')
+  [ -n "$step" ] || { limit 20 squeue -s; return 1; }
   t0=$(now)
-  scancel "$step"
+  limit 20 scancel "$step"
   wait "$pid" || rc=$?
   local took
   took=$(since "$t0")
@@ -258,7 +259,7 @@ slurm_scancel() {
   for pid in $pids; do
     if ls /dev/shm | grep -q "^braid-$pid-"; then echo "segment of pid $pid left"; return 1; fi
   done
-  scancel "$job"
+  limit 20 scancel "$job"
   said "scancel $step (rank 3): ranks 0-2 each report 'rank 3 (pid ..) is gone', step fails" \
     "after $took s (BRAID_TIMEOUT_MS 30 s); no /dev/shm/braid-<pid>-* of pids $(echo $pids)"
 }

@@ -19,10 +19,11 @@ free_port() {
 # Writes DIR/slurm.conf for this host.
 slurm_write_conf() {
   local dir=$1 host cores cpus mem
-  host=$(hostname)
+  host=$(hostname -s)  # slurmctld compares its short host name with SlurmctldHost
   cores=$(getconf _NPROCESSORS_ONLN)
   cpus=$((cores > 4 ? cores : 4))
   mem=$(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
+  mem=${mem:-1}
   cat > "$dir/slurm.conf" <<EOF
 ClusterName=braidci
 SlurmctldHost=$host(127.0.0.1)
