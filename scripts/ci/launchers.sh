@@ -8,6 +8,7 @@
 # Arguments name the checks to run (default: all); LAUNCHERS_KEEP=1 keeps the logs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+exec < /dev/null  # srun, salloc and mpirun forward stdin; CI may have none
 bash scripts/setup.sh > /dev/null
 [ -d build ] || bash scripts/build.sh
 cmake --build build --target all_reduce_perf braid-train braid_python > /dev/null
