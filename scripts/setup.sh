@@ -12,6 +12,7 @@ packages=(
   python3 python3-numpy python3-torch python3-pip python3-setuptools python3-matplotlib
   python3-venv python3-wheel
   fortunes
+  slurm-wlm munge
 )
 
 # PyPI packages (Debian 12's pip installs beside apt's only with the flag): expecttest,

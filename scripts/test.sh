@@ -12,6 +12,7 @@ ctest --output-on-failure -L unit -j "$(getconf _NPROCESSORS_ONLN)"
 ctest --output-on-failure -L integration
 # PyTorch's own distributed suite on braid and gloo side by side (~2 min).
 bash ../scripts/ci/torch_suite.sh "$PWD"
+bash ../scripts/ci/launchers.sh  # real Slurm, torchrun, mpirun and mpiexec (~1.5 min)
 # The device failure, ordering, threads and graph replay tests again over the emulated GPU,
 # its stream work landing up to 300 us late and each process's streams sharing 2 hardware
 # queues (tests/gpu_emu/emulated_gpu.h): races with the host, and waits that hold back

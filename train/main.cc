@@ -26,9 +26,9 @@ constexpr const char* kUsage =
     "           --data FILE (default: the fortunes corpus)\n"
     "output:    --log-json run.jsonl --save PREFIX --resume PREFIX --dump-params FILE --quiet\n           --log-every N (print every N-th step)\n";
 
-// Whether a launcher (braidrun, torchrun, mpirun, srun) started this process.
+// Whether a launcher (braidrun, torchrun, mpirun, MPICH's mpiexec, srun) started this process.
 bool launched() {
-  for (const char* v : {"BRAID_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+  for (const char* v : {"BRAID_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     if (std::getenv(v) != nullptr) return true;
   }
   return false;

@@ -121,21 +121,24 @@ class BraidWork(_TorchWorkBase):
     def get_future(self):
         if self._event is not None:
             return self._cuda_future()
-        fut = torch.futures.Future()
+        # Future.set_exception only makes Python's wait() raise: C++ readers such as
+        # DDP's reducer would take the exception object for the call's tensors (and
+        # crash). An error raised in a then() callback is a C++ error of the child
+        # future, which every reader sees.
+        done_fut = torch.futures.Future()
+        self._work.add_done_callback(lambda work: done_fut.set_result(None))
 
-        def done(work):
-            error = work.exception()
+        def outputs_or_error(_):
+            error = self._work.exception()
             if isinstance(error, errors.BraidTimeoutError):
                 error = timed_out(error, self._what)
             if error is not None:
-                fut.set_exception(error)
-            else:
-                fut.set_result(self._outputs)
+                raise error
+            return self._outputs
 
-        self._work.add_done_callback(done)
         self._work.is_completed()  # lets held-back sends and receives run: nobody may wait()
         _release(self)
-        return fut
+        return done_fut.then(outputs_or_error)
 
     def _cuda_future(self):
         """Done now (the call is on its stream); its value is ready once the stream has

@@ -68,6 +68,20 @@ class OneRankTorchTest(unittest.TestCase):
         self.assertIs(value[0], t)
         self.assertTrue(torch.equal(t, torch.arange(4.0)))  # one rank: the sum is itself
 
+    def test_ddp_raises_a_failed_all_reduces_error(self):
+        # DDP's reducer reads each bucket's future in C++: a failed call must be an
+        # error there, not a value only Python's wait() turns into one.
+        class FailingAllReduce(braid.torch.ProcessGroupBraid):
+            def allreduce(self, tensors, opts=None):
+                bad = dist.BroadcastOptions()
+                bad.rootRank = 5
+                return self.broadcast(tensors, bad)
+
+        pg = FailingAllReduce(dist.HashStore(), 0, 1, datetime.timedelta(seconds=30))
+        ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1), process_group=pg)
+        with self.assertRaisesRegex(RuntimeError, "root 5"):
+            ddp(torch.ones(2, 4)).sum().backward()
+
     def test_cuda_tensors_run_on_the_current_stream(self):
         if not torch.cuda.is_available():
             self.skipTest("no CUDA device: CUDA tensors are checked where one exists")

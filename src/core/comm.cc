@@ -421,8 +421,10 @@ std::string Comm::describeLag(int peer, uint64_t seq, const std::string& mine) {
 void Comm::onControlLost(int peer, const std::string& how) {
   if (failed() && culprit_.load() >= 0) return;  // already known and relayed
   culprit_.store(peer);
-  raiseAsyncError(remoteError(describePeer(peer) + " is gone: " + how));
+  // Relay first: once the error is raised this rank's calls fail, and a program that exits
+  // on the failure ends the relay with it, leaving the ranks not yet told to blame rank 0.
   if (rank_ == 0) relayDead(peer, -1);
+  raiseAsyncError(remoteError(describePeer(peer) + " is gone: " + how));
 }
 
 Status Comm::peerFailed(int peer, const Status& cause) {

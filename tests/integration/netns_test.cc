@@ -202,7 +202,9 @@ TEST(NetworkNamespaces, InterfaceChoiceInsideANamespace) {
 TEST(NetworkNamespaces, OpenMpiMpirunAcrossTwoHosts) {
   if (std::string why = cannotMakeNamespaces(); !why.empty()) GTEST_SKIP() << why;
   std::string probe;
-  if (runCommand("command -v mpirun", &probe) != 0) GTEST_SKIP() << "no mpirun (openmpi-bin)";
+  if (runCommand("command -v mpirun.openmpi", &probe) != 0) {
+    GTEST_SKIP() << "no mpirun.openmpi (openmpi-bin)";
+  }
   Namespaces ns;
   if (std::string err = ns.create(false); !err.empty()) GTEST_SKIP() << "no namespaces: " << err;
   LogDir logs;
@@ -218,8 +220,8 @@ TEST(NetworkNamespaces, OpenMpiMpirunAcrossTwoHosts) {
   const std::string perf = std::string(BRAID_BIN_DIR) + "/perf/coll/all_reduce_perf";
   std::string cmd = "ip netns exec " + ns.a() +
                     " env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 "
-                    "mpirun --host 10.77.0.1:2,10.77.0.2:2 -np 4 --mca plm_rsh_agent " + agent +
-                    " --mca oob_tcp_if_include 10.77.0.0/24 -x BRAID_ROOT=10.77.0.1:" +
+                    "mpirun.openmpi --host 10.77.0.1:2,10.77.0.2:2 -np 4 --mca plm_rsh_agent " +
+                    agent + " --mca oob_tcp_if_include 10.77.0.0/24 -x BRAID_ROOT=10.77.0.1:" +
                     std::to_string(freePort()) + " -x BRAID_SECRET=" + randomHex() +
                     " -x BRAID_DEBUG=INFO -x BRAID_TIMEOUT_MS=30000 sh -c "
                     "'BRAID_HOST_ID=$(ip netns identify) exec " + perf + " -b 8 -e 1M -f 32 -n 2'";
@@ -227,6 +229,45 @@ TEST(NetworkNamespaces, OpenMpiMpirunAcrossTwoHosts) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("# Out of bounds values : 0 OK"), std::string::npos) << out;
   EXPECT_NE(out.find("#  Rank  3 Group  0"), std::string::npos) << out;
+  EXPECT_NE(out.find("over socket"), std::string::npos) << out;
+  EXPECT_NE(out.find("over shm"), std::string::npos) << out;
+}
+
+// MPICH's hydra, started in namespace a, reaches "host" b through its ssh launcher
+// replaced by an agent that enters b (hydra passes ssh options such as -x before the
+// host). Braid reads rank and size from PMI_RANK and PMI_SIZE; hydra's variables name no
+// job, so BRAID_ROOT gives the rendezvous.
+TEST(NetworkNamespaces, MpichMpiexecAcrossTwoHosts) {
+  if (std::string why = cannotMakeNamespaces(); !why.empty()) GTEST_SKIP() << why;
+  std::string probe;
+  if (runCommand("command -v mpiexec.hydra", &probe) != 0) {
+    GTEST_SKIP() << "no mpiexec.hydra (mpich)";
+  }
+  Namespaces ns;
+  if (std::string err = ns.create(false); !err.empty()) GTEST_SKIP() << "no namespaces: " << err;
+  LogDir logs;
+  const std::string agent = logs.log(99) + ".sh";
+  std::string out;
+  ASSERT_EQ(runCommand("printf '#!/bin/sh\\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done\\n"
+                       "host=$1; shift\\nns=" + ns.a() + "; [ \"$host\" = 10.77.0.2 ] && ns=" +
+                           ns.b() + "\\nexec ip netns exec $ns sh -c \"$*\"\\n' > " + agent +
+                           " && chmod +x " + agent,
+                       &out),
+            0)
+      << out;
+  const std::string perf = std::string(BRAID_BIN_DIR) + "/perf/coll/all_reduce_perf";
+  std::string cmd = "cd /tmp && ip netns exec " + ns.a() +
+                    " timeout -k 5 120 mpiexec.hydra -hosts 10.77.0.1:2,10.77.0.2:2 -n 4 "
+                    "-launcher ssh -launcher-exec " + agent + " -iface v" +
+                    std::to_string(getpid()) + "a -genv BRAID_ROOT 10.77.0.1:" +
+                    std::to_string(freePort()) + " -genv BRAID_SECRET " + randomHex() +
+                    " -genv BRAID_DEBUG INFO -genv BRAID_TIMEOUT_MS 30000 sh -c "
+                    "'BRAID_HOST_ID=$(ip netns identify) exec " + perf + " -b 8 -e 1M -f 32 -n 2'";
+  int rc = runCommand(cmd, &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("# Out of bounds values : 0 OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("#  Rank  3 Group  0"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 node(s) x 2 rank(s)"), std::string::npos) << out;
   EXPECT_NE(out.find("over socket"), std::string::npos) << out;
   EXPECT_NE(out.find("over shm"), std::string::npos) << out;
 }
