@@ -62,7 +62,7 @@ class HostBuffer {
     if (shared) {
       if (braidMemAlloc(&p, std::max(bytes, kAlign)) != braidSuccess) return false;
     } else if (registerWith != nullptr) {
-      // Whole pages: braidCommRegister shares only those (api/memory.cc).
+      // Whole pages: braidCommRegister shares only those (runtime/shared_memory.cc).
       bytes = (std::max(bytes, kAlign) + kPage - 1) / kPage * kPage;
       if (posix_memalign(&p, kPage, bytes) != 0) return false;
     } else if (posix_memalign(&p, kAlign, std::max(bytes, kAlign)) != 0) {

@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include "api/cuda_ops.h"
-#include "api/ops.h"
-#include "api/premul.h"
 #include "core/stream.h"
 #include "exec/reduce.h"
+#include "runtime/device_calls.h"
+#include "runtime/issue.h"
+#include "runtime/last_error.h"
+#include "runtime/live_handles.h"
+#include "runtime/premul.h"
 
 using namespace braid;
 
