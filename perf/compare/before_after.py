@@ -10,7 +10,8 @@ back, the order alternating by rep, so both builds meet the same machine state; 
 figure is the median over the reps of nccl-tests' time per call (the slowest rank's mean),
 measured by compare.py's braid_once under braidrun. Both builds run the same iteration
 count at a point (sized once, on the before build). Prints a markdown table with the
-after/before ratio of the medians, and writes it with every run's log to --out.
+after/before ratio of the medians and each build's spread (slowest rep / fastest), and
+writes it with every run's log to --out.
 """
 
 import argparse
@@ -52,12 +53,12 @@ def main():
     args = p.parse_args()
     out = args.out or os.path.join(
         args.after, "perf", "before_after", datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S"))
-    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
     runners = {}
-    for name in ("before", "after"):
+    for name in ("before", "after"):  # each build's logs in a folder of its own
+        os.makedirs(os.path.join(out, name, "logs"), exist_ok=True)
         a = argparse.Namespace(**vars(args))
         a.build = getattr(args, name)
-        runners[name] = compare.Runner(a, out)
+        runners[name] = compare.Runner(a, os.path.join(out, name))
     points = [(c, int(n), size_arg(s), lib) for c in args.colls.split(",")
               for n in args.ranks.split(",") for s in args.sizes.split(",")
               for lib in args.libs.split(",")]
@@ -79,17 +80,19 @@ def main():
                 if got:
                     times[(pt, name)].append(got["time_us"])
         print(f"# rep {rep + 1} of {args.reps} done", flush=True)
-    lines = ["| collective | ranks | size | buffers | before us | after us | after/before |",
-             "|---|---|---|---|---|---|---|"]
+    # The spread (slowest rep / fastest) says how far the machine moved under a point.
+    lines = ["| collective | ranks | size | buffers | before us | after us | after/before "
+             "| spread before | spread after |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for pt in points:
         coll, n, size, lib = pt
         b, a = times[(pt, "before")], times[(pt, "after")]
         if not b or not a:
-            lines.append(f"| {coll} | {n} | {human(size)} | {lib} | - | - | failed |")
+            lines.append(f"| {coll} | {n} | {human(size)} | {lib} | - | - | failed | - | - |")
             continue
         mb, ma = statistics.median(b), statistics.median(a)
         lines.append(f"| {coll} | {n} | {human(size)} | {lib} | {mb:.2f} | {ma:.2f} | "
-                     f"{ma / mb:.3f} |")
+                     f"{ma / mb:.3f} | {max(b) / min(b):.2f} | {max(a) / min(a):.2f} |")
     table = "\n".join(lines)
     print(table)
     with open(os.path.join(out, "table.md"), "w") as f:
