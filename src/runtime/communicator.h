@@ -36,17 +36,17 @@ struct braidComm {
   // first device call; declared before its users below, so destroyed after them.
   std::shared_ptr<braid::DeviceOrder> deviceOrder;
   int cudaDevice = -1;  // current at the first device call (with deviceOrder, under opMu)
-  // The direct GPU path (exec/cuda/device_windows.h), made at the first device call that can use it
-  // (shared_ptr: the type is complete only there).
+  // The direct GPU path (runtime/device/device_windows.h), made at the first device call that can
+  // use it (shared_ptr: the type is complete only there).
   std::shared_ptr<braid::DeviceWindows> deviceWindows;
   // deviceWindows.get() once made, for braidCommGetAsyncError from any thread.
   std::atomic<braid::DeviceWindows*> deviceWindowsLive{nullptr};
   bool deviceWindowsTried = false;
-  // Device calls the windows do not run (exec/cuda/staged_proxy.h), made at the first; destroyed
-  // before the members above, which its thread uses.
+  // Device calls the windows do not run (runtime/device/staged_proxy.h), made at the first;
+  // destroyed before the members above, which its thread uses.
   std::shared_ptr<braid::StagedProxy> stagedProxy;
   std::atomic<braid::StagedProxy*> stagedProxyLive{nullptr};  // stagedProxy.get(), any thread
-  // Its ranks that are threads of this process (exec/cuda/thread_peers.h), made at first use.
+  // Its ranks that are threads of this process (runtime/device/thread_peers.h), made at first use.
   std::once_flag threadPeersOnce;
   std::shared_ptr<braid::ThreadPeers> threadPeers;
   std::mutex opMu;                  // one operation at a time (streams run on workers)

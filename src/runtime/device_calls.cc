@@ -6,12 +6,12 @@
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/cuda/device_call.h"
-#include "exec/cuda/device_order.h"
 #include "exec/cuda/device_program.h"
-#include "exec/cuda/device_windows.h"
-#include "exec/cuda/staged_proxy.h"
-#include "exec/cuda/thread_peers.h"
 #include "exec/reduce.h"
+#include "runtime/device/device_order.h"
+#include "runtime/device/device_windows.h"
+#include "runtime/device/staged_proxy.h"
+#include "runtime/device/thread_peers.h"
 #include "runtime/dispatch.h"
 #include "runtime/last_error.h"
 #include "runtime/live_handles.h"
@@ -26,8 +26,8 @@ using algo::Collective;
 
 bool isHostStream(braidStream_t stream) { return stream != nullptr && isValidStream(stream); }
 
-// Through the communicator's proxy (exec/cuda/staged_proxy.h): enqueued on the stream, returning at
-// once; on the NULL stream complete, with the host collective's error, on return.
+// Through the communicator's proxy (runtime/device/staged_proxy.h): enqueued on the stream,
+// returning at once; on the NULL stream complete, with the host collective's error, on return.
 Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
   if (isHostStream(stream)) {
     return invalidUsage(
@@ -218,7 +218,8 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
       return captureRefusal(
           "ranks of it are threads of one process on one GPU, whose streams share CUDA's "
           "hardware queues, so one rank's replay could wait in front of the work its peers' "
-          "replays need, for good (exec/cuda/device_windows.h); ranks as processes can capture");
+          "replays need, for good (runtime/device/device_windows.h); ranks as processes can "
+          "capture");
     }
     if (comm->deviceWindows != nullptr) {
       BRAID_TRY(comm->deviceWindows->run(direct, stream, captured));

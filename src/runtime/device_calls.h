@@ -1,8 +1,8 @@
 // Operations on the CUDA side: a call whose stream is a CUDA stream, or whose buffers live
-// in device memory, runs on the device windows (exec/cuda/device_windows.h), as copies on one rank,
-// or staged through pinned host memory by the communicator's proxy (exec/cuda/staged_proxy.h);
-// each is enqueued on the stream and returns. In a build without CUDA, or on a machine
-// without a device, nothing here takes a call and the host path is unchanged.
+// in device memory, runs on the device windows (runtime/device/device_windows.h), as copies on one
+// rank, or staged through pinned host memory by the communicator's proxy
+// (runtime/device/staged_proxy.h); each is enqueued on the stream and returns. In a build without
+// CUDA, or on a machine without a device, nothing here takes a call and the host path is unchanged.
 //
 // The runtime's one interface to the device executors and their ordering (DeviceOrder,
 // ranks as threads, the release reaper): the host path calls only these, and a library
@@ -28,10 +28,10 @@ Status checkCudaStream(braidStream_t stream);
 bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream);
 
 // A host call is being issued (ranks that are threads of one process count it before
-// their staged calls wait for it, exec/cuda/thread_peers.h). Nothing without a device.
+// their staged calls wait for it, runtime/device/thread_peers.h). Nothing without a device.
 void hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops);
 
-// Waits until the communicator's staged device calls (exec/cuda/staged_proxy.h) have run their
+// Waits until the communicator's staged device calls (runtime/device/staged_proxy.h) have run their
 // host collectives, so that a host collective issued now runs after them on every rank.
 // Nothing when there are none. The caller does not hold comm->opMu.
 void waitForStagedCalls(braidComm* comm);

@@ -7,10 +7,10 @@
 //   host    any    no              no         host FIFO     (exec/host/fifo_executor.h)
 //   host    any    any             yes        refused: a replay cannot stage through the host
 //   device  one    any             any        one-rank copies on the stream
-//   device  2+     yes             any        device windows (exec/cuda/device_windows.h; a
+//   device  2+     yes             any        device windows (runtime/device/device_windows.h; a
 //                                             schedule the windows do not program runs lowered)
 //   device  2+     no              no         staged through pinned host memory
-//                                             (exec/cuda/staged_proxy.h)
+//                                             (runtime/device/staged_proxy.h)
 //   device  2+     no              yes        refused: a replay cannot stage through the host
 //
 // "device" is the device path: a buffer in device memory, or a CUDA stream. Host calls ask

@@ -24,7 +24,8 @@ Status copySelfSends(const SelfPairs& self, void* stream);
 
 // A copy or reduction of a device program (exec/cuda/device_program.h) at resolved addresses,
 // on `stream`: a copy is nothing when dst is the source; a reduction of op's datatype and
-// operation (avg sums until the final value, divided by nranks). (exec/cuda/lowered_schedule.cc)
+// operation (avg sums until the final value, divided by nranks).
+// (runtime/device/lowered_schedule.cc)
 Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const OpRequest& op,
                    int nranks, void* stream);
 

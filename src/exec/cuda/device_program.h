@@ -1,6 +1,6 @@
 // Lowering a Schedule to device work: the list of copies, reductions and counter
-// operations that the CUDA executor (exec/cuda/lowered_schedule.cc) enqueues on a stream, so the
-// GPU runs the same schedules as the host executor, over device FIFOs.
+// operations that the CUDA executor (runtime/device/lowered_schedule.cc) enqueues on a stream, so
+// the GPU runs the same schedules as the host executor, over device FIFOs.
 //
 // Device FIFOs. Every ordered pair of ranks (s, r) has two slots of `slotBytes` in s's
 // device window, which r maps, and two counters that every rank's stream reaches:

@@ -4,13 +4,13 @@
 //
 // stageIn() enqueues copies of every device region into pinned host memory on the stream;
 // host code may use the hostOf() addresses once the stream has run them (the caller
-// synchronises, or has the stream signal it: exec/cuda/staged_proxy.h); copyBack() enqueues the
-// copies of the written regions back. Neither waits. Cost: device data crosses PCIe
-// twice, (input + output bytes) / pinned copy bandwidth on top of the host collective.
-// Device regions that overlap (NCCL's in-place layouts) are staged as one span, so their
-// relative placement, which the schedules test, survives. Pinned memory comes from a
-// per-process pool (kept until exit) and goes back to it when the StagedBuffers is
-// destroyed, which must be after the stream has run the copies.
+// synchronises, or has the stream signal it: runtime/device/staged_proxy.h); copyBack() enqueues
+// the copies of the written regions back. Neither waits. Cost: device data crosses PCIe twice,
+// (input + output bytes) / pinned copy bandwidth on top of the host collective. Device regions that
+// overlap (NCCL's in-place layouts) are staged as one span, so their relative placement, which the
+// schedules test, survives. Pinned memory comes from a per-process pool (kept until exit) and goes
+// back to it when the StagedBuffers is destroyed, which must be after the stream has run the
+// copies.
 //
 // One StagedBuffers per call, used by one thread at a time; the pool is thread-safe.
 #pragma once

@@ -1,6 +1,6 @@
 // The device windows' collectives as device work (exec/cuda/device_program.h): what
-// exec/cuda/device_windows.cc enqueues for a call, built here as plain data so the unit tests run
-// every rank's program on the host (tests/unit/exec/cuda/window_program_test.cc).
+// runtime/device/device_windows.cc enqueues for a call, built here as plain data so the unit tests
+// run every rank's program on the host (tests/unit/exec/cuda/window_program_test.cc).
 //
 // Each rank's window holds two halves of `halfBytes`; round k of a call uses half k % 2 of
 // every window (DeviceAddr::Space::kHalf, `from` = the rank, `slot` = the half). A round

@@ -50,7 +50,7 @@
 // slot, while that peer's progress word stands still, for the timeout: the peer stopped
 // replaying.
 //
-// Schedules (exec/cuda/lowered_schedule.cc): all-to-all-v, and any collective whose algorithm
+// Schedules (runtime/device/lowered_schedule.cc): all-to-all-v, and any collective whose algorithm
 // BRAID_ALGO names, run the same schedule the host executor would, lowered to device work
 // (exec/cuda/device_program.h) over the send slots below: the CUDA executor.
 //

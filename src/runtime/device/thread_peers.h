@@ -1,8 +1,8 @@
-// ThreadPeers: the staged calls (exec/cuda/staged_proxy.h) of ranks that are threads of one
+// ThreadPeers: the staged calls (runtime/device/staged_proxy.h) of ranks that are threads of one
 // process. Their streams share the CUDA context's hardware queues where they share a GPU
 // (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default), and a queue runs its work in the order it
-// was enqueued, whatever the stream (exec/cuda/device_windows.h says more). A staged call's stream
-// waits for the proxy's done word, which needs every peer's part of the host collective,
+// was enqueued, whatever the stream (runtime/device/device_windows.h says more). A staged call's
+// stream waits for the proxy's done word, which needs every peer's part of the host collective,
 // which needs the peer's copies into pinned memory and its ready write: enqueued after
 // this rank's wait, in the same queue, they would never run (the host collective's
 // timeout would end it). So a staged call enqueues that wait only once every rank of this

@@ -1,4 +1,4 @@
-#include "exec/cuda/staged_proxy.h"
+#include "runtime/device/staged_proxy.h"
 
 #include <atomic>
 #include <chrono>
@@ -11,10 +11,10 @@
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/cuda/device_call.h"
-#include "exec/cuda/device_order.h"
-#include "exec/cuda/thread_peers.h"
 #include "exec/reduce.h"
 #include "runtime/communicator.h"
+#include "runtime/device/device_order.h"
+#include "runtime/device/thread_peers.h"
 #include "runtime/host_calls.h"
 #include "runtime/last_error.h"
 #include "runtime/premul.h"
@@ -100,7 +100,7 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
       regions.push_back({op.preMul.scalarPtr, datatypeSize(op.datatype), false});
     }
   }
-  // Where this thread is, for a thread peer's timeout message (exec/cuda/thread_peers.h).
+  // Where this thread is, for a thread peer's timeout message (runtime/device/thread_peers.h).
   ThreadPeers* threads = ThreadPeers::of(comm_);
   struct Whereabouts {
     ThreadPeers* t;
@@ -150,7 +150,7 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   comm_->inflight.fetch_add(1);
   cv_.notify_all();
   // Ranks that are threads of this process: the done wait only once each has issued its
-  // part (exec/cuda/thread_peers.h). The proxy thread may take the lock meanwhile.
+  // part (runtime/device/thread_peers.h). The proxy thread may take the lock meanwhile.
   if (ready && threads != nullptr) {
     whereabouts.at(ThreadPeers::kAwaiting);
     lock.unlock();

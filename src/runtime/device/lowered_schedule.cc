@@ -12,10 +12,10 @@
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/cuda/device_call.h"
-#include "exec/cuda/device_order.h"
 #include "exec/cuda/device_program.h"
-#include "exec/cuda/device_windows.h"
 #include "exec/reduce.h"
+#include "runtime/device/device_order.h"
+#include "runtime/device/device_windows.h"
 #include "runtime/premul.h"
 #include "runtime/schedule_cache.h"
 

@@ -1,7 +1,7 @@
-// StagedProxy: the device calls the windows (exec/cuda/device_windows.h) do not run, ordered on the
-// caller's CUDA stream and returning at once, as NCCL's calls do: calls of ranks on
-// several nodes, send/recv on 3+ ranks before the windows exist, host buffers on one
-// rank, and everything under BRAID_CUDA_IPC=0.
+// StagedProxy: the device calls the windows (runtime/device/device_windows.h) do not run, ordered
+// on the caller's CUDA stream and returning at once, as NCCL's calls do: calls of ranks on several
+// nodes, send/recv on 3+ ranks before the windows exist, host buffers on one rank, and everything
+// under BRAID_CUDA_IPC=0.
 //
 // A call becomes a ticket. On the stream: copies of its device buffers into pinned
 // memory (exec/cuda/staging.h), a stream write of the ticket's number to its ready word,
@@ -19,7 +19,7 @@
 // wait: the host collective needs nothing more of the issuing thread, so a peer's call
 // never waits for what that thread does next. Ranks that are threads of one process: the
 // done wait is enqueued only once the other threads' ranks have issued their parts
-// (exec/cuda/thread_peers.h), as their streams may share CUDA's hardware queues; until
+// (runtime/device/thread_peers.h), as their streams may share CUDA's hardware queues; until
 // 2026-11-27 the ticket went to the proxy only after that, so a rank's point-to-point call
 // could wait for a thread that was not its peer's (seen on an H200 as a stall at 4 ranks).
 //
@@ -46,9 +46,9 @@
 
 #include "exec/call.h"
 #include "exec/cuda/device_call.h"
-#include "exec/cuda/device_order.h"
 #include "exec/cuda/staging.h"
 #include "runtime/communicator.h"
+#include "runtime/device/device_order.h"
 
 namespace braid {
 

@@ -1,4 +1,4 @@
-#include "exec/cuda/thread_peers.h"
+#include "runtime/device/thread_peers.h"
 
 #include <chrono>
 #include <map>

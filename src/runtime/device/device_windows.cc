@@ -1,14 +1,14 @@
-#include "exec/cuda/device_windows.h"
+#include "runtime/device/device_windows.h"
 
 #include <algorithm>
 
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/cuda/device_call.h"
-#include "exec/cuda/device_order.h"
 #include "exec/cuda/device_program.h"
 #include "exec/cuda/window_program.h"
 #include "exec/reduce.h"
+#include "runtime/device/device_order.h"
 
 namespace braid {
 namespace {

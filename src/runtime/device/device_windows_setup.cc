@@ -1,4 +1,4 @@
-// DeviceWindows' set-up and teardown (exec/cuda/device_windows.h); the calls
+// DeviceWindows' set-up and teardown (runtime/device/device_windows.h); the calls
 // themselves are in device_windows.cc, the shared page and the watch thread in
 // device_windows_watch.cc.
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "exec/cuda/device_windows.h"  // first of Braid's: the header this file implements
+#include "runtime/device/device_windows.h"  // first of Braid's: the header this file implements
 
 #include "core/clock.h"
 #include "core/env.h"
@@ -24,9 +24,9 @@
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/cuda/device_call.h"
-#include "exec/cuda/device_order.h"
 #include "exec/cuda/staging.h"
 #include "runtime/communicator.h"
+#include "runtime/device/device_order.h"
 #include "runtime/host_calls.h"
 #include "transports/registry.h"
 

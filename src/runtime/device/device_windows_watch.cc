@@ -1,18 +1,18 @@
-// DeviceWindows' shared page and watch (exec/cuda/device_windows.h): the counters and flags as the
-// host and the devices reach them, the watch thread, and releasing the barriers.
+// DeviceWindows' shared page and watch (runtime/device/device_windows.h): the counters and flags as
+// the host and the devices reach them, the watch thread, and releasing the barriers.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
 
-#include "exec/cuda/device_windows.h"  // first of Braid's: the header this file implements
+#include "runtime/device/device_windows.h"  // first of Braid's: the header this file implements
 
 #include "core/clock.h"
 #include "core/logging.h"
 #include "exec/cuda/device_call.h"
-#include "exec/cuda/device_order.h"
 #include "runtime/communicator.h"
+#include "runtime/device/device_order.h"
 
 namespace braid {
 

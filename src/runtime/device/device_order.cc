@@ -1,4 +1,4 @@
-#include "exec/cuda/device_order.h"
+#include "runtime/device/device_order.h"
 
 #include <vector>
 
