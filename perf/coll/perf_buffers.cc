@@ -30,7 +30,7 @@ bool HostBuffer::allocate(size_t bytes, bool shared, braidComm_t registerWith, s
   unalign_ = unalign;
   size_t total = std::max(bytes + unalign, kAlign);
   if (registerWith != nullptr) {
-    // Whole pages: braidCommRegister shares only those (api/memory.cc).
+    // Whole pages: braidCommRegister shares only those (runtime/shared_memory.cc).
     total = (total + kPage - 1) / kPage * kPage;
   }
   if (shared) {

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
-#include "exec/device_program.h"
+#include "exec/cuda/device_program.h"
 #include "select/select.h"
 
 namespace braid {

@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include "api/cuda_ops.h"
-#include "api/ops.h"
-#include "api/premul.h"
 #include "core/stream.h"
 #include "exec/reduce.h"
+#include "runtime/device_calls.h"
+#include "runtime/issue.h"
+#include "runtime/last_error.h"
+#include "runtime/live_handles.h"
+#include "runtime/premul.h"
 
 using namespace braid;
 
@@ -47,7 +49,9 @@ Status checkRank(int value, int nranks, const char* what) {
 
 // count elements times `blocks` must fit in memory.
 Status checkCount(size_t count, size_t es, size_t blocks, const char* what) {
-  if (count > SIZE_MAX / 4 / es / blocks) {
+  // count * es * blocks > SIZE_MAX / 4, as one multiplication (es * blocks cannot overflow).
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(count, es * blocks, &bytes) || bytes > SIZE_MAX / 4) {
     return invalidArgument(std::string(what) + " " + std::to_string(count) +
                            " is too large (a negative number passed as size_t?)");
   }

@@ -1,106 +1,11 @@
-#include "api/premul.h"
+// C entry points for premul-sum operations: argument checks here, the ops themselves in
+// the runtime (runtime/premul.h).
+#include <string>
 
-#include <algorithm>
-#include <atomic>
-#include <cstring>
-
-#include "api/cuda_ops.h"
-#include "cuda/device.h"
-#include "cuda/kernels.h"
-#include "exec/reduce.h"
-
-namespace braid {
-
-size_t inputBytes(const OpRequest& op, int rank, int nranks) {
-  return regionsOf(op, rank, nranks).front().bytes;
-}
-
-void readHostScalar(const PreMulScale& s, size_t es, unsigned char* out) {
-  std::memcpy(out, s.scalarPtr != nullptr ? s.scalarPtr : s.value, es);
-}
-
-Status resolveRedOp(braidComm* comm, braidRedOp_t op, braidDataType_t datatype,
-                    braidRedOp_t* resolved, PreMulScale* scale) {
-  const int o = static_cast<int>(op);
-  if (o >= 0 && o < braidNumOps) {
-    *resolved = op;
-    return Status::ok();
-  }
-  std::lock_guard<std::mutex> lock(comm->preMulMu);
-  for (const braidComm::PreMulOp& p : comm->preMulOps) {
-    if (p.handle != op) continue;
-    if (p.datatype != datatype) {
-      return invalidArgument("op " + std::to_string(o) + " was made for " +
-                             datatypeName(p.datatype) + " and is used with " +
-                             datatypeName(datatype));
-    }
-    *resolved = braidSum;
-    scale->on = true;
-    std::memcpy(scale->value, p.value, sizeof(scale->value));
-    scale->scalarPtr = p.scalarPtr;
-    return Status::ok();
-  }
-  return invalidArgument("op " + std::to_string(o) + " is neither a braidRedOp_t (0.." +
-                         std::to_string(braidNumOps - 1) +
-                         ") nor a live op from braidRedOpCreatePreMulSum on this comm");
-}
-
-bool anyPreMul(const OpRequest* ops, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (ops[i].preMul.on) return true;
-  }
-  return false;
-}
-
-Status checkHostScalars(const std::vector<OpRequest>& ops) {
-  for (const OpRequest& op : ops) {
-    if (op.preMul.on && op.preMul.scalarPtr != nullptr && cuda::compiled() && cuda::hasDevice() &&
-        cuda::isDeviceMemory(op.preMul.scalarPtr)) {
-      return invalidUsage(
-          "the premul-sum op's scalar is in device memory but this call runs on the host (host "
-          "buffers, no CUDA stream); pass a cudaStream_t, or make the op with a host scalar");
-    }
-  }
-  return Status::ok();
-}
-
-std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int nranks,
-                                   std::vector<std::vector<char>>* copies) {
-  std::vector<OpRequest> out(ops, ops + n);
-  size_t used = 0;
-  for (OpRequest& op : out) {
-    if (!op.preMul.on) continue;
-    const size_t es = datatypeSize(op.datatype), bytes = inputBytes(op, rank, nranks);
-    unsigned char scalar[8];
-    readHostScalar(op.preMul, es, scalar);
-    if (copies->size() <= used) copies->emplace_back();
-    std::vector<char>& copy = (*copies)[used++];
-    if (copy.size() < std::max<size_t>(bytes, 16)) copy.resize(std::max<size_t>(bytes, 16));
-    if (bytes != 0)
-      reduceKernels(op.datatype, braidSum).scale(copy.data(), op.send, bytes / es, scalar);
-    op.send = copy.data();
-    op.preMul.on = false;
-  }
-  return out;
-}
-
-Status scaleInto(const OpRequest& op, void* dst, const void* src, size_t bytes, void* stream) {
-  if (bytes == 0) return Status::ok();
-  if (!cuda::isDeviceMemory(src)) {  // host input on a CUDA stream: on the device first
-    BRAID_TRY(cuda::copyAsync(dst, src, bytes, stream));
-    src = dst;
-  }
-  const size_t es = datatypeSize(op.datatype);
-  const PreMulScale& s = op.preMul;
-  if (s.scalarPtr != nullptr && cuda::isDeviceMemory(s.scalarPtr)) {
-    return cuda::launchScale(dst, src, bytes / es, op.datatype, s.scalarPtr, nullptr, stream);
-  }
-  unsigned char scalar[8];
-  readHostScalar(s, es, scalar);
-  return cuda::launchScale(dst, src, bytes / es, op.datatype, nullptr, scalar, stream);
-}
-
-}  // namespace braid
+#include "braid/braid.h"
+#include "runtime/last_error.h"
+#include "runtime/live_handles.h"
+#include "runtime/premul.h"
 
 using namespace braid;
 
@@ -124,26 +29,10 @@ braidResult_t braidRedOpCreatePreMulSum(braidRedOp_t* op, void* scalar, braidDat
                          " is neither braidScalarDevice nor braidScalarHostImmediate");
   }
   if (!st.isOk()) return finish(isLiveComm(comm) ? comm : nullptr, st);
-  braidComm::PreMulOp p{};
-  p.datatype = datatype;
-  if (residence == braidScalarHostImmediate) {
-    std::memcpy(p.value, scalar, datatypeSize(datatype));
-  } else {
-    p.scalarPtr = scalar;
-  }
-  // Handles are unique in the process, so another communicator's op is refused by name.
-  static std::atomic<int> next{braidNumOps};
-  int handle = next.load();
-  do {
-    if (handle == static_cast<int>(braidMaxRedOp)) {
-      return finish(comm, invalidUsage("this process has made every premul-sum op handle "
-                                       "(braidMaxRedOp); none is left"));
-    }
-  } while (!next.compare_exchange_weak(handle, handle + 1));
-  p.handle = static_cast<braidRedOp_t>(handle);
-  std::lock_guard<std::mutex> lock(comm->preMulMu);
-  comm->preMulOps.push_back(p);
-  *op = p.handle;
+  Expected<braidRedOp_t> made =
+      createPreMulOp(comm, scalar, datatype, residence == braidScalarDevice);
+  if (!made.isOk()) return finish(comm, made.status());
+  *op = made.value();
   return braidSuccess;
 }
 
@@ -152,15 +41,7 @@ braidResult_t braidRedOpDestroy(braidRedOp_t op, braidComm_t comm) {
     return finish(nullptr,
                   invalidArgument("comm is not a live communicator (NULL, destroyed, or aborted)"));
   }
-  {
-    std::lock_guard<std::mutex> lock(comm->preMulMu);
-    auto it = std::find_if(comm->preMulOps.begin(), comm->preMulOps.end(),
-                           [op](const braidComm::PreMulOp& p) { return p.handle == op; });
-    if (it != comm->preMulOps.end()) {
-      comm->preMulOps.erase(it);
-      return braidSuccess;
-    }
-  }
+  if (destroyPreMulOp(comm, op)) return braidSuccess;
   return finish(comm, invalidArgument("op " + std::to_string(static_cast<int>(op)) +
                                       " is not a live op from braidRedOpCreatePreMulSum on this "
                                       "comm (built-in ops are not destroyed)"));

@@ -312,28 +312,42 @@ void Comm::relayDead(int peer, int except) {
 }
 
 uint64_t Comm::nextSeq(const OpLabel& what) {
-  {
-    std::lock_guard<std::mutex> lock(currentMu_);
-    current_ = what;
-    current_.seq = seq_ + 1;
-    inOp_ = true;
-  }
+  const uint64_t v = currentVersion_.load(std::memory_order_relaxed);
+  currentVersion_.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  currentCollective_.store(what.collective, std::memory_order_relaxed);
+  currentAlgorithm_.store(what.algorithm, std::memory_order_relaxed);
+  currentSeq_.store(seq_ + 1, std::memory_order_relaxed);
+  currentBytes_.store(what.bytes, std::memory_order_relaxed);
+  currentDatatype_.store(what.datatype, std::memory_order_relaxed);
+  currentOp_.store(what.op, std::memory_order_relaxed);
+  inOp_.store(true, std::memory_order_relaxed);
+  currentVersion_.store(v + 2, std::memory_order_release);
   posted_.store(++seq_, std::memory_order_relaxed);
   return seq_;
 }
 
 void Comm::opCompleted(uint64_t seq) {
   completed_.store(seq, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(currentMu_);
-  inOp_ = false;
+  inOp_.store(false, std::memory_order_release);
 }
 
 std::string Comm::currentOp() const {
   OpLabel label;
-  {
-    std::lock_guard<std::mutex> lock(currentMu_);
-    if (!inOp_) return "";
-    label = current_;
+  for (;;) {
+    const uint64_t v = currentVersion_.load(std::memory_order_acquire);
+    if (v % 2 != 0) continue;  // a post under way: its stores end at once
+    const bool inOp = inOp_.load(std::memory_order_relaxed);
+    label.collective = currentCollective_.load(std::memory_order_relaxed);
+    label.algorithm = currentAlgorithm_.load(std::memory_order_relaxed);
+    label.seq = currentSeq_.load(std::memory_order_relaxed);
+    label.bytes = currentBytes_.load(std::memory_order_relaxed);
+    label.datatype = currentDatatype_.load(std::memory_order_relaxed);
+    label.op = currentOp_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (currentVersion_.load(std::memory_order_relaxed) != v) continue;
+    if (!inOp) return "";
+    break;
   }
   if (config_.describeOp != nullptr) return config_.describeOp(label);
   return std::string(label.collective) + " #" + std::to_string(label.seq) + " (" +

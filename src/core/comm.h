@@ -185,9 +185,18 @@ class Comm {
   uint64_t seq_ = 0;
   std::atomic<uint64_t> posted_{0};
   std::atomic<uint64_t> completed_{0};
-  mutable std::mutex currentMu_;
-  OpLabel current_;                // the posted operation until it completes
-  bool inOp_ = false;
+  // The posted operation until it completes, written by the thread running operations
+  // and read by any (currentOp): a sequence lock over atomic fields, so a call posts and
+  // completes without taking a lock. currentVersion_ is odd while a write is under way;
+  // inOp_ says whether the label is the operation in progress.
+  std::atomic<uint64_t> currentVersion_{0};
+  std::atomic<const char*> currentCollective_{""};
+  std::atomic<const char*> currentAlgorithm_{""};
+  std::atomic<uint64_t> currentSeq_{0};
+  std::atomic<uint64_t> currentBytes_{0};
+  std::atomic<int> currentDatatype_{0};
+  std::atomic<int> currentOp_{0};
+  std::atomic<bool> inOp_{false};
   std::mutex controlSendMu_;       // control sends come from the op and watch threads
   std::mutex progressMu_;          // answers to askProgress, by peer
   std::condition_variable progressCv_;

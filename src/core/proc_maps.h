@@ -1,6 +1,6 @@
 // This process's memory mappings, as /proc/self/maps lists them: whether an
 // address range is covered, without a hole, by mappings that all pass a test.
-// Registration asks it before re-backing a buffer (api/memory.cc) and before
+// Registration asks it before re-backing a buffer (runtime/shared_memory.cc) and before
 // putting private pages back (transports/shm). Header-only.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The process's shared allocations: regions peers on the node can map by name
 // (braidMemAlloc's, and the pages under registered buffers), so a collective on
-// them can skip its copy into the shared window (exec/window.h) and let peers
+// them can skip its copy into the shared window (exec/host/shared_windows.h) and let peers
 // read the user's buffer where it lies. The name stays linked while the
 // allocation lives (peers open it on first use); braidMemFree (or
 // braidCommDeregister) unlinks it and unmaps (puts private pages back).
@@ -73,7 +73,7 @@ class SharedAllocations {
     return regions_.empty();
   }
 
-  // pthread_atfork's three handlers (api/memory.cc installs them with the first
+  // pthread_atfork's three handlers (runtime/shared_memory.cc installs them with the first
   // registration): the list is locked across fork(), and the child lets go of
   // the regions under registered buffers (SharedRegion::privatizeInForkedChild).
   void lockForFork() { mu_.lock(); }

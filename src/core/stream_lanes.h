@@ -1,7 +1,7 @@
 // Group calls into lanes by stream, for a group that spans communicators: calls on one
 // stream must reach it in the same order on every rank, so they share a lane and run in
 // order; every other lane (another stream, or each call on the NULL stream) may run on a
-// thread of its own. Used by braidGroupEnd (api/ops.cc) and the NCCL drop-in's group end
+// thread of its own. Used by braidGroupEnd (runtime/issue.cc) and the NCCL drop-in's group end
 // (compat/nccl/group.cc). Header-only.
 #pragma once
 

@@ -139,7 +139,7 @@ Form allToAllForm(Algorithm a, int n) {
 double inOneShotUnits(double memoryTraffic, int n) { return memoryTraffic * n / (n + 3); }
 
 // Host memory with shared windows: bytes each rank copies or reads, in units
-// of S, for the algorithms that run on the windows (exec/window.h); nothing
+// of S, for the algorithms that run on the windows (exec/host/shared_windows.h); nothing
 // (zeros) for the others, which pay the FIFO's two copies per byte instead.
 Form windowForm(Algorithm a, Collective c, int n) {
   const double frac = static_cast<double>(n - 1) / n;

@@ -62,7 +62,7 @@ struct CostInputs {
   // Fixed cost of one call, whatever the algorithm: a kernel launch and its
   // protocol set-up on a GPU (NCCL's "base latency"); ~0 for host ranks.
   double baseUs = 0;
-  // Host ranks of one node over shm with shared windows (exec/window.h): the
+  // Host ranks of one node over shm with shared windows (exec/host/shared_windows.h): the
   // direct algorithms read peers' memory where it lies (a copy into the
   // window, then loads), while FIFO schedules copy every byte in and out.
   bool sharedWindows = false;

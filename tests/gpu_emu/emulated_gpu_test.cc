@@ -15,7 +15,7 @@
 
 #include "cuda/device.h"
 #include "cuda/kernels.h"
-#include "exec/cuda_staging.h"
+#include "exec/cuda/staging.h"
 
 namespace braid::cuda {
 namespace {
@@ -190,7 +190,7 @@ TEST(EmulatedGpu, FreeingWaitsForEveryStreamAsCudaFreeDoes) {
   EXPECT_TRUE(streamDestroy(held).isOk());
 }
 
-// releaseLater (exec/cuda_staging.h) returns at once while its free waits for a held
+// releaseLater (exec/cuda/staging.h) returns at once while its free waits for a held
 // stream, then runs its jobs in order, each with the device current that was current where
 // it was queued (the reaper thread's own, device 0, would get a context of its own on a GPU
 // the process does not use).

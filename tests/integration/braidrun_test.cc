@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "transports/shm/segment_name.h"
+#include "core/shm_segment_name.h"
 
 #ifndef BRAIDRUN_PATH
 #error "BRAIDRUN_PATH must name the braidrun binary (tests/integration/CMakeLists.txt sets it)"
@@ -207,7 +207,7 @@ TEST(Braidrun, RemovesSharedMemoryAKilledRankLeft) {
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string pid = r.out.substr(at + 2, r.out.find('\n', at) - at - 2);
   EXPECT_FALSE(std::filesystem::exists(
-      "/dev/shm/" + braid::transport::shm::segmentPrefix(std::stol(pid)) + "0123456789abcdef"))
+      "/dev/shm/" + braid::shmSegmentPrefix(std::stol(pid)) + "0123456789abcdef"))
       << r.err;
   EXPECT_NE(r.err.find("removed 1 shared-memory segment(s) rank 0 left"), std::string::npos) << r.err;
 }

@@ -402,7 +402,7 @@ TEST_P(CudaCollectives, DeviceCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
 }
 
 // The staged path (BRAID_CUDA_IPC=0, or ranks on two nodes) returns at once too, and
-// orders its calls across streams alike (api/cuda_proxy.h).
+// orders its calls across streams alike (runtime/device/staged_proxy.h).
 TEST_P(CudaCollectives, StagedCallsReturnAtOnceAndKeepTheirOrderAcrossStreams) {
   SKIP_WITHOUT_DEVICE();
   const int n = GetParam();

@@ -20,7 +20,7 @@
 #include "cuda_harness.h"
 #include "spawn.h"
 #if BRAID_EMULATED_GPU
-#include "exec/cuda_staging.h"
+#include "exec/cuda/staging.h"
 #include "tests/gpu_emu/emulated_gpu.h"
 #endif
 

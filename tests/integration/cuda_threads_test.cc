@@ -7,8 +7,8 @@
 // the others (no teardown barrier among threads). The ranks' streams share CUDA's
 // hardware queues (BRAID_EMU_CONNECTIONS=1 makes the emulated GPU's streams share one, so
 // a wait enqueued before the write that ends it stalls there for good): every wait is
-// enqueued after its write (api/cuda_ipc.h). Skips where there is no GPU (Emulated.* runs
-// it over the emulated GPU, tests/gpu_emu).
+// enqueued after its write (runtime/device/device_windows.h). Skips where there is no GPU
+// (Emulated.* runs it over the emulated GPU, tests/gpu_emu).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,7 +35,7 @@ namespace {
 constexpr size_t kCount = 70000;  // floats per rank
 
 // The windows are off (BRAID_CUDA_IPC=0, or a job of threads and processes, TEST_STAGED=1):
-// every call is staged (api/cuda_proxy.h).
+// every call is staged (runtime/device/staged_proxy.h).
 bool stagedRun() {
   const char* ipc = std::getenv("BRAID_CUDA_IPC");
   return (ipc != nullptr && std::string(ipc) == "0") || std::getenv("TEST_STAGED") != nullptr;
@@ -43,11 +43,11 @@ bool stagedRun() {
 
 // Ranks that are threads of one process on one GPU cannot capture (their streams share
 // CUDA's hardware queues, where a replay's wait could stand in front of its peers' work
-// for good; api/cuda_ipc.h): an all-reduce on a capturing stream is refused with the
-// reason, the capture ends intact and its (empty) graph launches, and the all-reduce then
-// made outside the capture, d[0, kCount) into d[kCount, 2 kCount), is exact (every rank:
-// n * sum(i)). Thread-local capture: the other ranks' threads copy to pageable memory
-// meanwhile, which would invalidate a capture in global mode.
+// for good; runtime/device/device_windows.h): an all-reduce on a capturing stream is refused with
+// the reason, the capture ends intact and its (empty) graph launches, and the all-reduce then made
+// outside the capture, d[0, kCount) into d[kCount, 2 kCount), is exact (every rank: n * sum(i)).
+// Thread-local capture: the other ranks' threads copy to pageable memory meanwhile, which would
+// invalidate a capture in global mode.
 bool captureIsRefusedIntact(braidComm_t comm, void* s, float* d, int n) {
   if (!cuda::streamBeginCapture(s, /*threadLocal=*/true).isOk()) return false;
   const braidResult_t captured = braidAllReduce(d, d + kCount, kCount, braidFloat32, braidSum, comm,
@@ -190,8 +190,9 @@ int mixedBody() {
 // on GPU 0 and communicator 1's on GPU 1 make their second call at once and the other two
 // 100 ms later: unordered, each leader's barrier wait would sit in its GPU's queue in front
 // of the other communicator's arrival, which its own peer's arrival waits behind on the
-// other GPU, for good. Waits for writers on other GPUs are ordered too (api/cuda_ipc.h).
-// Then 20 more calls each; 0 when every result is exact and no communicator has an error.
+// other GPU, for good. Waits for writers on other GPUs are ordered too
+// (runtime/device/device_windows.h). Then 20 more calls each; 0 when every result is exact and no
+// communicator has an error.
 int twoGpusBody() {
   braidUniqueId ids[2];
   for (braidUniqueId& id : ids) {
@@ -502,10 +503,10 @@ TEST(CudaThreadsOneGpu, OneThreadDrivingRanksOutsideAGroupGetsATimeoutNotAHang) 
   expectEveryRankPasses(1, threadsEnv(2, 2000, false), ungroupedBody, 60);
 }
 
-// The same over the staged proxy (api/cuda_proxy.h, windows off): a staged call's wait for
-// the host collective is enqueued only once the other ranks have issued their parts
-// (api/thread_peers.h); before, every size stalled with one hardware queue until the host
-// collective's timeout.
+// The same over the staged proxy (runtime/device/staged_proxy.h, windows off): a staged call's wait
+// for the host collective is enqueued only once the other ranks have issued their parts
+// (runtime/device/thread_peers.h); before, every size stalled with one hardware queue until the
+// host collective's timeout.
 TEST_P(CudaThreads, StagedCallsOfRanksAsThreadsRunExactly) {
   SKIP_WITHOUT_DEVICE();
   expectEveryRankPasses(1, threadsEnv(GetParam(), 20000, true), threadsBody, 90);
@@ -561,7 +562,7 @@ TEST(CudaThreadsTwoGpus, TwoCommunicatorsOfThreadsAcrossTwoGpusRunEveryCall) {
   expectEveryRankPasses(1, env, twoGpusBody, 90);
 }
 
-// The same staged (api/thread_peers.h orders waits for every thread of this process).
+// The same staged (runtime/device/thread_peers.h orders waits for every thread of this process).
 TEST(CudaThreadsTwoGpus, TwoCommunicatorsOfThreadsAcrossTwoGpusRunEveryCallStaged) {
   Env env = threadsEnv(4, 10000, true);
   env["BRAID_EMU_DEVICES"] = "2";

@@ -82,7 +82,7 @@ TEST(Launchers, OpenMpiMpirun) {
 }
 
 TEST(Tools, BraidInfoListsTheBuildAndEveryVariable) {
-  const std::string info = std::string(BRAID_BIN_DIR) + "/src/api/braid-info";
+  const std::string info = std::string(BRAID_BIN_DIR) + "/tools/braid_info/braid-info";
   std::string out;
   ASSERT_EQ(runCommand(info, &out), 0) << out;
   EXPECT_NE(out.find("reduction kernels:"), std::string::npos) << out;

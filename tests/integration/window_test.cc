@@ -1,6 +1,6 @@
 // Shared windows with buffers from braidMemAlloc or registered heap buffers
-// (exec/window.h): peers read them in place. Each rank overwrites its input as soon as a call returns, so
-// a rank returning before its peers finished reading would corrupt their
+// (exec/host/shared_windows.h): peers read them in place. Each rank overwrites its input as soon as
+// a call returns, so a rank returning before its peers finished reading would corrupt their
 // results. Ranks mix shared and private buffers, and calls run in many rounds:
 // all-reduce, all-gather, all-to-all, reduce-scatter and broadcast.
 // StreamedCopies: private buffers through the default windows and the FIFOs.
@@ -85,7 +85,7 @@ int body(int rank, bool allShared, bool registered) {
   const bool shared = allShared || rank % 2 == 0;
   const size_t k = 70001;  // 280 KB per rank: many rounds of the test's 4 KiB windows
   Buffer in(k * n, shared, registered, world), out(k * n, shared, registered, world);
-  // Premul-sums of 4 MiB and more (exec/window.cc kScaleInWindowMinBytes): all-reduce
+  // Premul-sums of 4 MiB and more (exec/host/shared_windows.cc kScaleInWindowMinBytes): all-reduce
   // two-shot at kBig, one-shot at kBig2 (BRAID_ALGO below).
   const size_t kBig = (4 << 20) / sizeof(float) + 13, kBig2 = (6 << 20) / sizeof(float) + 13;
   struct {
@@ -126,7 +126,7 @@ int body(int rank, bool allShared, bool registered) {
       }
     }
     // All-to-all and reduce-scatter, out of place: a lent input is read where
-    // it lies (exec/window.cc blockOf), so it is overwritten at once too.
+    // it lies (exec/host/shared_windows.cc blockOf), so it is overwritten at once too.
     for (size_t i = 0; i < k * n; ++i) in.p[i] = valueOf(rank, i, it);
     if (braidAlltoAll(in.p, out.p, k, braidFloat32, world, nullptr) != 0) return 7;
     std::memset(in.p, 0xff, k * n * sizeof(float));
@@ -350,7 +350,7 @@ INSTANTIATE_TEST_SUITE_P(Jobs, StreamedCopies,
                          });
 
 // Broadcasts of at most one cache line ride in a ring of lines in the root's window
-// header (exec/window_small.cc): the root returns at once and may run up to the ring's
+// header (exec/host/shared_windows_small.cc): the root returns at once and may run up to the ring's
 // depth ahead. Every call's value differs, so a root that overwrote a line a slow peer
 // had not read yet (the peers sleep now and then, so the root reaches that limit),
 // or a peer that read a stale line, gives a wrong element. Small broadcasts from

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/shm_segment_name.h"
 #include "tools/braidrun/rank_process.h"
 #include "tools/braidrun/signals.h"
-#include "transports/shm/segment_name.h"
 
 namespace braid::run {
 namespace {
@@ -146,12 +146,12 @@ void Supervisor::reapChildren() {
 }
 
 // Shared-memory segments are named /braid-<creator pid>-<pid namespace>-<random>
-// (transports/shm/segment_name.h; the ranks share braidrun's namespace). FIFOs are
+// (core/shm_segment_name.h; the ranks share braidrun's namespace). FIFOs are
 // unlinked as soon as the peer maps them, so a rank killed inside that window leaves
 // one; so does one killed holding a braidMemAlloc or registered buffer. Returns how many
 // of `pid`'s segments were removed.
 int removeSegmentsOf(pid_t pid) {
-  const std::string prefix = transport::shm::segmentPrefix(pid);
+  const std::string prefix = shmSegmentPrefix(pid);
   int removed = 0;
   if (DIR* dir = opendir("/dev/shm")) {
     while (dirent* e = readdir(dir)) {

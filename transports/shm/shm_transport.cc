@@ -18,7 +18,7 @@
 #include "core/futex.h"
 #include "core/logging.h"
 #include "core/proc_maps.h"
-#include "transports/shm/segment_name.h"
+#include "core/shm_segment_name.h"
 
 namespace braid::transport::shm {
 namespace {
@@ -60,9 +60,9 @@ struct Mapping {
   }
 };
 
-// "/braid-<creator pid>-<pid namespace>-<128 random bits>" (segment_name.h): unguessable,
+// "/braid-<creator pid>-<pid namespace>-<128 random bits>" (core/shm_segment_name.h): unguessable,
 // and a later process (sweepDeadSegments) or braidrun can remove what a killed rank left.
-std::string randomName() { return "/" + segmentPrefix(getpid()) + secretToHex(randomSecret()); }
+std::string randomName() { return "/" + shmSegmentPrefix(getpid()) + secretToHex(randomSecret()); }
 
 Status createFifo(const std::string& name, const ConnectOptions& o, Mapping* m) {
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
@@ -402,7 +402,7 @@ Expected<std::unique_ptr<Endpoint>> ShmTransport::connect(int linkFd, const Peer
 }  // namespace
 
 int sweepDeadSegments() {
-  const std::string& ns = pidNamespace();
+  const std::string& ns = shmPidNamespace();
   if (ns.empty()) return 0;  // no way to tell our namespace's pids from another's
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) return 0;
@@ -414,7 +414,7 @@ int sweepDeadSegments() {
     char* end = nullptr;
     const long pid = std::strtol(name + 6, &end, 10);
     if (end == name + 6 || pid <= 0) continue;
-    const std::string prefix = segmentPrefix(pid);  // this namespace's, this form
+    const std::string prefix = shmSegmentPrefix(pid);  // this namespace's, this form
     if (std::strncmp(name, prefix.c_str(), prefix.size()) != 0) continue;
     const std::string path = std::string("/dev/shm/") + name;
     struct stat st {};

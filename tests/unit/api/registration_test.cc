@@ -1,4 +1,4 @@
-// api/memory.cc: braidCommRegister's sharing of host pages, on a 1-rank communicator
+// runtime/shared_memory.cc: braidCommRegister's sharing of host pages, on a 1-rank communicator
 // (which buffers are re-backed by shared memory, and that neither deregistration nor a
 // fork lets that sharing reach memory it should not: another mapping put where a freed
 // buffer was, a forked child's writes), and braidMemAllocDevice's refusals.

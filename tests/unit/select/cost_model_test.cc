@@ -182,7 +182,7 @@ TEST(CostInputsFor, VmHostRanksUseSharedMemory) {
   EXPECT_DOUBLE_EQ(in.inter.gbps, 5.8);
 }
 
-// Host ranks of one node with shared windows (exec/window.h): the window
+// Host ranks of one node with shared windows (exec/host/shared_windows.h): the window
 // reduce-scatter reads peers' blocks in place, one copy per block less than the
 // FIFO ring; measured on the VM at 2 and 4 ranks it won from 64 KiB (5 against
 // 18 us at 2 ranks), so the model must rank it first there. Two-shot all-reduce

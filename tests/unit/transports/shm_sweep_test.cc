@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/shm_segment_name.h"
 #include "core/transport.h"
-#include "transports/shm/segment_name.h"
 #include "transports/shm/shm_transport.h"
 
 namespace braid::transport::shm {
@@ -68,7 +68,7 @@ TEST(ShmSweep, ADeadProcessesSegmentsGoAtTheNextProcesssFirstTransport) {
   const pid_t dead = inChild(&left, leaveRegion);
   ASSERT_GT(dead, 0);
   ASSERT_FALSE(left.empty());
-  EXPECT_EQ(left.rfind("/" + segmentPrefix(dead), 0), 0u) << left;
+  EXPECT_EQ(left.rfind("/" + shmSegmentPrefix(dead), 0), 0u) << left;
   ASSERT_TRUE(present(left)) << left;
   // Another of the dead pid's namespace-less or other-namespace names, and the old form.
   const std::string otherNs = "/braid-" + std::to_string(dead) + "-1-sweeptest";

@@ -1,0 +1,111 @@
+#include "exec/call.h"
+
+#include <string>
+
+#include "exec/reduce.h"
+
+namespace braid {
+
+using algo::Collective;
+
+Status checkGroupBuffers(const std::vector<const OpRequest*>& ops) {
+  // Sends and receives of a group run at the same time: a receive may not
+  // land on memory a send still reads (or another receive writes).
+  for (const OpRequest* a : ops) {
+    if (a->kind != OpRequest::Kind::kRecv) continue;
+    const auto lo = reinterpret_cast<uintptr_t>(a->recv);
+    const auto hi = lo + a->count * datatypeSize(a->datatype);
+    for (const OpRequest* b : ops) {
+      if (b == a) continue;
+      const void* p = b->kind == OpRequest::Kind::kSend ? b->send : b->recv;
+      const auto blo = reinterpret_cast<uintptr_t>(p);
+      const auto bhi = blo + b->count * datatypeSize(b->datatype);
+      if (lo < bhi && blo < hi) {
+        return invalidUsage("a group's receive buffer overlaps another of its " +
+                            std::string(b->kind == OpRequest::Kind::kSend ? "send" : "receive") +
+                            " buffers (peers " + std::to_string(a->peer) + " and " +
+                            std::to_string(b->peer) + "); give each its own memory");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Expected<SelfPairs> pairSelfSends(const std::vector<const OpRequest*>& group, int rank) {
+  SelfPairs self;
+  for (const OpRequest* op : group) {
+    if (op->peer == rank) {
+      (op->kind == OpRequest::Kind::kSend ? self.sends : self.recvs).push_back(op);
+    }
+  }
+  bool paired = self.sends.size() == self.recvs.size();
+  for (size_t i = 0; paired && i < self.sends.size(); ++i) {
+    paired = self.sends[i]->count * datatypeSize(self.sends[i]->datatype) ==
+             self.recvs[i]->count * datatypeSize(self.recvs[i]->datatype);
+  }
+  if (!paired) {
+    return invalidUsage(
+        "a send to this rank needs a receive from it of the same size in the same group (and "
+        "a receive from it a send)");
+  }
+  BRAID_TRY(checkGroupBuffers(group));
+  return self;
+}
+
+algo::Step pointToPointStep(const OpRequest& op) {
+  algo::Step st;
+  st.count = op.count * datatypeSize(op.datatype);
+  if (op.kind == OpRequest::Kind::kSend) {
+    st.op = algo::OpKind::kSend;
+    st.src = algo::BufRef::kInput;
+    st.srcOffset = reinterpret_cast<uintptr_t>(op.send);
+    st.sendPeer = op.peer;
+  } else {
+    st.op = algo::OpKind::kRecv;
+    st.dst = algo::BufRef::kOutput;
+    st.dstOffset = reinterpret_cast<uintptr_t>(op.recv);
+    st.recvPeer = op.peer;
+  }
+  st.batchWithNext = true;
+  return st;
+}
+
+algo::CollArgs collArgsOf(const OpRequest& op, int rank, int nranks) {
+  const size_t es = datatypeSize(op.datatype);
+  algo::CollArgs args;
+  args.collective = op.collective;
+  args.rank = rank;
+  args.nranks = nranks;
+  args.count = op.count;
+  args.elemSize = static_cast<uint32_t>(es);
+  args.inPlace = isInPlace(op, rank, es);
+  args.root = op.root;
+  if (op.collective == Collective::kAllToAllv) {  // the only call with per-rank counts
+    args.sendCounts = op.sendCounts;
+    args.sendDispls = op.sendDispls;
+    args.recvCounts = op.recvCounts;
+    args.recvDispls = op.recvDispls;
+  }
+  return args;
+}
+
+bool isInPlace(const OpRequest& op, int rank, size_t es) {
+  auto at = [](const void* p, size_t bytes) { return static_cast<const char*>(p) + bytes; };
+  const size_t block = op.count * es;
+  switch (op.collective) {
+    case Collective::kAllGather:
+      return op.send == at(op.recv, rank * block);
+    case Collective::kReduceScatter:
+      return op.recv == at(op.send, rank * block);
+    case Collective::kGather:
+      return rank == op.root && op.send == at(op.recv, rank * block);
+    case Collective::kScatter:
+      return rank == op.root && op.recv == at(op.send, rank * block);
+    case Collective::kAllToAllv:
+      return false;
+    default:
+      return op.send == op.recv;
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,65 @@
+// One call (a collective, a send or a receive) as the executors see it: its buffers, counts,
+// datatype and operation, and what follows from them alone (in place or not, the bytes a
+// group's sends and receives cover, a point-to-point step, the schedule's arguments).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "algorithms/schedule.h"
+#include "braid/braid.h"
+#include "core/status.h"
+
+namespace braid {
+
+// A premul-sum's scaling (braidRedOpCreatePreMulSum), resolved when the call is made: the
+// collective runs as braidSum over each rank's input times its scalar, `value` or what
+// scalarPtr points at when the call runs (runtime/premul.h).
+struct PreMulScale {
+  bool on = false;
+  unsigned char value[8] = {};
+  const void* scalarPtr = nullptr;
+};
+
+struct OpRequest {
+  enum class Kind { kCollective, kSend, kRecv };
+  Kind kind = Kind::kCollective;
+  algo::Collective collective = algo::Collective::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  braidDataType_t datatype = braidFloat32;
+  braidRedOp_t op = braidSum;
+  int root = 0;                                                          // collectives with a root
+  int peer = -1;                                                         // send / recv
+  std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;  // all-to-all-v
+  PreMulScale preMul;                                                    // with op braidSum
+};
+
+// A group's sends and receives (collectives ignored): invalid usage when a receive buffer
+// overlaps another of its send or receive buffers (they run at the same time).
+Status checkGroupBuffers(const std::vector<const OpRequest*>& ops);
+
+// A group's sends to this rank and receives from it (`group`: its sends and receives),
+// paired in order; invalid usage when they do not pair (count or size) or a receive
+// buffer overlaps another of the group's buffers (checkGroupBuffers).
+struct SelfPairs {
+  std::vector<const OpRequest*> sends, recvs;
+};
+Expected<SelfPairs> pairSelfSends(const std::vector<const OpRequest*>& group, int rank);
+
+// A send or receive (to another rank) as a step of the group's batch: its bytes addressed
+// absolutely (base 0, one-byte elements), batchWithNext set.
+algo::Step pointToPointStep(const OpRequest& op);
+
+// The schedule arguments of collective `op` on `rank` of `nranks` (count, element size,
+// placement, root, all-to-all-v's counts); maxStepElems and nodeOf are the caller's.
+algo::CollArgs collArgsOf(const OpRequest& op, int rank, int nranks);
+
+// Whether a collective's buffers lie in place as NCCL defines it, on `rank` (es: bytes per
+// element); all-to-all-v never is.
+bool isInPlace(const OpRequest& op, int rank, size_t es);
+
+}  // namespace braid

@@ -1,0 +1,66 @@
+#include "exec/cuda/device_call.h"
+
+#include <algorithm>
+
+#include "cuda/device.h"
+#include "exec/reduce.h"
+
+namespace braid {
+
+using algo::Collective;
+
+Status captureRefusal(const std::string& why) {
+  return invalidUsage("stream is capturing a CUDA graph and this call cannot be captured: " + why +
+                      "; make the call outside the capture");
+}
+
+Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank) {
+  std::vector<const OpRequest*> group;
+  for (const OpRequest& op : ops) {
+    if (op.kind != OpRequest::Kind::kCollective) group.push_back(&op);
+  }
+  return pairSelfSends(group, rank);
+}
+
+Status copySelfSends(const SelfPairs& self, void* stream) {
+  for (size_t i = 0; i < self.sends.size(); ++i) {
+    const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
+    if (bytes == 0 || self.recvs[i]->recv == self.sends[i]->send) continue;
+    BRAID_TRY(cuda::copyAsync(self.recvs[i]->recv, self.sends[i]->send, bytes, stream));
+  }
+  return Status::ok();
+}
+
+std::vector<StagedRegion> regionsOf(const OpRequest& op, int rank, int nranks) {
+  const size_t es = datatypeSize(op.datatype);
+  if (op.kind == OpRequest::Kind::kSend) return {{op.send, op.count * es, false}};
+  if (op.kind == OpRequest::Kind::kRecv) return {{op.recv, op.count * es, true}};
+  const size_t block = op.count * es;
+  const size_t all = block * static_cast<size_t>(nranks);
+  const bool isRoot = rank == op.root;
+  size_t in = block, out = block;
+  // clang-format off
+  switch (op.collective) {
+    case Collective::kAllGather: out = all; break;
+    case Collective::kReduceScatter: in = all; break;
+    case Collective::kBroadcast: in = isRoot ? block : 0; break;
+    case Collective::kReduce: out = isRoot ? block : 0; break;
+    case Collective::kGather: out = isRoot ? all : 0; break;
+    case Collective::kScatter: in = isRoot ? all : 0; break;
+    case Collective::kAllToAll: in = out = all; break;
+    case Collective::kAllToAllv:
+      in = out = 0;
+      for (int p = 0; p < nranks; ++p) {  // an empty block's displacement may point anywhere
+        const uint64_t sendEnd = op.sendCounts[p] ? op.sendDispls[p] + op.sendCounts[p] : 0;
+        const uint64_t recvEnd = op.recvCounts[p] ? op.recvDispls[p] + op.recvCounts[p] : 0;
+        in = std::max<size_t>(in, sendEnd * es);
+        out = std::max<size_t>(out, recvEnd * es);
+      }
+      break;
+    default: break;
+  }
+  // clang-format on
+  return {{op.send, in, false}, {op.recv, out, true}};
+}
+
+}  // namespace braid

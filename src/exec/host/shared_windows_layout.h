@@ -1,0 +1,56 @@
+// The layout of a rank's shared window region (exec/host/shared_windows.h), which every rank of the
+// node maps: a header page of flags and small-call lines, then two halves, each an input
+// and an output area of chunkBytes. Private to the NodeWindows sources; the region is
+// only ever read by the same build, so the layout may change freely.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "exec/host/shared_windows.h"
+
+namespace braid {
+namespace windows {
+
+inline constexpr uint32_t kWindowMagic = 0x42574e44;  // "BWND"
+inline constexpr size_t kHeaderBytes = 4096;
+inline constexpr size_t kNameBytes = 64;
+
+// Calls of at most kLineBytes: the data rides in the flag's own cache line,
+// so a peer gets both in one transfer.
+inline constexpr size_t kLineBytes = 56;
+struct alignas(64) SmallLine {
+  std::atomic<uint64_t> epoch;
+  char data[kLineBytes];
+};
+
+// Small broadcasts cycle through this many lines of the root's header, so the root
+// runs up to this many calls ahead of the slowest peer before it waits (see
+// NodeWindows::broadcastSmall).
+inline constexpr uint64_t kCastDepth = 16;
+
+}  // namespace windows
+
+struct NodeWindows::ShareDesc {
+  char name[windows::kNameBytes];  // "" : the data is in the window
+  uint64_t regionBytes;
+  uint64_t offset;
+};
+
+struct NodeWindows::Header {
+  uint32_t magic;
+  int32_t rank;
+  uint64_t chunkBytes;
+  alignas(64) std::atomic<uint64_t> ready;
+  alignas(64) std::atomic<uint64_t> done;
+  alignas(64) std::atomic<uint64_t> finished;
+  alignas(64) std::atomic<uint32_t> wakeSeq;
+  std::atomic<uint32_t> sleepers;
+  alignas(64) ShareDesc input[2];
+  ShareDesc output[2];
+  windows::SmallLine small[2];
+  windows::SmallLine cast[windows::kCastDepth];  // broadcastSmall's lines, used by the root
+};
+
+}  // namespace braid

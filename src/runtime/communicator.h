@@ -1,0 +1,92 @@
+// The communicator behind braidComm_t: its Comm (peers, links, liveness), the selector and
+// the schedule cache, the host executors, and the device state its first device call makes
+// (exec/cuda). The runtime (runtime/issue.h) runs calls on it; the C entry points only look
+// it up (runtime/live_handles.h).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "algorithms/schedule.h"
+#include "core/comm.h"
+#include "exec/host/fifo_executor.h"
+#include "exec/host/shared_windows.h"
+#include "select/select.h"
+#include "topo/view.h"
+
+namespace braid {
+class DeviceOrder;
+class DeviceWindows;
+class StagedProxy;
+class ThreadPeers;
+}  // namespace braid
+
+struct braidComm {
+  std::unique_ptr<braid::Comm> comm;
+  std::unique_ptr<braid::HostExecutor> exec;
+  std::unique_ptr<braid::NodeWindows> windows;  // direct algorithms over shared memory
+  // Orders the communicator's device calls across streams (runtime/device_calls.h), made at the
+  // first device call; declared before its users below, so destroyed after them.
+  std::shared_ptr<braid::DeviceOrder> deviceOrder;
+  int cudaDevice = -1;  // current at the first device call (with deviceOrder, under opMu)
+  // The direct GPU path (runtime/device/device_windows.h), made at the first device call that can
+  // use it (shared_ptr: the type is complete only there).
+  std::shared_ptr<braid::DeviceWindows> deviceWindows;
+  // deviceWindows.get() once made, for braidCommGetAsyncError from any thread.
+  std::atomic<braid::DeviceWindows*> deviceWindowsLive{nullptr};
+  bool deviceWindowsTried = false;
+  // Device calls the windows do not run (runtime/device/staged_proxy.h), made at the first;
+  // destroyed before the members above, which its thread uses.
+  std::shared_ptr<braid::StagedProxy> stagedProxy;
+  std::atomic<braid::StagedProxy*> stagedProxyLive{nullptr};  // stagedProxy.get(), any thread
+  // Its ranks that are threads of this process (runtime/device/thread_peers.h), made at first use.
+  std::once_flag threadPeersOnce;
+  std::shared_ptr<braid::ThreadPeers> threadPeers;
+  std::mutex opMu;                  // one operation at a time (streams run on workers)
+  std::atomic<int> activeCalls{0};  // calls inside issueOps (acquireComm); destroy waits
+  std::atomic<int> inflight{0};     // operations enqueued on streams, not yet finished
+  std::mutex errorMu;
+  std::string lastError;
+  braid::topo::MergedTopology topology;  // every rank's view, merged at init
+  braid::Selector selector;              // BRAID_ALGO, then the cost model on `topology`
+  uint8_t barrierByte = 0;               // the barrier's all-reduce buffer
+  // Premul-sum ops (braidRedOpCreatePreMulSum, runtime/premul.h), under preMulMu.
+  struct PreMulOp {
+    braidRedOp_t handle;
+    braidDataType_t datatype;
+    unsigned char value[8];  // braidScalarHostImmediate's scalar
+    const void* scalarPtr;   // braidScalarDevice's: read at each call
+  };
+  std::mutex preMulMu;
+  std::vector<PreMulOp> preMulOps;
+  // Host premul-sum calls' scaled copies, reused call after call (under opMu).
+  std::vector<std::vector<char>> preMulCopies;
+  bool checkCalls = false;               // BRAID_CHECK=1: ranks compare each collective call first
+  // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
+  std::array<uint8_t, 16> loggedAlgorithm{};
+  // Recently used schedules, most recent first (building one is cheap, but not free).
+  struct CachedSchedule {
+    braid::algo::Collective collective;
+    braid::algo::Algorithm algorithm;
+    uint64_t count;
+    uint32_t elemSize;
+    bool inPlace;
+    int root;
+    uint64_t maxStepElems;  // host FIFO steps or the CUDA executor's slots
+    braid::algo::Schedule schedule;
+  };
+  std::list<CachedSchedule> schedules;
+  braid::algo::Schedule allToAllv;  // the last all-to-all-v's (runtime/schedule_cache.h)
+};
+
+namespace braid {
+// The runtime's name for the communicator; braidComm is the C ABI's.
+using Communicator = braidComm;
+}  // namespace braid

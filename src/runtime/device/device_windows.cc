@@ -1,0 +1,138 @@
+#include "runtime/device/device_windows.h"
+
+#include <algorithm>
+
+#include "cuda/device.h"
+#include "cuda/kernels.h"
+#include "exec/cuda/device_call.h"
+#include "exec/cuda/device_program.h"
+#include "exec/cuda/window_program.h"
+#include "exec/reduce.h"
+#include "runtime/device/device_order.h"
+
+namespace braid {
+namespace {
+
+using algo::Collective;
+
+}  // namespace
+
+bool DeviceWindows::supports(const OpRequest& op, int nranks) {
+  if (op.kind != OpRequest::Kind::kCollective) return false;
+  if (nranks < 2 || nranks > cuda::kMaxReduceInputs) return false;
+  switch (op.collective) {
+    case Collective::kAllReduce:
+    case Collective::kReduceScatter:
+    case Collective::kReduce:
+      return static_cast<int>(op.op) >= 0 && op.op < braidNumOps;
+    case Collective::kAllGather:
+    case Collective::kBroadcast:
+    case Collective::kAllToAll:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kAllToAllv:  // a lowered schedule
+      return true;
+  }
+  return false;
+}
+
+// Orders this call after the communicator's last device call (whatever stream that ran
+// on, windows or staged).
+Status DeviceWindows::order(void* stream) { return order_->after(stream); }
+
+Status DeviceWindows::finishCall(void* stream) { return order_->mark(stream); }
+
+Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool captured) {
+  if (released()) {
+    Status err = comm_->asyncError();
+    return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
+  }
+  // Checked before anything is enqueued: bad usage must not release the windows.
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, rank_));
+  if (captured) {  // the watch looks at the flags from now on
+    graphs_.store(true);
+    watchCv_.notify_one();
+  }
+  captured_ = captured;
+  // A captured call is ordered by no event (device_windows.h); it ends with the progress bump.
+  Status st = captured ? Status::ok() : order(stream);
+  if (st.isOk()) st = copySelfSends(self, stream);
+  std::vector<const OpRequest*> pairs;
+  for (const OpRequest& op : ops) {
+    if (!st.isOk()) break;
+    if (op.kind != OpRequest::Kind::kCollective) {
+      if (op.peer != rank_) pairs.push_back(&op);
+    } else if (op.count != 0 || op.collective == Collective::kAllToAllv) {  // its count is 0
+      st = runOne(op, stream);
+    }
+  }
+  if (st.isOk() && !pairs.empty()) st = pointToPoint(pairs, stream);
+  if (st.isOk()) {
+    st = captured ? cuda::launchBump(device(progress(rank_)), stream) : finishCall(stream);
+  }
+  captured_ = false;
+  // A call enqueued in part leaves the ranks' counts apart: release them now rather than
+  // let the peers wait for the timeout. Not a capture that failed part way: nothing runs
+  // unless its graph is launched, and a replay waiting for what a peer never signals is
+  // the watch's to release.
+  if (!st.isOk() && !captured) {
+    release(st.withContext("device windows: enqueueing a call failed: "));
+    // What was enqueued may wait behind a stream the application holds: frees wait for it.
+    order_->holdReleasesFor(stream);
+  }
+  return st;
+}
+
+Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
+  algo::Algorithm alg = algo::Algorithm::kRing;
+  BRAID_ASSIGN_OR_RETURN(bool lowered, lowers(op, &alg));
+  if (lowered) return runSchedule(op, alg, stream);
+  WindowCall call;
+  call.collective = op.collective;
+  call.count = op.count;
+  call.elemSize = datatypeSize(op.datatype);
+  call.root = op.root;
+  // Ranks sharing one GPU take turns on it (each process is its own context), so every
+  // round trip costs a context switch there: one-shot, with its one barrier less, wins
+  // (4 ranks on one H100, 32 MiB windows: one-shot 5.6 ms, two-shot 7.9 ms). Across GPUs
+  // two-shot spreads the reads.
+  call.twoShot = op.collective == Collective::kAllReduce && nranks_ >= 3 &&
+                 op.count * call.elemSize >= twoShotBytes_ && (!oneDevice_ || twoShotForced_);
+  call.recvIsDevice = cuda::isDeviceMemory(op.recv);
+  call.scaleInput = op.preMul.on;  // kScale: the executor reads op.preMul
+  call.captured = captured_;
+  WindowCounts counts{round_, epoch_.load(std::memory_order_relaxed)};
+  const WindowProgram program =
+      buildWindowCall(call, rank_, nranks_, halfBytes_, &counts, graphBytes_);
+  void* scratch = nullptr;
+  if (program.scratchBytes != 0) {
+    // At least 1 MiB (a barrier's one byte should not cost a half's worth), at most a half.
+    BRAID_TRY(growScratch(std::min(halfBytes_, std::max(program.scratchBytes, size_t{1} << 20))));
+    scratch = scratch_;
+  }
+  BRAID_TRY(enqueue(program.ops, op, op.send, op.recv, scratch, stream));
+  if (captured_) return Status::ok();  // counts as they were (exec/cuda/window_program.h)
+  const uint64_t before = epoch_.load(std::memory_order_relaxed);
+  round_ = counts.rounds;
+  epoch_.store(counts.barriers, std::memory_order_relaxed);
+  if (before / 64 != counts.barriers / 64 || before == 0) watchCv_.notify_one();
+  return Status::ok();
+}
+
+// The group's sends and receives (to other ranks) as one batch, buffers addressed
+// absolutely (one-byte elements, as the host runs them), lowered to the send slots:
+// rounds by each peer's lane, sends first, so a send waits only for a slot its receiver
+// emptied two rounds earlier, however many messages go to one peer (exec/cuda/device_program.h).
+Status DeviceWindows::pointToPoint(const std::vector<const OpRequest*>& ops, void* stream) {
+  algo::Schedule s;
+  s.rank = rank_;
+  s.nranks = nranks_;
+  for (const OpRequest* op : ops) s.steps.push_back(pointToPointStep(*op));
+  if (s.steps.empty()) return Status::ok();
+  s.steps.back().batchWithNext = false;
+  OpRequest bytes;  // one-byte elements, addressed absolutely
+  bytes.datatype = braidUint8;
+  return runLowered(s, bytes, nullptr, nullptr, stream);
+}
+
+}  // namespace braid

@@ -1,0 +1,283 @@
+#include "runtime/device_calls.h"
+
+#include <algorithm>
+
+#include "algorithms/registry.h"
+#include "cuda/device.h"
+#include "cuda/kernels.h"
+#include "exec/cuda/device_call.h"
+#include "exec/cuda/device_program.h"
+#include "exec/reduce.h"
+#include "runtime/device/device_order.h"
+#include "runtime/device/device_windows.h"
+#include "runtime/device/staged_proxy.h"
+#include "runtime/device/thread_peers.h"
+#include "runtime/dispatch.h"
+#include "runtime/last_error.h"
+#include "runtime/live_handles.h"
+#include "runtime/premul.h"
+#include "runtime/schedule_cache.h"
+
+namespace braid {
+
+namespace {
+
+using algo::Collective;
+
+bool isHostStream(braidStream_t stream) { return stream != nullptr && isValidStream(stream); }
+
+// Through the communicator's proxy (runtime/device/staged_proxy.h): enqueued on the stream,
+// returning at once; on the NULL stream complete, with the host collective's error, on return.
+Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  if (isHostStream(stream)) {
+    return invalidUsage(
+        "a buffer is in device memory but the stream is a host stream from "
+        "braidStreamCreate; pass a cudaStream_t (or NULL) for device buffers");
+  }
+  {
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    if (comm->stagedProxy == nullptr) {
+      BRAID_ASSIGN_OR_RETURN(std::unique_ptr<StagedProxy> proxy,
+                             StagedProxy::create(comm, comm->deviceOrder));
+      comm->stagedProxy = std::move(proxy);
+      comm->stagedProxyLive = comm->stagedProxy.get();
+    }
+  }
+  void* cudaStream = stream;  // NULL: the legacy default stream
+  BRAID_TRY(comm->stagedProxy->issue(std::move(ops), cudaStream));
+  if (cudaStream != nullptr) return Status::ok();
+  BRAID_TRY(cuda::streamSynchronize(nullptr));
+  return comm->comm->asyncError();
+}
+
+}  // namespace
+
+void hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops) {
+  ThreadPeers::hostCallIssued(comm, ops);
+}
+
+void waitForStagedCalls(braidComm* comm) {
+  if (StagedProxy* proxy = comm->stagedProxyLive.load()) proxy->waitIdle();
+}
+
+namespace {
+
+// One rank on device memory: every collective is its own schedule's local copies (and
+// avg's division by 1), a premul-sum its input scaled into its output, a send to itself
+// a copy to its paired receive; all enqueued on the stream (NCCL's 1-rank calls are a
+// copy kernel too). False, with nothing enqueued: not every buffer is device memory, or a
+// schedule needs scratch; the caller stages.
+Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void* stream) {
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, 0));
+  std::vector<std::vector<DeviceOp>> programs;
+  for (const OpRequest& op : ops) {
+    for (const StagedRegion& r : regionsOf(op, 0, 1)) {
+      if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) return false;
+    }
+    if (op.kind != OpRequest::Kind::kCollective) continue;
+    programs.emplace_back();
+    if (op.preMul.on) continue;  // a reduction of one input: out = scalar * in
+    const size_t es = datatypeSize(op.datatype);
+    BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
+                           comm->selector.chooseForCall(op.collective, op.count * es));
+    algo::CollArgs args = collArgsOf(op, 0, 1);
+    args.maxStepElems = std::max<uint64_t>(op.count, 1);
+    const algo::Schedule& s = scheduleFor(comm, args, choice.algorithm, "cuda");
+    if (s.scratchElems != 0) return false;
+    PairCounts none(1);  // one rank's schedule is local steps: the slot size bounds nothing
+    BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program,
+                           lowerSchedule(s, es, std::max<uint64_t>(op.count, 1) * es, &none));
+    for (const DeviceOp& d : program) {  // local steps only (device_program_test checks it)
+      if (d.kind != DeviceOp::Kind::kCopy && d.kind != DeviceOp::Kind::kReduce) return false;
+    }
+    programs.back() = std::move(program);
+  }
+  size_t next = 0;
+  for (const OpRequest& op : ops) {
+    if (op.kind != OpRequest::Kind::kCollective) continue;
+    if (op.preMul.on) {
+      BRAID_TRY(scaleInto(op, op.recv, op.send, op.count * datatypeSize(op.datatype), stream));
+    }
+    for (const DeviceOp& d : programs[next++]) {
+      auto addr = [&](const DeviceAddr& a) -> char* {
+        const void* base = a.space == DeviceAddr::Space::kInput ? op.send : op.recv;
+        return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + a.offset);
+      };
+      const void* srcs[kMaxDeviceSources];
+      for (int i = 0; i < d.nsrcs; ++i) srcs[i] = addr(d.src[i]);
+      BRAID_TRY(enqueueData(d, addr(d.dst), srcs, op, 1, stream));
+    }
+  }
+  BRAID_TRY(copySelfSends(self, stream));
+  return true;
+}
+
+}  // namespace
+
+Status checkCudaStream(braidStream_t stream) {
+  if (!cuda::compiled()) {
+    return invalidArgument("stream is neither NULL nor a stream from braidStreamCreate");
+  }
+  Status st = cuda::checkStream(stream);
+  if (st.isOk()) return st;
+  return invalidArgument(
+      "stream is neither NULL, a stream from braidStreamCreate, nor a CUDA stream (" +
+      st.message() + ")");
+}
+
+bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
+  if (!cuda::compiled()) return false;
+  if (stream != nullptr && !isValidStream(stream)) return true;  // checked as a CUDA stream
+  if (!cuda::hasDevice()) return false;
+  for (const OpRequest& op : ops) {
+    if (cuda::isDeviceMemory(op.send) || cuda::isDeviceMemory(op.recv)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Calls the device windows run (set up at the first device collective) are enqueued on
+// the stream and return at once: every collective of 2 to 8 ranks (all-to-all-v and
+// BRAID_ALGO's choices as lowered schedules), and every send and receive once they exist
+// (on 2 ranks a send or receive to the peer makes them too). Whatever else a group holds
+// is staged after them. Without windows, everything is staged (enqueued too: the proxy
+// runs the host collective when the stream gets there); on one rank, device buffers are
+// copies on the stream (runAlone). A premul-sum's input is scaled as the windows copy it
+// in; staged, by the host collective; on one rank, into the output. `captured`: the
+// stream is capturing a CUDA graph; what a replay cannot run (captureRefusal) is refused.
+Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream, bool captured) {
+  const int nranks = comm->comm->nranks();
+  if (captured) {
+    for (const OpRequest& op : ops) {
+      for (const StagedRegion& r : regionsOf(op, comm->comm->rank(), nranks)) {
+        if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) {
+          return captureRefusal(
+              "its buffers must be device memory (a host buffer is staged "
+              "through the host, which a replay cannot do)");
+        }
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    if (comm->deviceOrder == nullptr) {
+      // Before this communicator enqueues anything: a kernel loaded at its first launch
+      // could wait for a stream that waits for this rank (kernels.h).
+      BRAID_TRY(cuda::loadKernels());
+      BRAID_ASSIGN_OR_RETURN(comm->deviceOrder, DeviceOrder::create());
+      Expected<int> device = cuda::currentDevice();
+      comm->cudaDevice = device.isOk() ? device.value() : -1;
+    }
+  }
+  const Placement placement = nranks == 1 ? Placement::kOneRank : Placement::kRanks;
+  const Capture capture = captured ? Capture::kCapturing : Capture::kNone;
+  if (dispatch({Memory::kDevice, placement, Windows::kDoNot, capture}) == Executor::kDeviceAlone) {
+    bool ran = false;
+    // No windows on one rank: what its copies cannot run is staged.
+    {
+      std::lock_guard<std::mutex> lock(comm->opMu);
+      BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, ops, stream));
+    }
+    if (!ran && captured) return captureRefusal("one rank's call would be staged");
+    if (!ran) BRAID_TRY(runStaged(comm, ops, stream));
+    return ran && stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
+  }
+  std::vector<OpRequest> direct, rest;
+  bool collective = false, paired = false, refused = false;
+  for (const OpRequest& op : ops) {
+    const bool isCollective = op.kind == OpRequest::Kind::kCollective;
+    const bool supported = !isCollective || DeviceWindows::supports(op, nranks);
+    const Executor e = dispatch(
+        {Memory::kDevice, placement, supported ? Windows::kRunIt : Windows::kDoNot, capture});
+    const bool here = e == Executor::kDeviceWindows;
+    (here ? direct : rest).push_back(op);
+    refused = refused || e == Executor::kRefused;
+    collective = collective || (isCollective && here);
+    paired = paired || (!isCollective && op.peer != comm->comm->rank());
+  }
+  if (refused) {
+    return captureRefusal("the device windows do not run this collective (it would be staged)");
+  }
+  bool ran = false;
+  if (!direct.empty()) {
+    // Making the windows is collective: only a call every rank makes may do it. A
+    // collective is; so is a send or receive to the other rank of a 2-rank communicator,
+    // which makes the matching call (torch's send/recv communicators over the NCCL
+    // drop-in are such pairs, and may never run a collective). Its host collectives come
+    // after the staged calls' on every rank.
+    const bool makes = !comm->deviceWindowsTried && (collective || (nranks == 2 && paired));
+    if (makes) waitForStagedCalls(comm);
+    std::lock_guard<std::mutex> lock(comm->opMu);
+    if (makes) {
+      comm->deviceWindowsTried = true;
+      comm->deviceWindows = DeviceWindows::create(comm, !collective);
+      comm->deviceWindowsLive = comm->deviceWindows.get();
+    }
+    if (captured && comm->deviceWindows != nullptr && comm->deviceWindows->oneContext()) {
+      return captureRefusal(
+          "ranks of it are threads of one process on one GPU, whose streams share CUDA's "
+          "hardware queues, so one rank's replay could wait in front of the work its peers' "
+          "replays need, for good (runtime/device/device_windows.h); ranks as processes can "
+          "capture");
+    }
+    if (comm->deviceWindows != nullptr) {
+      BRAID_TRY(comm->deviceWindows->run(direct, stream, captured));
+      ran = true;
+    }
+  }
+  if (captured) {
+    return ran ? Status::ok()
+               : captureRefusal(
+                     "it needs the device windows, which are off for this "
+                     "communicator (BRAID_DEBUG=INFO says why)");
+  }
+  // Staged premul-sums are scaled by the host collective, on the staged input: no device
+  // allocation or kernel at issue. On an H200, scaling on the device first (a
+  // stream-ordered allocation, the scale kernel) made the call wait at issue until a
+  // stream the caller held was let go.
+  if (!ran) return runStaged(comm, std::move(ops), stream);
+  if (!rest.empty()) BRAID_TRY(runStaged(comm, std::move(rest), stream));
+  // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
+  return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
+}
+
+// Whether `stream` is capturing a CUDA graph. The legacy NULL stream cannot be used while
+// another stream captures (CUDA would invalidate that capture): refused.
+Expected<bool> capturing(braidStream_t stream) {
+  BRAID_ASSIGN_OR_RETURN(bool capturing, cuda::streamCapturing(stream));
+  if (capturing && stream == nullptr) {
+    return invalidUsage(
+        "the legacy NULL stream cannot be used while another stream captures a "
+        "CUDA graph; make the call on a stream of its own");
+  }
+  return capturing;
+}
+
+Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
+  BRAID_ASSIGN_OR_RETURN(bool captured, capturing(stream));
+  return runPaths(comm, std::move(ops), stream, captured);
+}
+
+braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  return finish(comm, runDirectOrStaged(comm, std::move(ops), stream));
+}
+
+void pollDeviceErrors(braidComm* comm) {
+  if (DeviceWindows* w = comm->deviceWindowsLive.load()) (void)w->released();
+}
+
+Status flushDeviceCalls(braidComm* comm) {
+  if (comm->deviceWindows == nullptr) return Status::ok();
+  std::lock_guard<std::mutex> lock(comm->opMu);
+  const CommDeviceScope onItsDevice(comm->cudaDevice);
+  return comm->deviceWindows->flush();
+}
+
+void deleteOnItsDevice(braidComm* comm) {
+  const CommDeviceScope onItsDevice(comm->cudaDevice);
+  delete comm;
+}
+
+}  // namespace braid

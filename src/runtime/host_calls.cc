@@ -1,0 +1,224 @@
+#include "runtime/host_calls.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/logging.h"
+#include "exec/reduce.h"
+#include "runtime/dispatch.h"
+#include "runtime/premul.h"
+#include "runtime/schedule_cache.h"
+
+namespace braid {
+namespace {
+
+using algo::Collective;
+
+// op's schedule arguments on this communicator: the call's own (collArgsOf), the step
+// size its FIFOs allow and, across nodes, every rank's node.
+algo::CollArgs argsFor(const Comm& c, const OpRequest& op) {
+  algo::CollArgs args = collArgsOf(op, c.rank(), c.nranks());
+  // Half the FIFO per step: the first send of a round always fits, and a rank
+  // can run a step ahead of its neighbour.
+  args.maxStepElems =
+      std::max<uint64_t>(1, c.config().sliceBytes * (c.config().slots / 2) / args.elemSize);
+  if (c.nodes() > 1) args.nodeOf = c.nodeOf();
+  return args;
+}
+
+// BRAID_CHECK=1: what every rank must agree on for one collective call.
+struct CallSignature {
+  uint32_t magic;
+  uint32_t collective;
+  uint64_t seq;
+  uint64_t count;  // 0 for all-to-all-v (its counts differ by rank)
+  int32_t datatype;
+  int32_t op;    // -1 when the collective does not reduce
+  int32_t root;  // -1 when it has no root
+  uint32_t pad;
+};
+constexpr uint32_t kSignatureMagic = 0x42524348;  // "BRCH"
+
+CallSignature signatureOf(const OpRequest& op, uint64_t seq) {
+  const bool reduces = op.collective == Collective::kAllReduce ||
+                       op.collective == Collective::kReduceScatter ||
+                       op.collective == Collective::kReduce;
+  const bool rooted = op.collective == Collective::kBroadcast ||
+                      op.collective == Collective::kReduce ||
+                      op.collective == Collective::kGather || op.collective == Collective::kScatter;
+  CallSignature sig{};
+  sig.magic = kSignatureMagic;
+  sig.collective = static_cast<uint32_t>(op.collective);
+  sig.seq = seq;
+  sig.count = op.collective == Collective::kAllToAllv ? 0 : op.count;
+  sig.datatype = op.datatype;
+  sig.op = reduces ? op.op : -1;
+  sig.root = rooted ? op.root : -1;
+  return sig;
+}
+
+std::string describeCall(const CallSignature& s) {
+  if (s.collective > static_cast<uint32_t>(Collective::kAllToAllv)) {
+    return "an unknown collective (" + std::to_string(s.collective) + ")";
+  }
+  std::string out = algo::collectiveName(static_cast<Collective>(s.collective));
+  out += " #" + std::to_string(s.seq) + " (count " + std::to_string(s.count) + ", " +
+         datatypeName(static_cast<braidDataType_t>(s.datatype));
+  if (s.op >= 0) out += std::string(", ") + redOpName(static_cast<braidRedOp_t>(s.op));
+  if (s.root >= 0) out += ", root " + std::to_string(s.root);
+  return out + ")";
+}
+
+// All-gathers every rank's signature of this call (a fixed-size ring
+// all-gather, so it matches across ranks whatever they called) and fails on
+// every rank alike when any differs, naming both calls.
+Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
+  Comm& c = *comm->comm;
+  const CallSignature mine = signatureOf(op, seq);
+  std::vector<CallSignature> all(c.nranks());
+  OpRequest gather;
+  gather.collective = Collective::kAllGather;
+  gather.count = sizeof(CallSignature);
+  gather.datatype = braidUint8;
+  gather.send = &mine;
+  gather.recv = all.data();
+  const algo::CollArgs args = argsFor(c, gather);
+  const algo::Schedule& s = scheduleFor(comm, args, algo::Algorithm::kRing);
+  OpDesc desc;
+  desc.collective = "call check";
+  desc.algorithm = "ring";
+  desc.seq = seq;
+  desc.bytes = sizeof(CallSignature);
+  desc.datatype = braidUint8;
+  BRAID_TRY(comm->exec->run(s, ExecBuffers{gather.send, gather.recv}, desc));
+  for (int r = 0; r < c.nranks(); ++r) {
+    if (std::memcmp(&all[r], &all[0], sizeof(CallSignature)) == 0) continue;
+    return invalidUsage("BRAID_CHECK: the ranks' calls differ: rank 0 called " +
+                        describeCall(all[0]) + ", rank " + std::to_string(r) + " called " +
+                        describeCall(all[r]));
+  }
+  return Status::ok();
+}
+
+// A premul-sum's scaling: the windows take the scalar (read now) into *b and scale as they
+// copy the input in; otherwise the input is scaled into a copy now and *args no longer
+// counts the call as in place.
+Status placeScale(braidComm* comm, const OpRequest& op, algo::Algorithm alg, Windows windows,
+                  const OpDesc& desc, algo::CollArgs* args, ExecBuffers* b,
+                  unsigned char* scalar) {
+  bool fused = false;
+  if (windows == Windows::kRunIt) {
+    BRAID_ASSIGN_OR_RETURN(fused, comm->windows->takesScale(*args, alg, desc));
+  }
+  if (fused) {
+    readHostScalar(op.preMul, datatypeSize(op.datatype), scalar);
+    b->scale = scalar;
+    return Status::ok();
+  }
+  const std::vector<OpRequest> scaled =
+      scaleOnHost(&op, 1, comm->comm->rank(), comm->comm->nranks(), &comm->preMulCopies);
+  b->input = scaled.front().send;
+  *args = argsFor(*comm->comm, scaled.front());
+  return Status::ok();
+}
+
+Status runCollective(braidComm* comm, const OpRequest& op) {
+  Comm& c = *comm->comm;
+  if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
+  const size_t es = datatypeSize(op.datatype);
+  algo::CollArgs args = argsFor(c, op);
+  BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
+                         comm->selector.chooseForCall(op.collective, op.count * es));
+  const algo::Algorithm alg = choice.algorithm;
+  OpDesc desc;
+  desc.collective = algo::collectiveName(op.collective);
+  desc.algorithm = algo::algorithmName(alg);
+  desc.seq = c.postedSeq() + 1;
+  desc.bytes = op.count * es;
+  desc.datatype = op.datatype;
+  desc.op = op.op;
+  c.nextSeq(desc.label());
+  // INFO says which algorithm a collective runs, and why, each time that changes.
+  uint8_t& logged = comm->loggedAlgorithm[static_cast<size_t>(op.collective)];
+  if (logLevel() >= LogLevel::kInfo && logged != static_cast<uint8_t>(alg) + 1) {
+    logged = static_cast<uint8_t>(alg) + 1;
+    BRAID_INFO("%s: %s, predicted %.1f us (%s; ranking: %s)", desc.describe().c_str(),
+               desc.algorithm, choice.predictedUs, choice.forced ? "BRAID_ALGO" : "cost model",
+               comm->selector.explain(op.collective, desc.bytes).c_str());
+  } else {
+    BRAID_TRACE("%s: algorithm %s, predicted %.1f us", desc.describe().c_str(), desc.algorithm,
+                choice.predictedUs);
+  }
+  ExecBuffers b{op.send, op.recv};
+  unsigned char scalar[8];
+  const Windows windows =
+      comm->windows->handles(op.collective, alg) ? Windows::kRunIt : Windows::kDoNot;
+  if (op.preMul.on) BRAID_TRY(placeScale(comm, op, alg, windows, desc, &args, &b, scalar));
+  const Placement placement = c.nranks() == 1 ? Placement::kOneRank : Placement::kRanks;
+  if (dispatch({Memory::kHost, placement, windows, Capture::kNone}) == Executor::kHostWindows) {
+    BRAID_TRY(comm->windows->run(args, alg, b, desc, [&]() -> const algo::Schedule& {
+      return scheduleFor(comm, args, alg);
+    }));
+  } else {
+    const algo::Schedule& s = scheduleFor(comm, args, alg);
+    BRAID_TRY(comm->exec->run(s, b, desc));
+  }
+  c.opCompleted(desc.seq);
+  return Status::ok();
+}
+
+// Every send and receive of a group as one batch. Buffers are addressed
+// absolutely (base 0, one-byte elements), so one schedule covers them all.
+Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops) {
+  Comm& c = *comm->comm;
+  algo::Schedule s;
+  s.rank = c.rank();
+  s.nranks = c.nranks();
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, c.rank()));
+  for (size_t i = 0; i < self.sends.size(); ++i) {
+    const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
+    if (bytes > 0) std::memmove(self.recvs[i]->recv, self.sends[i]->send, bytes);
+  }
+  for (const OpRequest* op : ops) {
+    if (op->peer != c.rank()) s.steps.push_back(pointToPointStep(*op));
+  }
+  if (s.steps.empty()) return Status::ok();
+  s.steps.back().batchWithNext = false;
+  OpDesc desc;
+  desc.collective = "sendrecv";
+  desc.algorithm = "p2p";
+  desc.seq = c.postedSeq() + 1;
+  for (const algo::Step& st : s.steps) desc.bytes += st.count;
+  desc.datatype = braidUint8;
+  c.nextSeq(desc.label());
+  BRAID_TRY(comm->exec->run(s, ExecBuffers{nullptr, nullptr}, desc));
+  c.opCompleted(desc.seq);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
+  std::lock_guard<std::mutex> lock(comm->opMu);
+  return runOpsLocked(comm, ops, n);
+}
+
+// A premul-sum is scaled as each collective runs (placeScale), its scalar read then.
+Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
+  std::vector<const OpRequest*> p2p;
+  for (size_t i = 0; i < n; ++i) {
+    if (ops[i].kind == OpRequest::Kind::kCollective) {
+      BRAID_TRY(runCollective(comm, ops[i]));
+    } else {
+      p2p.push_back(&ops[i]);
+    }
+  }
+  return p2p.empty() ? Status::ok() : runPointToPoint(comm, p2p);
+}
+
+Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
+  return runOps(comm, ops.data(), ops.size());
+}
+
+}  // namespace braid

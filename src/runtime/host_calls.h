@@ -1,0 +1,22 @@
+// Calls on host memory: each collective on the shared windows (exec/host/shared_windows.h)
+// where they run its algorithm, else as a FIFO schedule (exec/host/fifo_executor.h); a
+// group's sends and receives as one batch. Holds no CUDA header: the device path waits for
+// nothing here.
+#pragma once
+
+#include <vector>
+
+#include "exec/call.h"
+#include "runtime/communicator.h"
+
+namespace braid {
+
+// Runs `ops` on comm: collectives one after another in order, then every
+// send and receive together as one batch (so any pattern completes). Holds
+// comm->opMu throughout.
+Status runOps(braidComm* comm, const std::vector<OpRequest>& ops);
+Status runOps(braidComm* comm, const OpRequest* ops, size_t n);
+// runOps for a caller that already holds comm->opMu.
+Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n);
+
+}  // namespace braid

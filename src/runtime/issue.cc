@@ -1,0 +1,138 @@
+#include "runtime/issue.h"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+
+#include "core/stream.h"
+#include "core/stream_lanes.h"
+#include "cuda/device.h"
+#include "runtime/device_calls.h"
+#include "runtime/host_calls.h"
+#include "runtime/last_error.h"
+#include "runtime/live_handles.h"
+#include "runtime/premul.h"
+
+namespace braid {
+namespace {
+
+struct Queued {
+  braidComm* comm;
+  OpRequest op;
+  braidStream_t stream;
+};
+thread_local int tGroupDepth = 0;
+thread_local std::vector<Queued> tGroup;
+
+// issueOps once the call is counted.
+braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
+  if (Status st = checkHostScalars(ops); !st.isOk()) return finish(comm, st);
+  hostCallIssued(comm, ops);  // its part, for peers' staged calls
+  waitForStagedCalls(comm);   // host collectives in issue order on every rank
+  if (stream == nullptr) return finish(comm, runOps(comm, ops));
+  comm->inflight.fetch_add(1);
+  stream->impl->enqueue([comm, ops = std::move(ops)] {
+    Status result = runOps(comm, ops);
+    if (!result.isOk()) {
+      comm->comm->raiseAsyncError(result);
+      finish(comm, result);
+    }
+    comm->inflight.fetch_sub(1);
+  });
+  return braidSuccess;
+}
+
+}  // namespace
+
+braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream) {
+  // The common case, a host call on the NULL stream, allocates nothing.
+  if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
+    return finish(comm, runOps(comm, &op, 1));
+  }
+  std::vector<OpRequest> ops;
+  ops.push_back(std::move(op));
+  return issueOps(comm, std::move(ops), stream);
+}
+
+braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+  // Counted, so that an abort from another thread cannot free comm under this call.
+  if (!acquireComm(comm)) {
+    return finish(nullptr,
+                  invalidArgument("comm was destroyed or aborted while the call was being issued"));
+  }
+  braidResult_t r = issueCounted(comm, std::move(ops), stream);
+  releaseComm(comm);
+  return r;
+}
+
+bool queueInGroup(braidComm* comm, OpRequest&& op, braidStream_t stream) {
+  if (tGroupDepth == 0) return false;
+  tGroup.push_back({comm, std::move(op), stream});
+  return true;
+}
+
+void groupStart() { ++tGroupDepth; }
+
+// One issue per communicator, in the order each was first used. Issues on one stream (a
+// CUDA or a host stream) run one after another in that order, so the stream holds their
+// work in the same order on every rank; issues on different streams, and each on the NULL
+// stream, run side by side, a thread each beyond the first. Ranks of one process (a
+// thread's communicators, as ncclCommInitAll makes them) then meet where a call waits for
+// every rank: host buffers on the NULL stream, the device windows' set-up.
+braidResult_t groupEnd() {
+  if (tGroupDepth == 0) {
+    return finish(nullptr, invalidUsage("braidGroupEnd without a matching braidGroupStart"));
+  }
+  if (--tGroupDepth > 0) return braidSuccess;
+  std::vector<Queued> group;
+  group.swap(tGroup);
+  struct Issue {
+    braidComm* comm;
+    braidStream_t stream;  // the communicator's first call's
+    std::vector<OpRequest> ops;
+  };
+  std::vector<Issue> issues;
+  for (Queued& q : group) {
+    auto it = std::find_if(issues.begin(), issues.end(),
+                           [&](const Issue& i) { return i.comm == q.comm; });
+    if (it == issues.end()) it = issues.insert(issues.end(), Issue{q.comm, q.stream, {}});
+    it->ops.push_back(std::move(q.op));
+  }
+  const std::vector<std::vector<size_t>> lanes =  // indices into issues, run in order
+      laneByStream(issues.size(), [&](size_t i) { return issues[i].stream; });
+  std::vector<braidResult_t> results(issues.size(), braidSuccess);
+  std::vector<std::string> errors(issues.size());
+  auto run = [&](const std::vector<size_t>& lane) {
+    for (size_t i : lane) {
+      Issue& is = issues[i];
+      results[i] = isLiveComm(is.comm)
+                       ? issueOps(is.comm, std::move(is.ops), is.stream)
+                       : finish(nullptr, invalidArgument("a group used a destroyed comm"));
+      if (results[i] != braidSuccess) errors[i] = tLastError;
+    }
+  };
+  // Each thread on the caller's CUDA device, as the issues would be on the caller's thread.
+  int device = -1;
+  if (lanes.size() > 1 && cuda::hasDevice()) {
+    Expected<int> d = cuda::currentDevice();
+    if (d.isOk()) device = d.value();
+  }
+  std::vector<std::thread> threads;
+  for (size_t l = 1; l < lanes.size(); ++l) {
+    threads.emplace_back([&, l] {
+      if (device >= 0) (void)cuda::setCurrentDevice(device);
+      run(lanes[l]);
+    });
+  }
+  if (!lanes.empty()) run(lanes[0]);
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < issues.size(); ++i) {
+    if (results[i] == braidSuccess) continue;
+    tLastError = errors[i];  // the thread that issued it may have been another
+    return results[i];
+  }
+  return braidSuccess;
+}
+
+}  // namespace braid

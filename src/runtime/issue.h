@@ -1,0 +1,26 @@
+// Issuing calls: now (the NULL stream), on a host stream's worker, on a CUDA stream, or at
+// the outermost braidGroupEnd. The C entry points hand every checked call to issueOne.
+#pragma once
+
+#include <vector>
+
+#include "braid/braid.h"
+#include "exec/call.h"
+#include "runtime/communicator.h"
+
+namespace braid {
+
+// Issues `ops` now (NULL stream) or on `stream`, reporting asynchronous
+// failures through the communicator.
+braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream);
+// The same for one op (no allocation on the NULL stream's host path).
+braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream);
+
+// Inside braidGroupStart/End on this thread: queues the op and returns true.
+bool queueInGroup(braidComm* comm, OpRequest&& op, braidStream_t stream);
+
+// braidGroupStart and braidGroupEnd: groups nest; the outermost end issues what was queued.
+void groupStart();
+braidResult_t groupEnd();
+
+}  // namespace braid

@@ -1,0 +1,35 @@
+#include "runtime/schedule_cache.h"
+
+#include "runtime/schedule_dump.h"
+
+namespace braid {
+namespace {
+
+constexpr size_t kMaxCachedSchedules = 32;
+
+}  // namespace
+
+const algo::Schedule& scheduleFor(braidComm* comm, const algo::CollArgs& args, algo::Algorithm alg,
+                                  const char* executor) {
+  if (args.collective == algo::Collective::kAllToAllv) {
+    comm->allToAllv = algo::buildSchedule(alg, args);
+    dumpSchedule(comm->allToAllv, args, alg, executor);
+    return comm->allToAllv;
+  }
+  auto& cache = comm->schedules;
+  for (auto it = cache.begin(); it != cache.end(); ++it) {
+    if (it->collective == args.collective && it->algorithm == alg && it->count == args.count &&
+        it->elemSize == args.elemSize && it->inPlace == args.inPlace && it->root == args.root &&
+        it->maxStepElems == args.maxStepElems) {
+      cache.splice(cache.begin(), cache, it);
+      return cache.front().schedule;
+    }
+  }
+  cache.push_front({args.collective, alg, args.count, args.elemSize, args.inPlace, args.root,
+                    args.maxStepElems, algo::buildSchedule(alg, args)});
+  if (cache.size() > kMaxCachedSchedules) cache.pop_back();
+  dumpSchedule(cache.front().schedule, args, alg, executor);
+  return cache.front().schedule;
+}
+
+}  // namespace braid

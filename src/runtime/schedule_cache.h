@@ -1,0 +1,17 @@
+// A communicator's recently used schedules: building one is cheap, but not free.
+#pragma once
+
+#include "algorithms/registry.h"
+#include "algorithms/schedule.h"
+#include "runtime/communicator.h"
+
+namespace braid {
+
+// comm's schedule for (args, alg): built at its first use (and then written by
+// BRAID_SCHEDULE_DUMP, runtime/schedule_dump.h, naming `executor`) and kept among the
+// communicator's recent ones; all-to-all-v's, whose counts change by call, built (and
+// written) at every call. Valid until the next call. The caller holds comm->opMu.
+const algo::Schedule& scheduleFor(braidComm* comm, const algo::CollArgs& args, algo::Algorithm alg,
+                                  const char* executor = "host");
+
+}  // namespace braid
