@@ -48,7 +48,7 @@ start=$(date +%s)
 for run in gloo braid as_gloo; do
   args=(--backend "$run")
   [ $run = as_gloo ] && args=(--backend braid --as-gloo)
-  CUDA_VISIBLE_DEVICES= timeout 240 "$py" python/tests/torch_suite.py "${args[@]}" "${suite[@]}" \
+  CUDA_VISIBLE_DEVICES= timeout "${SUITE_LIMIT:-240}" "$py" python/tests/torch_suite.py "${args[@]}" "${suite[@]}" \
     --out "$out/suite_$run.json" > "$out/suite_$run.log" 2>&1 &
 done
 wait
