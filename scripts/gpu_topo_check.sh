@@ -38,7 +38,7 @@ timeout 45 cmake --build build-topo -j "$(nproc)" --target braid-topo > "$out/to
 echo "built in $((SECONDS - start)) s"
 
 echo "== braid-topo: what discovery finds (BRAID_DEBUG=INFO)"
-BRAID_DEBUG=INFO BRAID_TOPO_DUMP_FILE="$out/topo_discovered.xml" build-topo/src/topo/braid-topo 2>&1 | head -60
+BRAID_DEBUG=INFO BRAID_TOPO_DUMP_FILE="$out/topo_discovered.xml" build-topo/tools/braid_topo/braid-topo 2>&1 | head -60
 echo "(written: $out/topo_discovered.xml)"
 
 if [ -f build-gpu/src/api/libbraid.so ] && [ -x build-gpu/tools/braidrun/braidrun ] && command -v nvcc >/dev/null; then
@@ -66,7 +66,7 @@ EOF
   grep -E "topology:|cost model" "$out/bind_check.log" | sed 's/^[^[]*\[braid INFO\] //' | head -30
   if [ -f "$out/topo_live.xml" ]; then
     echo "== braid-topo on the live communicator's dump"
-    BRAID_TOPO_FILE="$out/topo_live.xml" build-topo/src/topo/braid-topo 2>&1 | sed -n '/# ranks/,$p'
+    BRAID_TOPO_FILE="$out/topo_live.xml" build-topo/tools/braid_topo/braid-topo 2>&1 | sed -n '/# ranks/,$p'
   else
     tail -5 "$out/bind_check.log"
   fi
