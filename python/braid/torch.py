@@ -289,15 +289,30 @@ def _create(store, rank, size, timeout):
     return ProcessGroupBraid(store, rank, size, timeout)
 
 
+def _create_extended(opts, backend_options=None):
+    """torch 2.x's extended creator: the options carry the group's name (group_id), which
+    a ProcessGroup subclass must hold itself, since torch returns it as the group as is;
+    destroy_process_group and the name lookups of 2.x read it."""
+    pg = ProcessGroupBraid(opts.store, opts.group_rank, opts.group_size, opts.timeout)
+    name = getattr(opts, "group_id", None)
+    if name and hasattr(pg, "_set_group_name"):
+        pg._set_group_name(name)
+    return pg
+
+
 def register(backend_api=None):
     """Registers "braid" with torch.distributed (once). torch 2.x's register_backend takes
-    the devices the backend serves (CPU and CUDA tensors); 1.13's takes none. The choice
-    is made here, at run time, from the signature of the installed torch's function."""
+    the devices the backend serves (CPU and CUDA tensors) and the extended creator, whose
+    options name the group; 1.13's takes neither. The choice is made here, at run time,
+    from the signature of the installed torch's function."""
     backend_api = backend_api or dist.Backend
     if BACKEND_NAME.upper() in backend_api._plugins:
         return
     params = inspect.signature(backend_api.register_backend).parameters
-    if "devices" in params:
+    if "devices" in params and "extended_api" in params:
+        backend_api.register_backend(BACKEND_NAME, _create_extended, extended_api=True,
+                                     devices=["cpu", "cuda"])
+    elif "devices" in params:
         backend_api.register_backend(BACKEND_NAME, _create, devices=["cpu", "cuda"])
     else:
         backend_api.register_backend(BACKEND_NAME, _create)

@@ -111,7 +111,29 @@ class RegistrationShapeTest(unittest.TestCase):
             calls.append((name, func, extended_api, devices))
 
         braid.torch.register(self.api(register_backend))
-        self.assertEqual(calls, [("braid", braid.torch._create, False, ["cpu", "cuda"])])
+        self.assertEqual(calls, [("braid", braid.torch._create_extended, True, ["cpu", "cuda"])])
+
+    def test_torch_2_extended_creator_names_the_group(self):
+        # torch 2.x returns a ProcessGroup subclass as the group itself, so the group's
+        # name (destroy_process_group reads it) must come from the creator's options.
+        names = []
+
+        class Options:
+            store = dist.HashStore()
+            group_rank, group_size = 0, 1
+            timeout = datetime.timedelta(seconds=30)
+            group_id = "7"
+
+        def set_name(pg, name):
+            names.append(name)
+
+        braid.torch.ProcessGroupBraid._set_group_name = set_name
+        try:
+            pg = braid.torch._create_extended(Options(), None)
+            pg.communicator.close()
+        finally:
+            del braid.torch.ProcessGroupBraid._set_group_name
+        self.assertEqual(names, ["7"])
 
     def test_torch_1_13_registration_has_no_devices(self):
         calls = []
