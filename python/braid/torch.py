@@ -59,6 +59,12 @@ class ProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
         return BACKEND_NAME
 
     @property
+    def group_name(self):
+        """The name torch 2.x gave the group (its extended creator's group_id)."""
+        name = getattr(self, "_braid_group_name", None)
+        return name if name else super().group_name
+
+    @property
     def communicator(self):
         """The braid.Communicator under this group."""
         return self._comm
@@ -295,8 +301,10 @@ def _create_extended(opts, backend_options=None):
     destroy_process_group and the name lookups of 2.x read it."""
     pg = ProcessGroupBraid(opts.store, opts.group_rank, opts.group_size, opts.timeout)
     name = getattr(opts, "group_id", None)
-    if name and hasattr(pg, "_set_group_name"):
-        pg._set_group_name(name)
+    if name:
+        pg._braid_group_name = name
+        if hasattr(pg, "_set_group_name"):
+            pg._set_group_name(name)
     return pg
 
 

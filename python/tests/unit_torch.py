@@ -134,6 +134,7 @@ class RegistrationShapeTest(unittest.TestCase):
         finally:
             del braid.torch.ProcessGroupBraid._set_group_name
         self.assertEqual(names, ["7"])
+        self.assertEqual(pg.group_name, "7")
 
     def test_torch_1_13_registration_has_no_devices(self):
         calls = []
