@@ -28,7 +28,7 @@ bool isHostStream(braidStream_t stream) { return stream != nullptr && isValidStr
 
 // Through the communicator's proxy (runtime/device/staged_proxy.h): enqueued on the stream,
 // returning at once; on the NULL stream complete, with the host collective's error, on return.
-Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+Status runStaged(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   if (isHostStream(stream)) {
     return invalidUsage(
         "a buffer is in device memory but the stream is a host stream from "
@@ -52,7 +52,7 @@ Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stre
 
 }  // namespace
 
-void hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops) {
+void hostCallIssued(braidComm* comm, const std::vector<Call>& ops) {
   ThreadPeers::hostCallIssued(comm, ops);
 }
 
@@ -67,14 +67,14 @@ namespace {
 // a copy to its paired receive; all enqueued on the stream (NCCL's 1-rank calls are a
 // copy kernel too). False, with nothing enqueued: not every buffer is device memory, or a
 // schedule needs scratch; the caller stages.
-Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void* stream) {
+Expected<bool> runAlone(braidComm* comm, const std::vector<Call>& ops, void* stream) {
   BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, 0));
   std::vector<std::vector<DeviceOp>> programs;
-  for (const OpRequest& op : ops) {
+  for (const Call& op : ops) {
     for (const StagedRegion& r : regionsOf(op, 0, 1)) {
       if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) return false;
     }
-    if (op.kind != OpRequest::Kind::kCollective) continue;
+    if (op.kind != Call::Kind::kCollective) continue;
     programs.emplace_back();
     if (op.preMul.on) continue;  // a reduction of one input: out = scalar * in
     const size_t es = datatypeSize(op.datatype);
@@ -93,8 +93,8 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void
     programs.back() = std::move(program);
   }
   size_t next = 0;
-  for (const OpRequest& op : ops) {
-    if (op.kind != OpRequest::Kind::kCollective) continue;
+  for (const Call& op : ops) {
+    if (op.kind != Call::Kind::kCollective) continue;
     if (op.preMul.on) {
       BRAID_TRY(scaleInto(op, op.recv, op.send, op.count * datatypeSize(op.datatype), stream));
     }
@@ -125,11 +125,11 @@ Status checkCudaStream(braidStream_t stream) {
       st.message() + ")");
 }
 
-bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
+bool usesCuda(const std::vector<Call>& ops, braidStream_t stream) {
   if (!cuda::compiled()) return false;
   if (stream != nullptr && !isValidStream(stream)) return true;  // checked as a CUDA stream
   if (!cuda::hasDevice()) return false;
-  for (const OpRequest& op : ops) {
+  for (const Call& op : ops) {
     if (cuda::isDeviceMemory(op.send) || cuda::isDeviceMemory(op.recv)) {
       return true;
     }
@@ -146,10 +146,10 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // copies on the stream (runAlone). A premul-sum's input is scaled as the windows copy it
 // in; staged, by the host collective; on one rank, into the output. `captured`: the
 // stream is capturing a CUDA graph; what a replay cannot run (captureRefusal) is refused.
-Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream, bool captured) {
+Status runPaths(braidComm* comm, std::vector<Call> ops, braidStream_t stream, bool captured) {
   const int nranks = comm->comm->nranks();
   if (captured) {
-    for (const OpRequest& op : ops) {
+    for (const Call& op : ops) {
       for (const StagedRegion& r : regionsOf(op, comm->comm->rank(), nranks)) {
         if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) {
           return captureRefusal(
@@ -183,10 +183,10 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
     if (!ran) BRAID_TRY(runStaged(comm, ops, stream));
     return ran && stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
   }
-  std::vector<OpRequest> direct, rest;
+  std::vector<Call> direct, rest;
   bool collective = false, paired = false, refused = false;
-  for (const OpRequest& op : ops) {
-    const bool isCollective = op.kind == OpRequest::Kind::kCollective;
+  for (const Call& op : ops) {
+    const bool isCollective = op.kind == Call::Kind::kCollective;
     const bool supported = !isCollective || DeviceWindows::supports(op, nranks);
     const Executor e = dispatch(
         {Memory::kDevice, placement, supported ? Windows::kRunIt : Windows::kDoNot, capture});
@@ -254,13 +254,13 @@ Expected<bool> capturing(braidStream_t stream) {
   return capturing;
 }
 
-Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+Status runDirectOrStaged(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
   BRAID_ASSIGN_OR_RETURN(bool captured, capturing(stream));
   return runPaths(comm, std::move(ops), stream, captured);
 }
 
-braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   return finish(comm, runDirectOrStaged(comm, std::move(ops), stream));
 }
 

@@ -17,7 +17,7 @@ using algo::Collective;
 
 // op's schedule arguments on this communicator: the call's own (collArgsOf), the step
 // size its FIFOs allow and, across nodes, every rank's node.
-algo::CollArgs argsFor(const Comm& c, const OpRequest& op) {
+algo::CollArgs argsFor(const Comm& c, const Call& op) {
   algo::CollArgs args = collArgsOf(op, c.rank(), c.nranks());
   // Half the FIFO per step: the first send of a round always fits, and a rank
   // can run a step ahead of its neighbour.
@@ -40,7 +40,7 @@ struct CallSignature {
 };
 constexpr uint32_t kSignatureMagic = 0x42524348;  // "BRCH"
 
-CallSignature signatureOf(const OpRequest& op, uint64_t seq) {
+CallSignature signatureOf(const Call& op, uint64_t seq) {
   const bool reduces = op.collective == Collective::kAllReduce ||
                        op.collective == Collective::kReduceScatter ||
                        op.collective == Collective::kReduce;
@@ -73,11 +73,11 @@ std::string describeCall(const CallSignature& s) {
 // All-gathers every rank's signature of this call (a fixed-size ring
 // all-gather, so it matches across ranks whatever they called) and fails on
 // every rank alike when any differs, naming both calls.
-Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
+Status checkCallsMatch(braidComm* comm, const Call& op, uint64_t seq) {
   Comm& c = *comm->comm;
   const CallSignature mine = signatureOf(op, seq);
   std::vector<CallSignature> all(c.nranks());
-  OpRequest gather;
+  Call gather;
   gather.collective = Collective::kAllGather;
   gather.count = sizeof(CallSignature);
   gather.datatype = braidUint8;
@@ -104,7 +104,7 @@ Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
 // A premul-sum's scaling: the windows take the scalar (read now) into *b and scale as they
 // copy the input in; otherwise the input is scaled into a copy now and *args no longer
 // counts the call as in place.
-Status placeScale(braidComm* comm, const OpRequest& op, algo::Algorithm alg, Windows windows,
+Status placeScale(braidComm* comm, const Call& op, algo::Algorithm alg, Windows windows,
                   const OpDesc& desc, algo::CollArgs* args, ExecBuffers* b,
                   unsigned char* scalar) {
   bool fused = false;
@@ -116,14 +116,14 @@ Status placeScale(braidComm* comm, const OpRequest& op, algo::Algorithm alg, Win
     b->scale = scalar;
     return Status::ok();
   }
-  const std::vector<OpRequest> scaled =
+  const std::vector<Call> scaled =
       scaleOnHost(&op, 1, comm->comm->rank(), comm->comm->nranks(), &comm->preMulCopies);
   b->input = scaled.front().send;
   *args = argsFor(*comm->comm, scaled.front());
   return Status::ok();
 }
 
-Status runCollective(braidComm* comm, const OpRequest& op) {
+Status runCollective(braidComm* comm, const Call& op) {
   Comm& c = *comm->comm;
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
@@ -170,7 +170,7 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
 
 // Every send and receive of a group as one batch. Buffers are addressed
 // absolutely (base 0, one-byte elements), so one schedule covers them all.
-Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops) {
+Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   Comm& c = *comm->comm;
   algo::Schedule s;
   s.rank = c.rank();
@@ -180,7 +180,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
     const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
     if (bytes > 0) std::memmove(self.recvs[i]->recv, self.sends[i]->send, bytes);
   }
-  for (const OpRequest* op : ops) {
+  for (const Call* op : ops) {
     if (op->peer != c.rank()) s.steps.push_back(pointToPointStep(*op));
   }
   if (s.steps.empty()) return Status::ok();
@@ -199,16 +199,16 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
 
 }  // namespace
 
-Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
+Status runOps(braidComm* comm, const Call* ops, size_t n) {
   std::lock_guard<std::mutex> lock(comm->opMu);
   return runOpsLocked(comm, ops, n);
 }
 
 // A premul-sum is scaled as each collective runs (placeScale), its scalar read then.
-Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
-  std::vector<const OpRequest*> p2p;
+Status runOpsLocked(braidComm* comm, const Call* ops, size_t n) {
+  std::vector<const Call*> p2p;
   for (size_t i = 0; i < n; ++i) {
-    if (ops[i].kind == OpRequest::Kind::kCollective) {
+    if (ops[i].kind == Call::Kind::kCollective) {
       BRAID_TRY(runCollective(comm, ops[i]));
     } else {
       p2p.push_back(&ops[i]);
@@ -217,7 +217,7 @@ Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
   return p2p.empty() ? Status::ok() : runPointToPoint(comm, p2p);
 }
 
-Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
+Status runOps(braidComm* comm, const std::vector<Call>& ops) {
   return runOps(comm, ops.data(), ops.size());
 }
 
