@@ -112,7 +112,60 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<Call>& ops, void* str
   return true;
 }
 
+// The device kinds of runtime/call_executor.h, over the paths above.
+class DeviceWindowsExecutor final : public CallExecutor {
+ public:
+  Executor kind() const override { return Executor::kDeviceWindows; }
+  // The caller holds comm->opMu, and the windows are made.
+  Status run(const Call*, size_t, const CallContext& ctx) override {
+    return ctx.comm->deviceWindows->run(*ctx.calls, ctx.stream, ctx.captured);
+  }
+};
+
+class StagedExecutor final : public CallExecutor {
+ public:
+  Executor kind() const override { return Executor::kDeviceStaged; }
+  Status run(const Call*, size_t, const CallContext& ctx) override {
+    return runStaged(ctx.comm, std::move(*ctx.calls), ctx.stream);
+  }
+};
+
+// No windows on one rank: what its copies cannot run is staged.
+class AloneExecutor final : public CallExecutor {
+ public:
+  Executor kind() const override { return Executor::kDeviceAlone; }
+  Status run(const Call*, size_t, const CallContext& ctx) override {
+    braidComm* comm = ctx.comm;
+    bool ran = false;
+    {
+      std::lock_guard<std::mutex> lock(comm->opMu);
+      BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, *ctx.calls, ctx.stream));
+    }
+    if (!ran && ctx.captured) return captureRefusal("one rank's call would be staged");
+    if (!ran) BRAID_TRY(runStaged(comm, *ctx.calls, ctx.stream));
+    return ran && ctx.stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
+  }
+};
+
+// `calls` on the communicator's executor of `kind`.
+Status runOn(braidComm* comm, Executor kind, std::vector<Call>* calls, braidStream_t stream,
+             bool captured) {
+  CallContext ctx;
+  ctx.comm = comm;
+  ctx.stream = stream;
+  ctx.captured = captured;
+  ctx.calls = calls;
+  return executorFor(comm, kind).run(calls->data(), calls->size(), ctx);
+}
+
 }  // namespace
+
+void addDeviceExecutors(CallExecutors* table) {
+  (*table)[static_cast<size_t>(Executor::kDeviceWindows)] =
+      std::make_unique<DeviceWindowsExecutor>();
+  (*table)[static_cast<size_t>(Executor::kDeviceStaged)] = std::make_unique<StagedExecutor>();
+  (*table)[static_cast<size_t>(Executor::kDeviceAlone)] = std::make_unique<AloneExecutor>();
+}
 
 Status checkCudaStream(braidStream_t stream) {
   if (!cuda::compiled()) {
@@ -172,17 +225,8 @@ Status runPaths(braidComm* comm, std::vector<Call> ops, braidStream_t stream, bo
   }
   const Placement placement = nranks == 1 ? Placement::kOneRank : Placement::kRanks;
   const Capture capture = captured ? Capture::kCapturing : Capture::kNone;
-  if (dispatch({Memory::kDevice, placement, Windows::kDoNot, capture}) == Executor::kDeviceAlone) {
-    bool ran = false;
-    // No windows on one rank: what its copies cannot run is staged.
-    {
-      std::lock_guard<std::mutex> lock(comm->opMu);
-      BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, ops, stream));
-    }
-    if (!ran && captured) return captureRefusal("one rank's call would be staged");
-    if (!ran) BRAID_TRY(runStaged(comm, ops, stream));
-    return ran && stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
-  }
+  const Executor alone = dispatch({Memory::kDevice, placement, Windows::kDoNot, capture});
+  if (alone == Executor::kDeviceAlone) return runOn(comm, alone, &ops, stream, captured);
   std::vector<Call> direct, rest;
   bool collective = false, paired = false, refused = false;
   for (const Call& op : ops) {
@@ -222,7 +266,7 @@ Status runPaths(braidComm* comm, std::vector<Call> ops, braidStream_t stream, bo
           "capture");
     }
     if (comm->deviceWindows != nullptr) {
-      BRAID_TRY(comm->deviceWindows->run(direct, stream, captured));
+      BRAID_TRY(runOn(comm, Executor::kDeviceWindows, &direct, stream, captured));
       ran = true;
     }
   }
@@ -236,8 +280,8 @@ Status runPaths(braidComm* comm, std::vector<Call> ops, braidStream_t stream, bo
   // allocation or kernel at issue. On an H200, scaling on the device first (a
   // stream-ordered allocation, the scale kernel) made the call wait at issue until a
   // stream the caller held was let go.
-  if (!ran) return runStaged(comm, std::move(ops), stream);
-  if (!rest.empty()) BRAID_TRY(runStaged(comm, std::move(rest), stream));
+  if (!ran) return runOn(comm, Executor::kDeviceStaged, &ops, stream, false);
+  if (!rest.empty()) BRAID_TRY(runOn(comm, Executor::kDeviceStaged, &rest, stream, false));
   // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
   return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
 }
@@ -255,7 +299,7 @@ Expected<bool> capturing(braidStream_t stream) {
 }
 
 Status runDirectOrStaged(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
-  if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
+  if (isHostStream(stream)) return runOn(comm, Executor::kDeviceStaged, &ops, stream, false);
   BRAID_ASSIGN_OR_RETURN(bool captured, capturing(stream));
   return runPaths(comm, std::move(ops), stream, captured);
 }

@@ -14,9 +14,14 @@
 #include "braid/braid.h"
 #include "core/status.h"
 #include "exec/call.h"
+#include "runtime/call_executor.h"
 #include "runtime/communicator.h"
 
 namespace braid {
+
+// Adds the device executors (runtime/call_executor.h) to `table`: the device windows, the
+// staged proxy and one rank's copies. None in a library built without CUDA.
+void addDeviceExecutors(CallExecutors* table);
 
 // For a stream that is neither NULL nor a live host stream: accepted when it is a CUDA
 // stream of this process; otherwise the error names the stream argument and says why

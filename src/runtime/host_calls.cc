@@ -6,6 +6,7 @@
 
 #include "core/logging.h"
 #include "exec/reduce.h"
+#include "runtime/call_executor.h"
 #include "runtime/dispatch.h"
 #include "runtime/premul.h"
 #include "runtime/schedule_cache.h"
@@ -156,14 +157,14 @@ Status runCollective(braidComm* comm, const Call& op) {
       comm->windows->handles(op.collective, alg) ? Windows::kRunIt : Windows::kDoNot;
   if (op.preMul.on) BRAID_TRY(placeScale(comm, op, alg, windows, desc, &args, &b, scalar));
   const Placement placement = c.nranks() == 1 ? Placement::kOneRank : Placement::kRanks;
-  if (dispatch({Memory::kHost, placement, windows, Capture::kNone}) == Executor::kHostWindows) {
-    BRAID_TRY(comm->windows->run(args, alg, b, desc, [&]() -> const algo::Schedule& {
-      return scheduleFor(comm, args, alg);
-    }));
-  } else {
-    const algo::Schedule& s = scheduleFor(comm, args, alg);
-    BRAID_TRY(comm->exec->run(s, b, desc));
-  }
+  const Executor kind = dispatch({Memory::kHost, placement, windows, Capture::kNone});
+  CallContext ctx;
+  ctx.comm = comm;
+  ctx.args = &args;
+  ctx.algorithm = alg;
+  ctx.buffers = b;
+  ctx.desc = &desc;
+  BRAID_TRY(executorFor(comm, kind).run(&op, 1, ctx));
   c.opCompleted(desc.seq);
   return Status::ok();
 }
@@ -192,7 +193,12 @@ Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   for (const algo::Step& st : s.steps) desc.bytes += st.count;
   desc.datatype = braidUint8;
   c.nextSeq(desc.label());
-  BRAID_TRY(comm->exec->run(s, ExecBuffers{nullptr, nullptr}, desc));
+  CallContext ctx;
+  ctx.comm = comm;
+  ctx.buffers = ExecBuffers{nullptr, nullptr};
+  ctx.desc = &desc;
+  ctx.schedule = &s;
+  BRAID_TRY(executorFor(comm, Executor::kHostFifo).run(nullptr, 0, ctx));  // all in ctx.schedule
   c.opCompleted(desc.seq);
   return Status::ok();
 }

@@ -5,6 +5,8 @@
 
 namespace braid {
 
+void addDeviceExecutors(CallExecutors* table) {}
+
 Status checkCudaStream(braidStream_t stream) {
   return invalidArgument("stream is neither NULL nor a stream from braidStreamCreate");
 }
