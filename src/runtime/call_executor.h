@@ -3,9 +3,10 @@
 // host and device paths run `executorFor(comm, dispatch(...)).run(...)`. The objects are
 // thin and stateless adapters over each executor's own entry point: the host FIFO
 // schedules (exec/host/fifo_executor.h), the host shared windows (exec/host/shared_windows.h),
-// and on the device side the device windows (runtime/device/device_windows.h, which run the
-// schedules they do not program lowered, runtime/device/lowered_schedule.cc), the staged
-// proxy (runtime/device/staged_proxy.h) and one rank's copies on the stream. What a run
+// and on the device side the device windows (runtime/device/device_windows.h), the lowered
+// schedules (runtime/device/lowered_schedule.cc: the windows run through it what they do
+// not program), the staged proxy (runtime/device/staged_proxy.h) and one rank's copies on
+// the stream. What a run
 // needs beyond its calls comes in a CallContext on the caller's stack: no allocation per
 // call. The device kinds are made on the device side (addDeviceExecutors in
 // runtime/device_calls.h), so nothing here includes a CUDA header; a library built without
@@ -61,6 +62,7 @@ class CallExecutor {
 };
 
 // One object per kind that runs calls (every Executor but kRefused), indexed by the kind.
+// Executor::kRefused comes last.
 constexpr size_t kExecutorKinds = static_cast<size_t>(Executor::kRefused);
 using CallExecutors = std::array<std::unique_ptr<CallExecutor>, kExecutorKinds>;
 

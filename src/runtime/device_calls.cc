@@ -122,6 +122,19 @@ class DeviceWindowsExecutor final : public CallExecutor {
   }
 };
 
+// Collectives the device windows run as lowered schedules of ctx.algorithm; the caller
+// (DeviceWindows::run) holds comm->opMu.
+class LoweredExecutor final : public CallExecutor {
+ public:
+  Executor kind() const override { return Executor::kDeviceLowered; }
+  Status run(const Call* calls, size_t n, const CallContext& ctx) override {
+    for (size_t i = 0; i < n; ++i) {
+      BRAID_TRY(ctx.comm->deviceWindows->runSchedule(calls[i], ctx.algorithm, ctx.stream));
+    }
+    return Status::ok();
+  }
+};
+
 class StagedExecutor final : public CallExecutor {
  public:
   Executor kind() const override { return Executor::kDeviceStaged; }
@@ -164,6 +177,7 @@ void addDeviceExecutors(CallExecutors* table) {
   (*table)[static_cast<size_t>(Executor::kDeviceWindows)] =
       std::make_unique<DeviceWindowsExecutor>();
   (*table)[static_cast<size_t>(Executor::kDeviceStaged)] = std::make_unique<StagedExecutor>();
+  (*table)[static_cast<size_t>(Executor::kDeviceLowered)] = std::make_unique<LoweredExecutor>();
   (*table)[static_cast<size_t>(Executor::kDeviceAlone)] = std::make_unique<AloneExecutor>();
 }
 

@@ -20,7 +20,8 @@
 namespace braid {
 
 // Adds the device executors (runtime/call_executor.h) to `table`: the device windows, the
-// staged proxy and one rank's copies. None in a library built without CUDA.
+// lowered schedules they pick, the staged proxy and one rank's copies. None in a library
+// built without CUDA.
 void addDeviceExecutors(CallExecutors* table);
 
 // For a stream that is neither NULL nor a live host stream: accepted when it is a CUDA

@@ -86,7 +86,14 @@ Status DeviceWindows::run(const std::vector<Call>& ops, void* stream, bool captu
 Status DeviceWindows::runOne(const Call& op, void* stream) {
   algo::Algorithm alg = algo::Algorithm::kRing;
   BRAID_ASSIGN_OR_RETURN(bool lowered, lowers(op, &alg));
-  if (lowered) return runSchedule(op, alg, stream);
+  if (lowered) {  // through the communicator's lowered-schedule executor (call_executor.h)
+    CallContext ctx;
+    ctx.comm = owner_;
+    ctx.algorithm = alg;
+    ctx.stream = static_cast<braidStream_t>(stream);
+    ctx.captured = captured_;
+    return executorFor(owner_, Executor::kDeviceLowered).run(&op, 1, ctx);
+  }
   WindowCall call;
   call.collective = op.collective;
   call.count = op.count;

@@ -88,6 +88,9 @@ class DeviceWindows {
   // comm->opMu.
   // captured: the stream is capturing a CUDA graph (above).
   Status run(const std::vector<Call>& ops, void* stream, bool captured = false);
+  // One collective as a lowered schedule of `alg` (lowered_schedule.cc), which run() picks
+  // for a schedule the windows do not program; the caller holds comm->opMu.
+  Status runSchedule(const Call& op, algo::Algorithm alg, void* stream);
   static constexpr size_t kGraphSlotBytes = size_t{1} << 20;
   // Captured window calls that fit it run in a region of their own (exec/cuda/window_program.h):
   // 2 barriers instead of 3. BRAID_CUDA_GRAPH_BYTES changes it (0: none; at most a half).
@@ -148,7 +151,6 @@ class DeviceWindows {
   Status runOne(const Call& op, void* stream);
   // Whether op runs as a lowered schedule (true: which algorithm in *alg).
   Expected<bool> lowers(const Call& op, algo::Algorithm* alg);
-  Status runSchedule(const Call& op, algo::Algorithm alg, void* stream);
   // Lowers this rank's schedule over the send slots from the pair counts where they
   // stand, enqueues it (buffers at in / out, scratch_) and advances the counts.
   Status runLowered(const algo::Schedule& s, const Call& op, const void* in, void* out,

@@ -1,5 +1,5 @@
-// The communicator's executor table (runtime/call_executor.h): every kind dispatch() can
-// pick, but a refusal, has one object, at its own index, that says it is that kind. Made
+// The communicator's executor table (runtime/call_executor.h): every kind of executor (a
+// refusal is none) has one object, at its own index, that says it is that kind. Made
 // as a communicator makes it, without one: no processes, no transports, no device.
 #include "runtime/call_executor.h"
 
@@ -16,7 +16,7 @@ namespace {
 
 constexpr Executor kHostKinds[] = {Executor::kHostWindows, Executor::kHostFifo};
 constexpr Executor kDeviceKinds[] = {Executor::kDeviceAlone, Executor::kDeviceWindows,
-                                     Executor::kDeviceStaged};
+                                     Executor::kDeviceStaged, Executor::kDeviceLowered};
 
 TEST(Executors, EveryHostKindHasItsOwnObject) {
   const CallExecutors table = makeExecutors();
@@ -43,7 +43,7 @@ TEST(Executors, TheDeviceKindsExistWhereTheLibraryHasADeviceSide) {
 }
 
 TEST(Executors, EveryKindButARefusalHasASlotAndTheObjectsAreDistinct) {
-  // Every Executor dispatch() returns, refusals aside: the table's size is their number.
+  // Every Executor but kRefused: the table's size is their number.
   EXPECT_EQ(kExecutorKinds, std::size(kHostKinds) + std::size(kDeviceKinds));
   const CallExecutors table = makeExecutors();
   std::set<const CallExecutor*> objects;
