@@ -56,8 +56,9 @@ class CallExecutor {
   virtual ~CallExecutor() = default;
   virtual Executor kind() const = 0;
   const char* name() const { return executorName(kind()); }
-  // Runs `n` calls at `calls` (the device path's: ctx.calls's) as this executor does; a
-  // group's host sends and receives come as their one schedule (ctx.schedule), `n` 0.
+  // Runs `n` calls at `calls` (ctx.calls's contents where the device path sets it) as this
+  // executor does; a group's host sends and receives come as their one schedule
+  // (ctx.schedule), `n` 0.
   virtual Status run(const Call* calls, size_t n, const CallContext& ctx) = 0;
 };
 
