@@ -77,10 +77,11 @@ Status checkOverlap(const void* send, size_t sendBytes, const void* recv, size_t
   return Status::ok();
 }
 
-struct Call {
+// One entry point's call with the communicator and stream it came on, and its checks' result.
+struct ApiCall {
   braidComm* comm;
   braidStream_t stream;
-  OpRequest op;
+  Call op;
   Status status;
 
   int nranks() const { return comm->comm->nranks(); }
@@ -89,22 +90,22 @@ struct Call {
 };
 
 // Validates what every call shares; returns false when `call.status` failed.
-bool checkCommon(Call& call) {
+bool checkCommon(ApiCall& call) {
   call.status = checkComm(call.comm, call.stream);
   if (call.status.isOk()) call.status = checkType(call.op.datatype);
   if (call.status.isOk()) call.status = checkCount(call.op.count, call.es(), call.nranks(), "count");
   return call.status.isOk();
 }
 
-braidResult_t issue(Call& call) {
+braidResult_t issue(ApiCall& call) {
   if (!call.status.isOk()) return finish(call.comm, call.status);
   if (queueInGroup(call.comm, std::move(call.op), call.stream)) return braidSuccess;
   return issueOne(call.comm, std::move(call.op), call.stream);
 }
 
-Call collective(braidComm* comm, braidStream_t stream, Collective c, const void* send,
+ApiCall collective(braidComm* comm, braidStream_t stream, Collective c, const void* send,
                 void* recv, size_t count, braidDataType_t datatype, braidRedOp_t op, int root) {
-  Call call{comm, stream, OpRequest{}, Status::ok()};
+  ApiCall call{comm, stream, Call{}, Status::ok()};
   call.op.collective = c;
   call.op.send = send;
   call.op.recv = recv;
@@ -148,9 +149,9 @@ Call collective(braidComm* comm, braidStream_t stream, Collective c, const void*
   return call;
 }
 
-Call pointToPoint(braidComm* comm, braidStream_t stream, OpRequest::Kind kind, const void* send,
+ApiCall pointToPoint(braidComm* comm, braidStream_t stream, Call::Kind kind, const void* send,
                   void* recv, size_t count, braidDataType_t datatype, int peer) {
-  Call call{comm, stream, OpRequest{}, Status::ok()};
+  ApiCall call{comm, stream, Call{}, Status::ok()};
   call.op.kind = kind;
   call.op.send = send;
   call.op.recv = recv;
@@ -160,7 +161,7 @@ Call pointToPoint(braidComm* comm, braidStream_t stream, OpRequest::Kind kind, c
   if (!checkCommon(call)) return call;
   call.status = checkRank(peer, call.nranks(), "peer");
   if (call.status.isOk()) {
-    call.status = kind == OpRequest::Kind::kSend ? checkBuffer(send, count, "sendbuff")
+    call.status = kind == Call::Kind::kSend ? checkBuffer(send, count, "sendbuff")
                                                  : checkBuffer(recv, count, "recvbuff");
   }
   return call;
@@ -173,14 +174,14 @@ extern "C" {
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                              braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kAllReduce, sendbuff, recvbuff, count,
+  ApiCall call = collective(comm, stream, Collective::kAllReduce, sendbuff, recvbuff, count,
                          datatype, op, 0);
   return issue(call);
 }
 
 braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                              braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kAllGather, sendbuff, recvbuff, sendcount,
+  ApiCall call = collective(comm, stream, Collective::kAllGather, sendbuff, recvbuff, sendcount,
                          datatype, braidSum, 0);
   return issue(call);
 }
@@ -188,7 +189,7 @@ braidResult_t braidAllGather(const void* sendbuff, void* recvbuff, size_t sendco
 braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                  braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,
                                  braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kReduceScatter, sendbuff, recvbuff, recvcount,
+  ApiCall call = collective(comm, stream, Collective::kReduceScatter, sendbuff, recvbuff, recvcount,
                          datatype, op, 0);
   return issue(call);
 }
@@ -196,7 +197,7 @@ braidResult_t braidReduceScatter(const void* sendbuff, void* recvbuff, size_t re
 braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, int root, braidComm_t comm,
                              braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kBroadcast, sendbuff, recvbuff, count,
+  ApiCall call = collective(comm, stream, Collective::kBroadcast, sendbuff, recvbuff, count,
                          datatype, braidSum, root);
   return issue(call);
 }
@@ -204,7 +205,7 @@ braidResult_t braidBroadcast(const void* sendbuff, void* recvbuff, size_t count,
 braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count,
                           braidDataType_t datatype, braidRedOp_t op, int root, braidComm_t comm,
                           braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kReduce, sendbuff, recvbuff, count, datatype,
+  ApiCall call = collective(comm, stream, Collective::kReduce, sendbuff, recvbuff, count, datatype,
                          op, root);
   return issue(call);
 }
@@ -212,7 +213,7 @@ braidResult_t braidReduce(const void* sendbuff, void* recvbuff, size_t count,
 braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
                           braidDataType_t datatype, int root, braidComm_t comm,
                           braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kGather, sendbuff, recvbuff, count, datatype,
+  ApiCall call = collective(comm, stream, Collective::kGather, sendbuff, recvbuff, count, datatype,
                          braidSum, root);
   return issue(call);
 }
@@ -220,14 +221,14 @@ braidResult_t braidGather(const void* sendbuff, void* recvbuff, size_t count,
 braidResult_t braidScatter(const void* sendbuff, void* recvbuff, size_t count,
                            braidDataType_t datatype, int root, braidComm_t comm,
                            braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kScatter, sendbuff, recvbuff, count, datatype,
+  ApiCall call = collective(comm, stream, Collective::kScatter, sendbuff, recvbuff, count, datatype,
                          braidSum, root);
   return issue(call);
 }
 
 braidResult_t braidAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                             braidDataType_t datatype, braidComm_t comm, braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kAllToAll, sendbuff, recvbuff, count, datatype,
+  ApiCall call = collective(comm, stream, Collective::kAllToAll, sendbuff, recvbuff, count, datatype,
                          braidSum, 0);
   return issue(call);
 }
@@ -236,7 +237,7 @@ braidResult_t braidAlltoAllv(const void* sendbuff, const size_t sendcounts[],
                              const size_t sdispls[], void* recvbuff, const size_t recvcounts[],
                              const size_t rdispls[], braidDataType_t datatype, braidComm_t comm,
                              braidStream_t stream) {
-  Call call = collective(comm, stream, Collective::kAllToAllv, sendbuff, recvbuff, 0, datatype,
+  ApiCall call = collective(comm, stream, Collective::kAllToAllv, sendbuff, recvbuff, 0, datatype,
                          braidSum, 0);
   if (call.status.isOk() && (!sendcounts || !sdispls || !recvcounts || !rdispls)) {
     call.status = invalidArgument("sendcounts, sdispls, recvcounts and rdispls must all be "
@@ -272,14 +273,14 @@ braidResult_t braidAlltoAllv(const void* sendbuff, const size_t sendcounts[],
 
 braidResult_t braidSend(const void* sendbuff, size_t count, braidDataType_t datatype, int peer,
                         braidComm_t comm, braidStream_t stream) {
-  Call call = pointToPoint(comm, stream, OpRequest::Kind::kSend, sendbuff, nullptr, count,
+  ApiCall call = pointToPoint(comm, stream, Call::Kind::kSend, sendbuff, nullptr, count,
                            datatype, peer);
   return issue(call);
 }
 
 braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, int peer,
                         braidComm_t comm, braidStream_t stream) {
-  Call call = pointToPoint(comm, stream, OpRequest::Kind::kRecv, nullptr, recvbuff, count,
+  ApiCall call = pointToPoint(comm, stream, Call::Kind::kRecv, nullptr, recvbuff, count,
                            datatype, peer);
   return issue(call);
 }
@@ -287,7 +288,7 @@ braidResult_t braidRecv(void* recvbuff, size_t count, braidDataType_t datatype, 
 braidResult_t braidBarrier(braidComm_t comm, braidStream_t stream) {
   Status st = checkComm(comm, stream);
   if (!st.isOk()) return finish(comm, st);
-  Call call = collective(comm, stream, Collective::kAllReduce, &comm->barrierByte,
+  ApiCall call = collective(comm, stream, Collective::kAllReduce, &comm->barrierByte,
                          &comm->barrierByte, 1, braidUint8, braidMax, 0);
   return issue(call);
 }

@@ -8,21 +8,21 @@ namespace braid {
 
 using algo::Collective;
 
-Status checkGroupBuffers(const std::vector<const OpRequest*>& ops) {
+Status checkGroupBuffers(const std::vector<const Call*>& ops) {
   // Sends and receives of a group run at the same time: a receive may not
   // land on memory a send still reads (or another receive writes).
-  for (const OpRequest* a : ops) {
-    if (a->kind != OpRequest::Kind::kRecv) continue;
+  for (const Call* a : ops) {
+    if (a->kind != Call::Kind::kRecv) continue;
     const auto lo = reinterpret_cast<uintptr_t>(a->recv);
     const auto hi = lo + a->count * datatypeSize(a->datatype);
-    for (const OpRequest* b : ops) {
+    for (const Call* b : ops) {
       if (b == a) continue;
-      const void* p = b->kind == OpRequest::Kind::kSend ? b->send : b->recv;
+      const void* p = b->kind == Call::Kind::kSend ? b->send : b->recv;
       const auto blo = reinterpret_cast<uintptr_t>(p);
       const auto bhi = blo + b->count * datatypeSize(b->datatype);
       if (lo < bhi && blo < hi) {
         return invalidUsage("a group's receive buffer overlaps another of its " +
-                            std::string(b->kind == OpRequest::Kind::kSend ? "send" : "receive") +
+                            std::string(b->kind == Call::Kind::kSend ? "send" : "receive") +
                             " buffers (peers " + std::to_string(a->peer) + " and " +
                             std::to_string(b->peer) + "); give each its own memory");
       }
@@ -31,11 +31,11 @@ Status checkGroupBuffers(const std::vector<const OpRequest*>& ops) {
   return Status::ok();
 }
 
-Expected<SelfPairs> pairSelfSends(const std::vector<const OpRequest*>& group, int rank) {
+Expected<SelfPairs> pairSelfSends(const std::vector<const Call*>& group, int rank) {
   SelfPairs self;
-  for (const OpRequest* op : group) {
+  for (const Call* op : group) {
     if (op->peer == rank) {
-      (op->kind == OpRequest::Kind::kSend ? self.sends : self.recvs).push_back(op);
+      (op->kind == Call::Kind::kSend ? self.sends : self.recvs).push_back(op);
     }
   }
   bool paired = self.sends.size() == self.recvs.size();
@@ -52,10 +52,10 @@ Expected<SelfPairs> pairSelfSends(const std::vector<const OpRequest*>& group, in
   return self;
 }
 
-algo::Step pointToPointStep(const OpRequest& op) {
+algo::Step pointToPointStep(const Call& op) {
   algo::Step st;
   st.count = op.count * datatypeSize(op.datatype);
-  if (op.kind == OpRequest::Kind::kSend) {
+  if (op.kind == Call::Kind::kSend) {
     st.op = algo::OpKind::kSend;
     st.src = algo::BufRef::kInput;
     st.srcOffset = reinterpret_cast<uintptr_t>(op.send);
@@ -70,7 +70,7 @@ algo::Step pointToPointStep(const OpRequest& op) {
   return st;
 }
 
-algo::CollArgs collArgsOf(const OpRequest& op, int rank, int nranks) {
+algo::CollArgs collArgsOf(const Call& op, int rank, int nranks) {
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args;
   args.collective = op.collective;
@@ -89,7 +89,7 @@ algo::CollArgs collArgsOf(const OpRequest& op, int rank, int nranks) {
   return args;
 }
 
-bool isInPlace(const OpRequest& op, int rank, size_t es) {
+bool isInPlace(const Call& op, int rank, size_t es) {
   auto at = [](const void* p, size_t bytes) { return static_cast<const char*>(p) + bytes; };
   const size_t block = op.count * es;
   switch (op.collective) {

@@ -23,7 +23,7 @@ struct PreMulScale {
   const void* scalarPtr = nullptr;
 };
 
-struct OpRequest {
+struct Call {
   enum class Kind { kCollective, kSend, kRecv };
   Kind kind = Kind::kCollective;
   algo::Collective collective = algo::Collective::kAllReduce;
@@ -40,26 +40,26 @@ struct OpRequest {
 
 // A group's sends and receives (collectives ignored): invalid usage when a receive buffer
 // overlaps another of its send or receive buffers (they run at the same time).
-Status checkGroupBuffers(const std::vector<const OpRequest*>& ops);
+Status checkGroupBuffers(const std::vector<const Call*>& ops);
 
 // A group's sends to this rank and receives from it (`group`: its sends and receives),
 // paired in order; invalid usage when they do not pair (count or size) or a receive
 // buffer overlaps another of the group's buffers (checkGroupBuffers).
 struct SelfPairs {
-  std::vector<const OpRequest*> sends, recvs;
+  std::vector<const Call*> sends, recvs;
 };
-Expected<SelfPairs> pairSelfSends(const std::vector<const OpRequest*>& group, int rank);
+Expected<SelfPairs> pairSelfSends(const std::vector<const Call*>& group, int rank);
 
 // A send or receive (to another rank) as a step of the group's batch: its bytes addressed
 // absolutely (base 0, one-byte elements), batchWithNext set.
-algo::Step pointToPointStep(const OpRequest& op);
+algo::Step pointToPointStep(const Call& op);
 
 // The schedule arguments of collective `op` on `rank` of `nranks` (count, element size,
 // placement, root, all-to-all-v's counts); maxStepElems and nodeOf are the caller's.
-algo::CollArgs collArgsOf(const OpRequest& op, int rank, int nranks);
+algo::CollArgs collArgsOf(const Call& op, int rank, int nranks);
 
 // Whether a collective's buffers lie in place as NCCL defines it, on `rank` (es: bytes per
 // element); all-to-all-v never is.
-bool isInPlace(const OpRequest& op, int rank, size_t es);
+bool isInPlace(const Call& op, int rank, size_t es);
 
 }  // namespace braid

@@ -18,6 +18,7 @@
 #include "core/comm.h"
 #include "exec/host/fifo_executor.h"
 #include "exec/host/shared_windows.h"
+#include "runtime/call_executor.h"
 #include "select/select.h"
 #include "topo/view.h"
 
@@ -32,6 +33,8 @@ struct braidComm {
   std::unique_ptr<braid::Comm> comm;
   std::unique_ptr<braid::HostExecutor> exec;
   std::unique_ptr<braid::NodeWindows> windows;  // direct algorithms over shared memory
+  // One object per way a call runs (runtime/call_executor.h), indexed by dispatch's answer.
+  braid::CallExecutors executors = braid::makeExecutors();
   // Orders the communicator's device calls across streams (runtime/device_calls.h), made at the
   // first device call; declared before its users below, so destroyed after them.
   std::shared_ptr<braid::DeviceOrder> deviceOrder;
@@ -89,4 +92,10 @@ struct braidComm {
 namespace braid {
 // The runtime's name for the communicator; braidComm is the C ABI's.
 using Communicator = braidComm;
+
+// The communicator's executor of `kind` (any but Executor::kRefused; a device kind only in a
+// library with a device side).
+inline CallExecutor& executorFor(braidComm* comm, Executor kind) {
+  return *comm->executors[static_cast<size_t>(kind)];
+}
 }  // namespace braid

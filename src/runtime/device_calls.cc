@@ -28,7 +28,7 @@ bool isHostStream(braidStream_t stream) { return stream != nullptr && isValidStr
 
 // Through the communicator's proxy (runtime/device/staged_proxy.h): enqueued on the stream,
 // returning at once; on the NULL stream complete, with the host collective's error, on return.
-Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+Status runStaged(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   if (isHostStream(stream)) {
     return invalidUsage(
         "a buffer is in device memory but the stream is a host stream from "
@@ -52,7 +52,7 @@ Status runStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stre
 
 }  // namespace
 
-void hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops) {
+void hostCallIssued(braidComm* comm, const std::vector<Call>& ops) {
   ThreadPeers::hostCallIssued(comm, ops);
 }
 
@@ -67,14 +67,14 @@ namespace {
 // a copy to its paired receive; all enqueued on the stream (NCCL's 1-rank calls are a
 // copy kernel too). False, with nothing enqueued: not every buffer is device memory, or a
 // schedule needs scratch; the caller stages.
-Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void* stream) {
+Expected<bool> runAlone(braidComm* comm, const std::vector<Call>& ops, void* stream) {
   BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, 0));
   std::vector<std::vector<DeviceOp>> programs;
-  for (const OpRequest& op : ops) {
+  for (const Call& op : ops) {
     for (const StagedRegion& r : regionsOf(op, 0, 1)) {
       if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) return false;
     }
-    if (op.kind != OpRequest::Kind::kCollective) continue;
+    if (op.kind != Call::Kind::kCollective) continue;
     programs.emplace_back();
     if (op.preMul.on) continue;  // a reduction of one input: out = scalar * in
     const size_t es = datatypeSize(op.datatype);
@@ -93,8 +93,8 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void
     programs.back() = std::move(program);
   }
   size_t next = 0;
-  for (const OpRequest& op : ops) {
-    if (op.kind != OpRequest::Kind::kCollective) continue;
+  for (const Call& op : ops) {
+    if (op.kind != Call::Kind::kCollective) continue;
     if (op.preMul.on) {
       BRAID_TRY(scaleInto(op, op.recv, op.send, op.count * datatypeSize(op.datatype), stream));
     }
@@ -112,7 +112,74 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<OpRequest>& ops, void
   return true;
 }
 
+// The device kinds of runtime/call_executor.h, over the paths above.
+class DeviceWindowsExecutor final : public CallExecutor {
+ public:
+  Executor kind() const override { return Executor::kDeviceWindows; }
+  // The caller holds comm->opMu, and the windows are made.
+  Status run(const Call*, size_t, const CallContext& ctx) override {
+    return ctx.comm->deviceWindows->run(*ctx.calls, ctx.stream, ctx.captured);
+  }
+};
+
+// Collectives the device windows run as lowered schedules of ctx.algorithm; the caller
+// (DeviceWindows::run) holds comm->opMu.
+class LoweredExecutor final : public CallExecutor {
+ public:
+  Executor kind() const override { return Executor::kDeviceLowered; }
+  Status run(const Call* calls, size_t n, const CallContext& ctx) override {
+    for (size_t i = 0; i < n; ++i) {
+      BRAID_TRY(ctx.comm->deviceWindows->runSchedule(calls[i], ctx.algorithm, ctx.stream));
+    }
+    return Status::ok();
+  }
+};
+
+class StagedExecutor final : public CallExecutor {
+ public:
+  Executor kind() const override { return Executor::kDeviceStaged; }
+  Status run(const Call*, size_t, const CallContext& ctx) override {
+    return runStaged(ctx.comm, std::move(*ctx.calls), ctx.stream);
+  }
+};
+
+// No windows on one rank: what its copies cannot run is staged.
+class AloneExecutor final : public CallExecutor {
+ public:
+  Executor kind() const override { return Executor::kDeviceAlone; }
+  Status run(const Call*, size_t, const CallContext& ctx) override {
+    braidComm* comm = ctx.comm;
+    bool ran = false;
+    {
+      std::lock_guard<std::mutex> lock(comm->opMu);
+      BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, *ctx.calls, ctx.stream));
+    }
+    if (!ran && ctx.captured) return captureRefusal("one rank's call would be staged");
+    if (!ran) BRAID_TRY(runStaged(comm, *ctx.calls, ctx.stream));
+    return ran && ctx.stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
+  }
+};
+
+// `calls` on the communicator's executor of `kind`.
+Status runOn(braidComm* comm, Executor kind, std::vector<Call>* calls, braidStream_t stream,
+             bool captured) {
+  CallContext ctx;
+  ctx.comm = comm;
+  ctx.stream = stream;
+  ctx.captured = captured;
+  ctx.calls = calls;
+  return executorFor(comm, kind).run(calls->data(), calls->size(), ctx);
+}
+
 }  // namespace
+
+void addDeviceExecutors(CallExecutors* table) {
+  (*table)[static_cast<size_t>(Executor::kDeviceWindows)] =
+      std::make_unique<DeviceWindowsExecutor>();
+  (*table)[static_cast<size_t>(Executor::kDeviceStaged)] = std::make_unique<StagedExecutor>();
+  (*table)[static_cast<size_t>(Executor::kDeviceLowered)] = std::make_unique<LoweredExecutor>();
+  (*table)[static_cast<size_t>(Executor::kDeviceAlone)] = std::make_unique<AloneExecutor>();
+}
 
 Status checkCudaStream(braidStream_t stream) {
   if (!cuda::compiled()) {
@@ -125,11 +192,11 @@ Status checkCudaStream(braidStream_t stream) {
       st.message() + ")");
 }
 
-bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
+bool usesCuda(const std::vector<Call>& ops, braidStream_t stream) {
   if (!cuda::compiled()) return false;
   if (stream != nullptr && !isValidStream(stream)) return true;  // checked as a CUDA stream
   if (!cuda::hasDevice()) return false;
-  for (const OpRequest& op : ops) {
+  for (const Call& op : ops) {
     if (cuda::isDeviceMemory(op.send) || cuda::isDeviceMemory(op.recv)) {
       return true;
     }
@@ -146,10 +213,10 @@ bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) {
 // copies on the stream (runAlone). A premul-sum's input is scaled as the windows copy it
 // in; staged, by the host collective; on one rank, into the output. `captured`: the
 // stream is capturing a CUDA graph; what a replay cannot run (captureRefusal) is refused.
-Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream, bool captured) {
+Status runPaths(braidComm* comm, std::vector<Call> ops, braidStream_t stream, bool captured) {
   const int nranks = comm->comm->nranks();
   if (captured) {
-    for (const OpRequest& op : ops) {
+    for (const Call& op : ops) {
       for (const StagedRegion& r : regionsOf(op, comm->comm->rank(), nranks)) {
         if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) {
           return captureRefusal(
@@ -172,21 +239,12 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
   }
   const Placement placement = nranks == 1 ? Placement::kOneRank : Placement::kRanks;
   const Capture capture = captured ? Capture::kCapturing : Capture::kNone;
-  if (dispatch({Memory::kDevice, placement, Windows::kDoNot, capture}) == Executor::kDeviceAlone) {
-    bool ran = false;
-    // No windows on one rank: what its copies cannot run is staged.
-    {
-      std::lock_guard<std::mutex> lock(comm->opMu);
-      BRAID_ASSIGN_OR_RETURN(ran, runAlone(comm, ops, stream));
-    }
-    if (!ran && captured) return captureRefusal("one rank's call would be staged");
-    if (!ran) BRAID_TRY(runStaged(comm, ops, stream));
-    return ran && stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
-  }
-  std::vector<OpRequest> direct, rest;
+  const Executor alone = dispatch({Memory::kDevice, placement, Windows::kDoNot, capture});
+  if (alone == Executor::kDeviceAlone) return runOn(comm, alone, &ops, stream, captured);
+  std::vector<Call> direct, rest;
   bool collective = false, paired = false, refused = false;
-  for (const OpRequest& op : ops) {
-    const bool isCollective = op.kind == OpRequest::Kind::kCollective;
+  for (const Call& op : ops) {
+    const bool isCollective = op.kind == Call::Kind::kCollective;
     const bool supported = !isCollective || DeviceWindows::supports(op, nranks);
     const Executor e = dispatch(
         {Memory::kDevice, placement, supported ? Windows::kRunIt : Windows::kDoNot, capture});
@@ -222,7 +280,7 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
           "capture");
     }
     if (comm->deviceWindows != nullptr) {
-      BRAID_TRY(comm->deviceWindows->run(direct, stream, captured));
+      BRAID_TRY(runOn(comm, Executor::kDeviceWindows, &direct, stream, captured));
       ran = true;
     }
   }
@@ -236,8 +294,8 @@ Status runPaths(braidComm* comm, std::vector<OpRequest> ops, braidStream_t strea
   // allocation or kernel at issue. On an H200, scaling on the device first (a
   // stream-ordered allocation, the scale kernel) made the call wait at issue until a
   // stream the caller held was let go.
-  if (!ran) return runStaged(comm, std::move(ops), stream);
-  if (!rest.empty()) BRAID_TRY(runStaged(comm, std::move(rest), stream));
+  if (!ran) return runOn(comm, Executor::kDeviceStaged, &ops, stream, false);
+  if (!rest.empty()) BRAID_TRY(runOn(comm, Executor::kDeviceStaged, &rest, stream, false));
   // NULL: CUDA's legacy default stream, and braid.h promises the call has completed.
   return stream == nullptr ? cuda::streamSynchronize(nullptr) : Status::ok();
 }
@@ -254,13 +312,13 @@ Expected<bool> capturing(braidStream_t stream) {
   return capturing;
 }
 
-Status runDirectOrStaged(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
-  if (isHostStream(stream)) return runStaged(comm, std::move(ops), stream);
+Status runDirectOrStaged(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
+  if (isHostStream(stream)) return runOn(comm, Executor::kDeviceStaged, &ops, stream, false);
   BRAID_ASSIGN_OR_RETURN(bool captured, capturing(stream));
   return runPaths(comm, std::move(ops), stream, captured);
 }
 
-braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   return finish(comm, runDirectOrStaged(comm, std::move(ops), stream));
 }
 

@@ -14,9 +14,15 @@
 #include "braid/braid.h"
 #include "core/status.h"
 #include "exec/call.h"
+#include "runtime/call_executor.h"
 #include "runtime/communicator.h"
 
 namespace braid {
+
+// Adds the device executors (runtime/call_executor.h) to `table`: the device windows, the
+// lowered schedules they pick, the staged proxy and one rank's copies. None in a library
+// built without CUDA.
+void addDeviceExecutors(CallExecutors* table);
 
 // For a stream that is neither NULL nor a live host stream: accepted when it is a CUDA
 // stream of this process; otherwise the error names the stream argument and says why
@@ -25,11 +31,11 @@ Status checkCudaStream(braidStream_t stream);
 
 // Whether `ops` issued on `stream` take the CUDA path: a CUDA stream, or a device buffer.
 // One registry lookup and nothing else when there is no device.
-bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream);
+bool usesCuda(const std::vector<Call>& ops, braidStream_t stream);
 
 // A host call is being issued (ranks that are threads of one process count it before
 // their staged calls wait for it, runtime/device/thread_peers.h). Nothing without a device.
-void hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops);
+void hostCallIssued(braidComm* comm, const std::vector<Call>& ops);
 
 // Waits until the communicator's staged device calls (runtime/device/staged_proxy.h) have run their
 // host collectives, so that a host collective issued now runs after them on every rank.
@@ -38,7 +44,7 @@ void waitForStagedCalls(braidComm* comm);
 
 // Runs `ops` ordered on `stream` (NULL: the legacy default stream, complete on return);
 // device buffers with a host stream are invalid usage.
-braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream);
+braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream);
 
 // The communicator's device state at its life's ends: barriers another rank released
 // raised as its asynchronous error (once the stream is synced); its enqueued window calls

@@ -54,6 +54,8 @@ const char* executorName(Executor executor) {
       return "device windows";
     case Executor::kDeviceStaged:
       return "device staged";
+    case Executor::kDeviceLowered:
+      return "device lowered schedules";
     case Executor::kRefused:
       return "refused";
   }

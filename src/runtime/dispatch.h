@@ -8,7 +8,8 @@
 //   host    any    any             yes        refused: a replay cannot stage through the host
 //   device  one    any             any        one-rank copies on the stream
 //   device  2+     yes             any        device windows (runtime/device/device_windows.h; a
-//                                             schedule the windows do not program runs lowered)
+//                                             schedule the windows do not program runs lowered,
+//                                             kDeviceLowered, their choice and not this table's)
 //   device  2+     no              no         staged through pinned host memory
 //                                             (runtime/device/staged_proxy.h)
 //   device  2+     no              yes        refused: a replay cannot stage through the host
@@ -39,7 +40,8 @@ enum class Executor : uint8_t {
   kDeviceAlone,
   kDeviceWindows,
   kDeviceStaged,
-  kRefused,  // a capture a replay could not run: refused before anything is enqueued
+  kDeviceLowered,  // never dispatch's answer: the device windows pick it per collective
+  kRefused,        // a capture a replay could not run: refused before anything is enqueued
 };
 
 Executor dispatch(const CallTraits& call);

@@ -6,6 +6,7 @@
 
 #include "core/logging.h"
 #include "exec/reduce.h"
+#include "runtime/call_executor.h"
 #include "runtime/dispatch.h"
 #include "runtime/premul.h"
 #include "runtime/schedule_cache.h"
@@ -17,7 +18,7 @@ using algo::Collective;
 
 // op's schedule arguments on this communicator: the call's own (collArgsOf), the step
 // size its FIFOs allow and, across nodes, every rank's node.
-algo::CollArgs argsFor(const Comm& c, const OpRequest& op) {
+algo::CollArgs argsFor(const Comm& c, const Call& op) {
   algo::CollArgs args = collArgsOf(op, c.rank(), c.nranks());
   // Half the FIFO per step: the first send of a round always fits, and a rank
   // can run a step ahead of its neighbour.
@@ -40,7 +41,7 @@ struct CallSignature {
 };
 constexpr uint32_t kSignatureMagic = 0x42524348;  // "BRCH"
 
-CallSignature signatureOf(const OpRequest& op, uint64_t seq) {
+CallSignature signatureOf(const Call& op, uint64_t seq) {
   const bool reduces = op.collective == Collective::kAllReduce ||
                        op.collective == Collective::kReduceScatter ||
                        op.collective == Collective::kReduce;
@@ -73,11 +74,11 @@ std::string describeCall(const CallSignature& s) {
 // All-gathers every rank's signature of this call (a fixed-size ring
 // all-gather, so it matches across ranks whatever they called) and fails on
 // every rank alike when any differs, naming both calls.
-Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
+Status checkCallsMatch(braidComm* comm, const Call& op, uint64_t seq) {
   Comm& c = *comm->comm;
   const CallSignature mine = signatureOf(op, seq);
   std::vector<CallSignature> all(c.nranks());
-  OpRequest gather;
+  Call gather;
   gather.collective = Collective::kAllGather;
   gather.count = sizeof(CallSignature);
   gather.datatype = braidUint8;
@@ -104,7 +105,7 @@ Status checkCallsMatch(braidComm* comm, const OpRequest& op, uint64_t seq) {
 // A premul-sum's scaling: the windows take the scalar (read now) into *b and scale as they
 // copy the input in; otherwise the input is scaled into a copy now and *args no longer
 // counts the call as in place.
-Status placeScale(braidComm* comm, const OpRequest& op, algo::Algorithm alg, Windows windows,
+Status placeScale(braidComm* comm, const Call& op, algo::Algorithm alg, Windows windows,
                   const OpDesc& desc, algo::CollArgs* args, ExecBuffers* b,
                   unsigned char* scalar) {
   bool fused = false;
@@ -116,14 +117,14 @@ Status placeScale(braidComm* comm, const OpRequest& op, algo::Algorithm alg, Win
     b->scale = scalar;
     return Status::ok();
   }
-  const std::vector<OpRequest> scaled =
+  const std::vector<Call> scaled =
       scaleOnHost(&op, 1, comm->comm->rank(), comm->comm->nranks(), &comm->preMulCopies);
   b->input = scaled.front().send;
   *args = argsFor(*comm->comm, scaled.front());
   return Status::ok();
 }
 
-Status runCollective(braidComm* comm, const OpRequest& op) {
+Status runCollective(braidComm* comm, const Call& op) {
   Comm& c = *comm->comm;
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
@@ -156,21 +157,21 @@ Status runCollective(braidComm* comm, const OpRequest& op) {
       comm->windows->handles(op.collective, alg) ? Windows::kRunIt : Windows::kDoNot;
   if (op.preMul.on) BRAID_TRY(placeScale(comm, op, alg, windows, desc, &args, &b, scalar));
   const Placement placement = c.nranks() == 1 ? Placement::kOneRank : Placement::kRanks;
-  if (dispatch({Memory::kHost, placement, windows, Capture::kNone}) == Executor::kHostWindows) {
-    BRAID_TRY(comm->windows->run(args, alg, b, desc, [&]() -> const algo::Schedule& {
-      return scheduleFor(comm, args, alg);
-    }));
-  } else {
-    const algo::Schedule& s = scheduleFor(comm, args, alg);
-    BRAID_TRY(comm->exec->run(s, b, desc));
-  }
+  const Executor kind = dispatch({Memory::kHost, placement, windows, Capture::kNone});
+  CallContext ctx;
+  ctx.comm = comm;
+  ctx.args = &args;
+  ctx.algorithm = alg;
+  ctx.buffers = b;
+  ctx.desc = &desc;
+  BRAID_TRY(executorFor(comm, kind).run(&op, 1, ctx));
   c.opCompleted(desc.seq);
   return Status::ok();
 }
 
 // Every send and receive of a group as one batch. Buffers are addressed
 // absolutely (base 0, one-byte elements), so one schedule covers them all.
-Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops) {
+Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   Comm& c = *comm->comm;
   algo::Schedule s;
   s.rank = c.rank();
@@ -180,7 +181,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
     const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
     if (bytes > 0) std::memmove(self.recvs[i]->recv, self.sends[i]->send, bytes);
   }
-  for (const OpRequest* op : ops) {
+  for (const Call* op : ops) {
     if (op->peer != c.rank()) s.steps.push_back(pointToPointStep(*op));
   }
   if (s.steps.empty()) return Status::ok();
@@ -192,23 +193,28 @@ Status runPointToPoint(braidComm* comm, const std::vector<const OpRequest*>& ops
   for (const algo::Step& st : s.steps) desc.bytes += st.count;
   desc.datatype = braidUint8;
   c.nextSeq(desc.label());
-  BRAID_TRY(comm->exec->run(s, ExecBuffers{nullptr, nullptr}, desc));
+  CallContext ctx;
+  ctx.comm = comm;
+  ctx.buffers = ExecBuffers{nullptr, nullptr};
+  ctx.desc = &desc;
+  ctx.schedule = &s;
+  BRAID_TRY(executorFor(comm, Executor::kHostFifo).run(nullptr, 0, ctx));  // all in ctx.schedule
   c.opCompleted(desc.seq);
   return Status::ok();
 }
 
 }  // namespace
 
-Status runOps(braidComm* comm, const OpRequest* ops, size_t n) {
+Status runOps(braidComm* comm, const Call* ops, size_t n) {
   std::lock_guard<std::mutex> lock(comm->opMu);
   return runOpsLocked(comm, ops, n);
 }
 
 // A premul-sum is scaled as each collective runs (placeScale), its scalar read then.
-Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
-  std::vector<const OpRequest*> p2p;
+Status runOpsLocked(braidComm* comm, const Call* ops, size_t n) {
+  std::vector<const Call*> p2p;
   for (size_t i = 0; i < n; ++i) {
-    if (ops[i].kind == OpRequest::Kind::kCollective) {
+    if (ops[i].kind == Call::Kind::kCollective) {
       BRAID_TRY(runCollective(comm, ops[i]));
     } else {
       p2p.push_back(&ops[i]);
@@ -217,7 +223,7 @@ Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n) {
   return p2p.empty() ? Status::ok() : runPointToPoint(comm, p2p);
 }
 
-Status runOps(braidComm* comm, const std::vector<OpRequest>& ops) {
+Status runOps(braidComm* comm, const std::vector<Call>& ops) {
   return runOps(comm, ops.data(), ops.size());
 }
 

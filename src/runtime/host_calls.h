@@ -14,9 +14,9 @@ namespace braid {
 // Runs `ops` on comm: collectives one after another in order, then every
 // send and receive together as one batch (so any pattern completes). Holds
 // comm->opMu throughout.
-Status runOps(braidComm* comm, const std::vector<OpRequest>& ops);
-Status runOps(braidComm* comm, const OpRequest* ops, size_t n);
+Status runOps(braidComm* comm, const std::vector<Call>& ops);
+Status runOps(braidComm* comm, const Call* ops, size_t n);
 // runOps for a caller that already holds comm->opMu.
-Status runOpsLocked(braidComm* comm, const OpRequest* ops, size_t n);
+Status runOpsLocked(braidComm* comm, const Call* ops, size_t n);
 
 }  // namespace braid

@@ -18,14 +18,14 @@ namespace {
 
 struct Queued {
   braidComm* comm;
-  OpRequest op;
+  Call op;
   braidStream_t stream;
 };
 thread_local int tGroupDepth = 0;
 thread_local std::vector<Queued> tGroup;
 
 // issueOps once the call is counted.
-braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+braidResult_t issueCounted(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (Status st = checkHostScalars(ops); !st.isOk()) return finish(comm, st);
   hostCallIssued(comm, ops);  // its part, for peers' staged calls
@@ -45,17 +45,17 @@ braidResult_t issueCounted(braidComm* comm, std::vector<OpRequest> ops, braidStr
 
 }  // namespace
 
-braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream) {
+braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream) {
   // The common case, a host call on the NULL stream, allocates nothing.
   if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
     return finish(comm, runOps(comm, &op, 1));
   }
-  std::vector<OpRequest> ops;
+  std::vector<Call> ops;
   ops.push_back(std::move(op));
   return issueOps(comm, std::move(ops), stream);
 }
 
-braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+braidResult_t issueOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   // Counted, so that an abort from another thread cannot free comm under this call.
   if (!acquireComm(comm)) {
     return finish(nullptr,
@@ -66,7 +66,7 @@ braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_
   return r;
 }
 
-bool queueInGroup(braidComm* comm, OpRequest&& op, braidStream_t stream) {
+bool queueInGroup(braidComm* comm, Call&& op, braidStream_t stream) {
   if (tGroupDepth == 0) return false;
   tGroup.push_back({comm, std::move(op), stream});
   return true;
@@ -90,7 +90,7 @@ braidResult_t groupEnd() {
   struct Issue {
     braidComm* comm;
     braidStream_t stream;  // the communicator's first call's
-    std::vector<OpRequest> ops;
+    std::vector<Call> ops;
   };
   std::vector<Issue> issues;
   for (Queued& q : group) {

@@ -12,12 +12,12 @@ namespace braid {
 
 // Issues `ops` now (NULL stream) or on `stream`, reporting asynchronous
 // failures through the communicator.
-braidResult_t issueOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream);
+braidResult_t issueOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream);
 // The same for one op (no allocation on the NULL stream's host path).
-braidResult_t issueOne(braidComm* comm, OpRequest&& op, braidStream_t stream);
+braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream);
 
 // Inside braidGroupStart/End on this thread: queues the op and returns true.
-bool queueInGroup(braidComm* comm, OpRequest&& op, braidStream_t stream);
+bool queueInGroup(braidComm* comm, Call&& op, braidStream_t stream);
 
 // braidGroupStart and braidGroupEnd: groups nest; the outermost end issues what was queued.
 void groupStart();

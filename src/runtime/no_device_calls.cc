@@ -5,17 +5,19 @@
 
 namespace braid {
 
+void addDeviceExecutors(CallExecutors* table) {}
+
 Status checkCudaStream(braidStream_t stream) {
   return invalidArgument("stream is neither NULL nor a stream from braidStreamCreate");
 }
 
-bool usesCuda(const std::vector<OpRequest>& ops, braidStream_t stream) { return false; }
+bool usesCuda(const std::vector<Call>& ops, braidStream_t stream) { return false; }
 
-void hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops) {}
+void hostCallIssued(braidComm* comm, const std::vector<Call>& ops) {}
 
 void waitForStagedCalls(braidComm* comm) {}
 
-braidResult_t issueCudaOps(braidComm* comm, std::vector<OpRequest> ops, braidStream_t stream) {
+braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   return braidInternalError;  // unreachable: usesCuda is false
 }
 

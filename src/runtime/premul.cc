@@ -12,7 +12,7 @@
 
 namespace braid {
 
-size_t inputBytes(const OpRequest& op, int rank, int nranks) {
+size_t inputBytes(const Call& op, int rank, int nranks) {
   return regionsOf(op, rank, nranks).front().bytes;
 }
 
@@ -46,15 +46,15 @@ Status resolveRedOp(braidComm* comm, braidRedOp_t op, braidDataType_t datatype,
                          ") nor a live op from braidRedOpCreatePreMulSum on this comm");
 }
 
-bool anyPreMul(const OpRequest* ops, size_t n) {
+bool anyPreMul(const Call* ops, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     if (ops[i].preMul.on) return true;
   }
   return false;
 }
 
-Status checkHostScalars(const std::vector<OpRequest>& ops) {
-  for (const OpRequest& op : ops) {
+Status checkHostScalars(const std::vector<Call>& ops) {
+  for (const Call& op : ops) {
     if (op.preMul.on && op.preMul.scalarPtr != nullptr && cuda::compiled() && cuda::hasDevice() &&
         cuda::isDeviceMemory(op.preMul.scalarPtr)) {
       return invalidUsage(
@@ -65,11 +65,11 @@ Status checkHostScalars(const std::vector<OpRequest>& ops) {
   return Status::ok();
 }
 
-std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int nranks,
+std::vector<Call> scaleOnHost(const Call* ops, size_t n, int rank, int nranks,
                                    std::vector<std::vector<char>>* copies) {
-  std::vector<OpRequest> out(ops, ops + n);
+  std::vector<Call> out(ops, ops + n);
   size_t used = 0;
-  for (OpRequest& op : out) {
+  for (Call& op : out) {
     if (!op.preMul.on) continue;
     const size_t es = datatypeSize(op.datatype), bytes = inputBytes(op, rank, nranks);
     unsigned char scalar[8];
@@ -85,7 +85,7 @@ std::vector<OpRequest> scaleOnHost(const OpRequest* ops, size_t n, int rank, int
   return out;
 }
 
-Status scaleInto(const OpRequest& op, void* dst, const void* src, size_t bytes, void* stream) {
+Status scaleInto(const Call& op, void* dst, const void* src, size_t bytes, void* stream) {
   if (bytes == 0) return Status::ok();
   if (!cuda::isDeviceMemory(src)) {  // host input on a CUDA stream: on the device first
     BRAID_TRY(cuda::copyAsync(dst, src, bytes, stream));

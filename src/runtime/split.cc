@@ -20,7 +20,7 @@ namespace {
 
 Status allGatherBytes(braidComm* comm, const void* mine, void* all, size_t bytes) {
   waitForStagedCalls(comm);  // host collectives in issue order on every rank
-  OpRequest op;
+  Call op;
   op.collective = algo::Collective::kAllGather;
   op.send = mine;
   op.recv = all;

@@ -14,10 +14,10 @@ Status captureRefusal(const std::string& why) {
                       "; make the call outside the capture");
 }
 
-Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank) {
-  std::vector<const OpRequest*> group;
-  for (const OpRequest& op : ops) {
-    if (op.kind != OpRequest::Kind::kCollective) group.push_back(&op);
+Expected<SelfPairs> pairSelfSends(const std::vector<Call>& ops, int rank) {
+  std::vector<const Call*> group;
+  for (const Call& op : ops) {
+    if (op.kind != Call::Kind::kCollective) group.push_back(&op);
   }
   return pairSelfSends(group, rank);
 }
@@ -31,10 +31,10 @@ Status copySelfSends(const SelfPairs& self, void* stream) {
   return Status::ok();
 }
 
-std::vector<StagedRegion> regionsOf(const OpRequest& op, int rank, int nranks) {
+std::vector<StagedRegion> regionsOf(const Call& op, int rank, int nranks) {
   const size_t es = datatypeSize(op.datatype);
-  if (op.kind == OpRequest::Kind::kSend) return {{op.send, op.count * es, false}};
-  if (op.kind == OpRequest::Kind::kRecv) return {{op.recv, op.count * es, true}};
+  if (op.kind == Call::Kind::kSend) return {{op.send, op.count * es, false}};
+  if (op.kind == Call::Kind::kRecv) return {{op.recv, op.count * es, true}};
   const size_t block = op.count * es;
   const size_t all = block * static_cast<size_t>(nranks);
   const bool isRoot = rank == op.root;

@@ -15,18 +15,18 @@ namespace braid {
 // The bytes `op` reads and writes on this rank, as braid.h lays out each call (its send
 // buffer, then its receive buffer, which is marked written; a buffer a rank does not use
 // has 0 bytes). Exposed for tests.
-std::vector<StagedRegion> regionsOf(const OpRequest& op, int rank, int nranks);
+std::vector<StagedRegion> regionsOf(const Call& op, int rank, int nranks);
 
 // pairSelfSends (exec/call.h) over the sends and receives of `ops`; copySelfSends enqueues
 // each pair as a copy on `stream`.
-Expected<SelfPairs> pairSelfSends(const std::vector<OpRequest>& ops, int rank);
+Expected<SelfPairs> pairSelfSends(const std::vector<Call>& ops, int rank);
 Status copySelfSends(const SelfPairs& self, void* stream);
 
 // A copy or reduction of a device program (exec/cuda/device_program.h) at resolved addresses,
 // on `stream`: a copy is nothing when dst is the source; a reduction of op's datatype and
 // operation (avg sums until the final value, divided by nranks).
 // (runtime/device/lowered_schedule.cc)
-Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const OpRequest& op,
+Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const Call& op,
                    int nranks, void* stream);
 
 // braidInvalidUsage for a call on a stream capturing a CUDA graph that a replay could not

@@ -17,8 +17,8 @@ using algo::Collective;
 
 }  // namespace
 
-bool DeviceWindows::supports(const OpRequest& op, int nranks) {
-  if (op.kind != OpRequest::Kind::kCollective) return false;
+bool DeviceWindows::supports(const Call& op, int nranks) {
+  if (op.kind != Call::Kind::kCollective) return false;
   if (nranks < 2 || nranks > cuda::kMaxReduceInputs) return false;
   switch (op.collective) {
     case Collective::kAllReduce:
@@ -42,7 +42,7 @@ Status DeviceWindows::order(void* stream) { return order_->after(stream); }
 
 Status DeviceWindows::finishCall(void* stream) { return order_->mark(stream); }
 
-Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool captured) {
+Status DeviceWindows::run(const std::vector<Call>& ops, void* stream, bool captured) {
   if (released()) {
     Status err = comm_->asyncError();
     return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
@@ -57,10 +57,10 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool 
   // A captured call is ordered by no event (device_windows.h); it ends with the progress bump.
   Status st = captured ? Status::ok() : order(stream);
   if (st.isOk()) st = copySelfSends(self, stream);
-  std::vector<const OpRequest*> pairs;
-  for (const OpRequest& op : ops) {
+  std::vector<const Call*> pairs;
+  for (const Call& op : ops) {
     if (!st.isOk()) break;
-    if (op.kind != OpRequest::Kind::kCollective) {
+    if (op.kind != Call::Kind::kCollective) {
       if (op.peer != rank_) pairs.push_back(&op);
     } else if (op.count != 0 || op.collective == Collective::kAllToAllv) {  // its count is 0
       st = runOne(op, stream);
@@ -83,10 +83,17 @@ Status DeviceWindows::run(const std::vector<OpRequest>& ops, void* stream, bool 
   return st;
 }
 
-Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
+Status DeviceWindows::runOne(const Call& op, void* stream) {
   algo::Algorithm alg = algo::Algorithm::kRing;
   BRAID_ASSIGN_OR_RETURN(bool lowered, lowers(op, &alg));
-  if (lowered) return runSchedule(op, alg, stream);
+  if (lowered) {  // through the communicator's lowered-schedule executor (call_executor.h)
+    CallContext ctx;
+    ctx.comm = owner_;
+    ctx.algorithm = alg;
+    ctx.stream = static_cast<braidStream_t>(stream);
+    ctx.captured = captured_;
+    return executorFor(owner_, Executor::kDeviceLowered).run(&op, 1, ctx);
+  }
   WindowCall call;
   call.collective = op.collective;
   call.count = op.count;
@@ -123,14 +130,14 @@ Status DeviceWindows::runOne(const OpRequest& op, void* stream) {
 // absolutely (one-byte elements, as the host runs them), lowered to the send slots:
 // rounds by each peer's lane, sends first, so a send waits only for a slot its receiver
 // emptied two rounds earlier, however many messages go to one peer (exec/cuda/device_program.h).
-Status DeviceWindows::pointToPoint(const std::vector<const OpRequest*>& ops, void* stream) {
+Status DeviceWindows::pointToPoint(const std::vector<const Call*>& ops, void* stream) {
   algo::Schedule s;
   s.rank = rank_;
   s.nranks = nranks_;
-  for (const OpRequest* op : ops) s.steps.push_back(pointToPointStep(*op));
+  for (const Call* op : ops) s.steps.push_back(pointToPointStep(*op));
   if (s.steps.empty()) return Status::ok();
   s.steps.back().batchWithNext = false;
-  OpRequest bytes;  // one-byte elements, addressed absolutely
+  Call bytes;  // one-byte elements, addressed absolutely
   bytes.datatype = braidUint8;
   return runLowered(s, bytes, nullptr, nullptr, stream);
 }

@@ -64,7 +64,7 @@ class DeviceWindows {
  public:
   // Whether the windows can run `op` at all (decided from what every rank passes alike:
   // the collective, its operation; never from this rank's buffers).
-  static bool supports(const OpRequest& op, int nranks);
+  static bool supports(const Call& op, int nranks);
   // Collective over comm; the caller holds comm->opMu. Null: use the staged path.
   // forPointToPoint: a send or receive on a 2-rank communicator makes them (smaller
   // halves, kPointToPointWindowBytes, unless BRAID_CUDA_WINDOW_BYTES says). The ranks
@@ -87,7 +87,10 @@ class DeviceWindows {
   // a copy to the receive from it that it pairs with, in order. The caller holds
   // comm->opMu.
   // captured: the stream is capturing a CUDA graph (above).
-  Status run(const std::vector<OpRequest>& ops, void* stream, bool captured = false);
+  Status run(const std::vector<Call>& ops, void* stream, bool captured = false);
+  // One collective as a lowered schedule of `alg` (lowered_schedule.cc), which run() picks
+  // for a schedule the windows do not program; the caller holds comm->opMu.
+  Status runSchedule(const Call& op, algo::Algorithm alg, void* stream);
   static constexpr size_t kGraphSlotBytes = size_t{1} << 20;
   // Captured window calls that fit it run in a region of their own (exec/cuda/window_program.h):
   // 2 barriers instead of 3. BRAID_CUDA_GRAPH_BYTES changes it (0: none; at most a half).
@@ -145,19 +148,18 @@ class DeviceWindows {
   static constexpr uint64_t kReleased = uint64_t{1} << 62;
 
   DeviceWindows() = default;
-  Status runOne(const OpRequest& op, void* stream);
+  Status runOne(const Call& op, void* stream);
   // Whether op runs as a lowered schedule (true: which algorithm in *alg).
-  Expected<bool> lowers(const OpRequest& op, algo::Algorithm* alg);
-  Status runSchedule(const OpRequest& op, algo::Algorithm alg, void* stream);
+  Expected<bool> lowers(const Call& op, algo::Algorithm* alg);
   // Lowers this rank's schedule over the send slots from the pair counts where they
   // stand, enqueues it (buffers at in / out, scratch_) and advances the counts.
-  Status runLowered(const algo::Schedule& s, const OpRequest& op, const void* in, void* out,
+  Status runLowered(const algo::Schedule& s, const Call& op, const void* in, void* out,
                     void* stream);
   // Points *in / *out where device work reaches op's buffers: device copies of host
   // buffers, copied in on `stream`. Returns the bytes to copy back from *out to op.recv
   // at the end of the call (0: none).
-  Expected<size_t> placeBuffers(const OpRequest& op, char** in, char** out, void* stream);
-  Status pointToPoint(const std::vector<const OpRequest*>& ops, void* stream);
+  Expected<size_t> placeBuffers(const Call& op, char** in, char** out, void* stream);
+  Status pointToPoint(const std::vector<const Call*>& ops, void* stream);
   // Slot j (0, 1) that rank `from` sends to rank `to` through, as this process maps it.
   char* slot(int from, int to, uint64_t j) const {
     return windows_[static_cast<size_t>(from)] + 2 * halfBytes_ +
@@ -206,7 +208,7 @@ class DeviceWindows {
   Status finishCall(void* stream);
   // Enqueues a device program (exec/cuda/device_program.h: a window call's or a lowered
   // schedule's) for op on `stream`, its buffers at in / out, its scratch at `scratch`.
-  Status enqueue(const std::vector<DeviceOp>& program, const OpRequest& op, const void* in,
+  Status enqueue(const std::vector<DeviceOp>& program, const Call& op, const void* in,
                  void* out, void* scratch, void* stream);
   // *p (of *have bytes) at least `bytes` long: it only grows, the old buffer kept until
   // the windows go (retired_).

@@ -207,7 +207,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
     }
   }
   std::vector<SetupRecord> all(static_cast<size_t>(w->nranks_));
-  OpRequest gather;
+  Call gather;
   gather.collective = Collective::kAllGather;
   gather.send = &mine;
   gather.recv = all.data();
@@ -348,7 +348,7 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   w->order_ = comm->deviceOrder;
   // Every rank uses the windows, or none does.
   uint8_t ok = why.empty() ? 1 : 0;
-  OpRequest agree;
+  Call agree;
   agree.send = &ok;
   agree.recv = &ok;
   agree.count = 1;

@@ -24,8 +24,8 @@ namespace braid {
 // True, with the algorithm in *alg, when op runs as a lowered schedule: a BRAID_ALGO rule
 // names its algorithm (a '^' exclusion leaves it to the windows), or it is all-to-all-v
 // (the windows cannot agree rounds for it), which takes the selector's choice.
-Expected<bool> DeviceWindows::lowers(const OpRequest& op, algo::Algorithm* alg) {
-  if (op.kind != OpRequest::Kind::kCollective) return false;
+Expected<bool> DeviceWindows::lowers(const Call& op, algo::Algorithm* alg) {
+  if (op.kind != Call::Kind::kCollective) return false;
   BRAID_ASSIGN_OR_RETURN(
       Selector::Choice choice,
       owner_->selector.chooseForCall(op.collective, op.count * datatypeSize(op.datatype)));
@@ -34,7 +34,7 @@ Expected<bool> DeviceWindows::lowers(const OpRequest& op, algo::Algorithm* alg) 
   return true;
 }
 
-Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const OpRequest& op,
+Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const Call& op,
                    int nranks, void* stream) {
   if (d.kind == DeviceOp::Kind::kCopy) {
     return dst == srcs[0] ? Status::ok() : cuda::copyAsync(dst, srcs[0], d.bytes, stream);
@@ -98,7 +98,7 @@ Status DeviceWindows::awaitEnqueued(int index, uint64_t value, int writer) {
 
 // Each operation on `stream`: counters through the shared page, copies and reductions
 // (enqueueData); with ranks on one GPU as threads, a wait only after its write (above).
-Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequest& op,
+Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const Call& op,
                               const void* in, void* out, void* scratch, void* stream) {
   auto addr = [&](const DeviceAddr& a) -> char* {
     switch (a.space) {
@@ -196,7 +196,7 @@ Status DeviceWindows::enqueue(const std::vector<DeviceOp>& program, const OpRequ
 
 // Where device work reaches op's buffers: the buffers themselves when they are device
 // memory, else device copies of them (spans of overlapping regions staged together).
-Expected<size_t> DeviceWindows::placeBuffers(const OpRequest& op, char** in, char** out,
+Expected<size_t> DeviceWindows::placeBuffers(const Call& op, char** in, char** out,
                                              void* stream) {
   std::vector<StagedRegion> regions = regionsOf(op, rank_, nranks_);
   *in = const_cast<char*>(static_cast<const char*>(op.send));
@@ -226,10 +226,10 @@ Expected<size_t> DeviceWindows::placeBuffers(const OpRequest& op, char** in, cha
 
 // A premul-sum's schedule runs as a sum over its input scaled into scaled_ (the
 // communicator's device calls run in order, as scratch_ and stage_ are shared too).
-Status DeviceWindows::runSchedule(const OpRequest& request, algo::Algorithm alg, void* stream) {
+Status DeviceWindows::runSchedule(const Call& request, algo::Algorithm alg, void* stream) {
   if (request.preMul.on) {
     const size_t bytes = inputBytes(request, rank_, nranks_);
-    OpRequest scaled = request;
+    Call scaled = request;
     scaled.preMul.on = false;
     if (bytes != 0) {
       BRAID_TRY(growDevice(&scaled_, &scaledBytes_, bytes));
@@ -238,7 +238,7 @@ Status DeviceWindows::runSchedule(const OpRequest& request, algo::Algorithm alg,
     }
     return runSchedule(scaled, alg, stream);
   }
-  const OpRequest& op = request;
+  const Call& op = request;
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args = collArgsOf(op, rank_, nranks_);
   args.maxStepElems = slotBytes_ / es;  // one slot per step: half the FIFO, as the host's
@@ -250,7 +250,7 @@ Status DeviceWindows::runSchedule(const OpRequest& request, algo::Algorithm alg,
   return back == 0 ? Status::ok() : cuda::copyAsync(op.recv, out, back, stream);
 }
 
-Status DeviceWindows::runLowered(const algo::Schedule& s, const OpRequest& op, const void* in,
+Status DeviceWindows::runLowered(const algo::Schedule& s, const Call& op, const void* in,
                                  void* out, void* stream) {
   if (captured_) {  // through the graph slots, counted from zero (exec/cuda/device_program.h)
     PairCounts zero(nranks_);

@@ -85,7 +85,7 @@ StagedProxy::~StagedProxy() {
   freePinnedLater(words_);
 }
 
-Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
+Status StagedProxy::issue(std::vector<Call> ops, void* stream) {
   const int rank = comm_->comm->rank(), nranks = comm_->comm->nranks();
   // What runOps would refuse at once is refused here, before anything is enqueued: a
   // communicator that failed (as the windows refuse calls once released), a bad group.
@@ -94,7 +94,7 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   // A premul-sum's scalar in device memory is staged with the buffers: the host
   // collective scales the staged input by it when it runs (runtime/host_calls.cc placeScale).
   std::vector<StagedRegion> regions;
-  for (const OpRequest& op : ops) {
+  for (const Call& op : ops) {
     for (const StagedRegion& r : regionsOf(op, rank, nranks)) regions.push_back(r);
     if (op.preMul.on && op.preMul.scalarPtr != nullptr) {
       regions.push_back({op.preMul.scalarPtr, datatypeSize(op.datatype), false});
@@ -123,7 +123,7 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   t.staged = staged;
   t.number = ++issued_;
   const uint64_t number = t.number, slot = number % kSlots;
-  for (OpRequest& op : ops) {
+  for (Call& op : ops) {
     op.send = staged->hostOf(op.send);
     op.recv = staged->hostOf(op.recv);
     if (op.preMul.scalarPtr != nullptr) op.preMul.scalarPtr = staged->hostOf(op.preMul.scalarPtr);
@@ -136,7 +136,7 @@ Status StagedProxy::issue(std::vector<OpRequest> ops, void* stream) {
   // peers' point-to-point calls, and their streams, with it). A ticket whose ready write
   // failed goes too, its word written here, and runs nothing.
   const bool ready = st.isOk();
-  std::vector<OpRequest> mine;
+  std::vector<Call> mine;
   if (ready) {
     if (threads != nullptr) {
       threads->issued(ops);

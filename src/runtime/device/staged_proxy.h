@@ -67,7 +67,7 @@ class StagedProxy {
   // Enqueues `ops` (device buffers staged, host buffers as they are) on `stream` (a CUDA
   // stream, or nullptr: the legacy default stream) and returns; counts the ticket in
   // comm->inflight until the proxy has run it.
-  Status issue(std::vector<OpRequest> ops, void* stream);
+  Status issue(std::vector<Call> ops, void* stream);
   // Blocks until every ticket issued so far has run its host collective.
   void waitIdle();
 
@@ -80,7 +80,7 @@ class StagedProxy {
   };
   struct Ticket {
     uint64_t number = 0;
-    std::vector<OpRequest> ops;             // on the staged addresses; empty: nothing to run
+    std::vector<Call> ops;             // on the staged addresses; empty: nothing to run
     std::shared_ptr<StagedBuffers> staged;  // also the issuing thread's, until it returns
   };
 

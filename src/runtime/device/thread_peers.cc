@@ -70,19 +70,19 @@ ThreadPeers* ThreadPeers::of(braidComm* comm) {
   return comm->threadPeers.get();
 }
 
-void ThreadPeers::hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops) {
+void ThreadPeers::hostCallIssued(braidComm* comm, const std::vector<Call>& ops) {
   if (!cuda::compiled() || !cuda::hasDevice()) return;
   if (ThreadPeers* t = of(comm)) t->issued(ops);
 }
 
-void ThreadPeers::issued(const std::vector<OpRequest>& ops) {
+void ThreadPeers::issued(const std::vector<Call>& ops) {
   Shared& s = *shared_;
   const size_t row = static_cast<size_t>(rank_) * static_cast<size_t>(nranks_);
-  for (const OpRequest& op : ops) {
-    if (op.kind == OpRequest::Kind::kCollective) {
+  for (const Call& op : ops) {
+    if (op.kind == Call::Kind::kCollective) {
       s.coll[static_cast<size_t>(rank_)].fetch_add(1);
     } else if (op.peer != rank_) {
-      auto& counts = op.kind == OpRequest::Kind::kSend ? s.sends : s.recvs;
+      auto& counts = op.kind == Call::Kind::kSend ? s.sends : s.recvs;
       counts[row + static_cast<size_t>(op.peer)].fetch_add(1);
     }
   }
@@ -111,12 +111,12 @@ const char* describe(int where) {
 
 }  // namespace
 
-Status ThreadPeers::awaitPeers(const std::vector<OpRequest>& ops) {
+Status ThreadPeers::awaitPeers(const std::vector<Call>& ops) {
   Shared& s = *shared_;
   const size_t n = static_cast<size_t>(nranks_), me = static_cast<size_t>(rank_);
   bool collective = false;
-  for (const OpRequest& op : ops)
-    collective = collective || op.kind == OpRequest::Kind::kCollective;
+  for (const Call& op : ops)
+    collective = collective || op.kind == Call::Kind::kCollective;
   // The first rank of this process that has not yet issued its part of `ops`, or -1.
   auto lagging = [&]() -> int {
     if (collective) {
@@ -124,14 +124,14 @@ Status ThreadPeers::awaitPeers(const std::vector<OpRequest>& ops) {
         if (s.coll[static_cast<size_t>(q)].load() < s.coll[me].load()) return q;
       }
     }
-    for (const OpRequest& op : ops) {
-      if (op.kind == OpRequest::Kind::kCollective || op.peer == rank_ ||
+    for (const Call& op : ops) {
+      if (op.kind == Call::Kind::kCollective || op.peer == rank_ ||
           !isThread_[static_cast<size_t>(op.peer)]) {
         continue;
       }
       const size_t q = static_cast<size_t>(op.peer);
       // My k-th send to q meets q's k-th receive from me, and the other way round.
-      const bool send = op.kind == OpRequest::Kind::kSend;
+      const bool send = op.kind == Call::Kind::kSend;
       const uint64_t mine = (send ? s.sends : s.recvs)[me * n + q].load();
       const uint64_t theirs = (send ? s.recvs : s.sends)[q * n + me].load();
       if (theirs < mine) return op.peer;

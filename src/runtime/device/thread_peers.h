@@ -41,15 +41,15 @@ class ThreadPeers {
   static ThreadPeers* of(braidComm* comm);
   ~ThreadPeers();
   // A host call's issued() (below), where the process has a device; nothing otherwise.
-  static void hostCallIssued(braidComm* comm, const std::vector<OpRequest>& ops);
+  static void hostCallIssued(braidComm* comm, const std::vector<Call>& ops);
 
   // Counts `ops` as issued by this rank: its part of their host collectives is in place
   // (a staged call's ready write is enqueued; a host call is being issued).
-  void issued(const std::vector<OpRequest>& ops);
+  void issued(const std::vector<Call>& ops);
   // After issued(ops): blocks until every rank of this process that `ops` involve has
   // issued its part of them, for at most the timeout (braidTimeout, naming the fix and
   // where the lagging rank's thread is), or until the communicator fails or aborts.
-  Status awaitPeers(const std::vector<OpRequest>& ops);
+  Status awaitPeers(const std::vector<Call>& ops);
 
   // Where this rank's thread is, for a peer's timeout message: a stall names the place.
   enum Where : int { kOutside, kStaging, kAwaiting, kEnqueueing };

@@ -15,8 +15,8 @@ using algo::Collective;
 
 char gSend[1 << 16], gRecv[1 << 16];
 
-OpRequest collective(Collective c, size_t count, braidDataType_t t, int root = 0) {
-  OpRequest op;
+Call collective(Collective c, size_t count, braidDataType_t t, int root = 0) {
+  Call op;
   op.collective = c;
   op.send = gSend;
   op.recv = gRecv;
@@ -27,7 +27,7 @@ OpRequest collective(Collective c, size_t count, braidDataType_t t, int root = 0
 }
 
 // (send bytes, recv bytes) staged for `op` on rank `rank` of `nranks`.
-std::pair<size_t, size_t> bytesOf(const OpRequest& op, int rank, int nranks) {
+std::pair<size_t, size_t> bytesOf(const Call& op, int rank, int nranks) {
   std::vector<StagedRegion> r = regionsOf(op, rank, nranks);
   EXPECT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].ptr, gSend);
@@ -65,7 +65,7 @@ TEST(StagedRegions, EveryCollectiveStagesWhatBraidHLaysOut) {
 }
 
 TEST(StagedRegions, AllToAllvStagesUpToTheFurthestBlock) {
-  OpRequest op = collective(Collective::kAllToAllv, 0, braidInt32);
+  Call op = collective(Collective::kAllToAllv, 0, braidInt32);
   op.sendCounts = {3, 0, 5};
   op.sendDispls = {10, 0, 2};  // furthest end: 10 + 3 = 13 elements
   op.recvCounts = {1, 4, 0};
@@ -74,8 +74,8 @@ TEST(StagedRegions, AllToAllvStagesUpToTheFurthestBlock) {
 }
 
 TEST(StagedRegions, SendAndReceiveStageTheirOwnBuffer) {
-  OpRequest send;
-  send.kind = OpRequest::Kind::kSend;
+  Call send;
+  send.kind = Call::Kind::kSend;
   send.send = gSend;
   send.count = 7;
   send.datatype = braidInt64;
@@ -84,8 +84,8 @@ TEST(StagedRegions, SendAndReceiveStageTheirOwnBuffer) {
   EXPECT_EQ(s[0].ptr, gSend);
   EXPECT_EQ(s[0].bytes, 56u);
   EXPECT_FALSE(s[0].written);
-  OpRequest recv = send;
-  recv.kind = OpRequest::Kind::kRecv;
+  Call recv = send;
+  recv.kind = Call::Kind::kRecv;
   recv.send = nullptr;
   recv.recv = gRecv;
   std::vector<StagedRegion> r = regionsOf(recv, 0, 2);
