@@ -20,6 +20,18 @@ const char* opKindName(OpKind op) {
       return "copy";
     case OpKind::kReduceLocal:
       return "reduceLocal";
+    case OpKind::kBeginRound:
+      return "beginRound";
+    case OpKind::kPut:
+      return "put";
+    case OpKind::kSignal:
+      return "signal";
+    case OpKind::kWait:
+      return "wait";
+    case OpKind::kReducePeers:
+      return "reducePeers";
+    case OpKind::kCopyPeer:
+      return "copyPeer";
   }
   return "?";
 }
@@ -32,10 +44,26 @@ const char* bufRefName(BufRef b) {
       return "output";
     case BufRef::kScratch:
       return "scratch";
+    case BufRef::kWindowIn:
+      return "windowIn";
+    case BufRef::kWindowOut:
+      return "windowOut";
     case BufRef::kNone:
       break;
   }
   return "none";
+}
+
+const char* winFlagName(WinFlag f) {
+  switch (f) {
+    case WinFlag::kReady:
+      return "ready";
+    case WinFlag::kDone:
+      return "done";
+    case WinFlag::kFinished:
+      return "finished";
+  }
+  return "?";
 }
 
 const char* collectiveName(Collective c) {

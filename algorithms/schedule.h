@@ -20,6 +20,32 @@
 // FIFO order both sides see is the step order. Steps outside batches run one
 // after another.
 //
+// Window schedules (Schedule::windowed): the direct collectives over memory that every
+// rank of a node maps (the host's shared windows, the GPUs' device windows). Each rank
+// has a window of two halves, each an input area and an output area of
+// CollArgs::windowElems elements (BufRef::kWindowIn, kWindowOut). Such a schedule is a
+// list of rounds; round r starts with kBeginRound and uses half r % 2 of every window
+// (rounds are numbered alike on every rank, over the communicator's life: executors count
+// them, schedules number them from 0 within a call). In a round a rank puts its data into
+// its own window (kPut), raises its flags (kSignal: its flag `flag` = the round), waits
+// for peers' flags (kWait), and reads peers' areas where they lie: it reduces one range of
+// every rank's area into its buffer (kReducePeers, in rank order, so every rank computes
+// bitwise the same values) or copies one peer's range (kCopyPeer). Flags are three per
+// rank: kReady (its puts of the round are in its window, and it has finished reading the
+// round before), kDone (its kWindowOut data of the round is there), kFinished (it has
+// read all it reads of the round). A rank writes half h again only in round r + 2, and
+// kBeginRound with `writes` set first waits until every peer's kReady >= r - 1 (every peer
+// has finished reading round r - 2): two halves and these flags are all the ordering
+// there is.
+//
+// Lending (zero copy): where Schedule::lendsInput (or lendsOutput) is set, an executor may
+// leave this rank's input (output) where it lies, in memory peers can map, instead of
+// putting it: it then skips every kPut from kInput (kOutput), and peers read its data in
+// the lent buffer at Step::bufOffset instead of in its window. A rank that lent a buffer
+// returns only after every peer has signalled kFinished for its last round (the caller
+// may reuse the buffer at once); schedules that lend signal kFinished in every round. An
+// executor that cannot lend (the device windows) puts everything.
+//
 // Immutable once built; safe to share between threads.
 #pragma once
 
@@ -37,9 +63,26 @@ enum class OpKind : uint8_t {
   kRecvCopySend,        // dst = recv; send it on
   kCopy,                // dst = src (local)
   kReduceLocal,         // dst = dst op src (local; final: avg divides)
+  // Window steps (above); none has a send or receive peer in the FIFO sense.
+  kBeginRound,  // the next round starts; `writes`: this rank puts into its window in it
+  kPut,         // this rank's window area dst at dstOffset = src at srcOffset (copy in)
+  kSignal,      // this rank's flag `flag` = the round
+  kWait,        // until rank recvPeer's flag `flag` >= the round (recvPeer -1: every peer)
+  // dst at dstOffset = op over every rank q, in rank order, of q's area src at srcOffset;
+  // q's term is q's lent buffer at bufOffset where q lent it, and this rank's own term is
+  // its own buffer at bufOffset where `ownFromBuffer` is set.
+  kReducePeers,
+  // dst at dstOffset = rank recvPeer's area src at srcOffset (its lent buffer at
+  // bufOffset where it lent it; this rank's own buffer there where recvPeer is this rank).
+  kCopyPeer,
 };
 
-enum class BufRef : uint8_t { kNone, kInput, kOutput, kScratch };
+// kWindowIn / kWindowOut: a rank's window areas in the current round's half; the buffer a
+// lending rank lends for them is its input / its output.
+enum class BufRef : uint8_t { kNone, kInput, kOutput, kScratch, kWindowIn, kWindowOut };
+
+// A rank's flags in the windows (see the window schedules above).
+enum class WinFlag : uint8_t { kReady, kDone, kFinished };
 
 struct Step {
   OpKind op;
@@ -54,17 +97,37 @@ struct Step {
   bool final = false;
   // This step and the next one belong to the same batch (see above).
   bool batchWithNext = false;
+  // Window steps only. kSignal, kWait: which flag. kBeginRound: whether this rank writes
+  // its window in the round. kReducePeers: whether this rank's own term is read from its
+  // buffer (input for kWindowIn, output for kWindowOut) at bufOffset, not its window.
+  WinFlag flag = WinFlag::kReady;
+  bool writes = false;
+  bool ownFromBuffer = false;
+  // kReducePeers, kCopyPeer: elements into the lent buffer (input for kWindowIn, output
+  // for kWindowOut) where a peer that lent it has this step's data.
+  uint64_t bufOffset = 0;
 };
 
 // What each OpKind touches: a peer to receive from or send to, a src or dst buffer.
+inline bool isWindowStep(OpKind op) { return op >= OpKind::kBeginRound; }
 inline bool isLocal(OpKind op) { return op == OpKind::kCopy || op == OpKind::kReduceLocal; }
-inline bool needsRecv(OpKind op) { return op != OpKind::kSend && !isLocal(op); }
+inline bool needsRecv(OpKind op) {
+  return op != OpKind::kSend && !isLocal(op) && !isWindowStep(op);
+}
 inline bool needsSend(OpKind op) {
   return op == OpKind::kSend || op == OpKind::kRecvReduceSend ||
          op == OpKind::kRecvReduceCopySend || op == OpKind::kRecvCopySend;
 }
-inline bool needsSrc(OpKind op) { return op != OpKind::kRecv && op != OpKind::kRecvCopySend; }
-inline bool needsDst(OpKind op) { return op != OpKind::kSend && op != OpKind::kRecvReduceSend; }
+// kBeginRound, kSignal and kWait touch no buffer.
+inline bool isWindowSync(OpKind op) {
+  return op == OpKind::kBeginRound || op == OpKind::kSignal || op == OpKind::kWait;
+}
+inline bool needsSrc(OpKind op) {
+  return op != OpKind::kRecv && op != OpKind::kRecvCopySend && !isWindowSync(op);
+}
+inline bool needsDst(OpKind op) {
+  return op != OpKind::kSend && op != OpKind::kRecvReduceSend && !isWindowSync(op);
+}
 
 struct Schedule {
   int rank = 0;
@@ -72,6 +135,12 @@ struct Schedule {
   uint64_t count = 0;         // elements of the collective (per rank input for all-reduce)
   uint64_t scratchElems = 0;  // scratch buffer the executor must provide
   std::vector<Step> steps;
+  // A window schedule (above): its steps are window steps and local copies only, and
+  // only an executor over mapped memory runs it.
+  bool windowed = false;
+  // Window schedules: whether an executor may lend this rank's input / output (above).
+  bool lendsInput = false;
+  bool lendsOutput = false;
 };
 
 enum class Collective : uint8_t {
@@ -117,10 +186,17 @@ struct CollArgs {
   // Node index of every rank (ranks sharing memory share a node); empty means
   // one node. Hierarchical algorithms split their work by it.
   std::vector<int> nodeOf;
+  // Window schedules: elements of one window area (one round moves at most this much
+  // per area). 0: the communicator has no windows.
+  uint64_t windowElems = 0;
+  // Window schedules: the input is a premul-sum's, scaled as it is put into the window,
+  // so no rank reads its own input directly (ownFromBuffer is never set for it).
+  bool scaledPut = false;
 };
 
 const char* opKindName(OpKind op);
-const char* bufRefName(BufRef b);  // "input", "output", "scratch", "none"
+const char* bufRefName(BufRef b);  // "input", "output", "scratch", "windowIn", ...
+const char* winFlagName(WinFlag f);  // "ready", "done", "finished"
 const char* collectiveName(Collective c);
 
 }  // namespace braid::algo

@@ -34,6 +34,8 @@ Buffer Simulator::buffer(int r, BufRef ref) {
       if (rk.outputElems == 0) return make(rk.output, 1);
       return Buffer{rk.output.data() + rk.outputOffset * es_, rk.outputElems, 1};
     case BufRef::kScratch: return make(scratch_[r], 2);
+    case BufRef::kWindowIn:
+    case BufRef::kWindowOut:
     case BufRef::kNone: break;
   }
   return Buffer{};
@@ -173,8 +175,7 @@ Status Simulator::execute(int r, size_t i) {
       std::memcpy(d, m, bytes);
       std::memcpy(out.data.data(), m, bytes);
       break;
-    case OpKind::kCopy:
-    case OpKind::kReduceLocal: break;
+    default: break;  // local and window steps move no message
   }
   if (st.sendPeer >= 0) fifo(r, st.sendPeer).push_back(std::move(out));
   return Status::ok();
@@ -229,6 +230,9 @@ Status Simulator::run() {
 
 Status simulate(const std::vector<algo::Schedule>& schedules, braidDataType_t datatype,
                 braidRedOp_t op, std::vector<SimRank>& ranks, const SimOptions& options) {
+  for (const algo::Schedule& s : schedules) {
+    if (s.windowed) return invalidUsage("a window schedule needs the windows' simulator");
+  }
   return sim::Simulator(schedules, datatype, op, ranks, options).run();
 }
 

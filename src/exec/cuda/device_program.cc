@@ -152,9 +152,8 @@ void Lowering::slice(const Step& st, uint64_t i) {
       copy(dst, in, bytes);
       copy(out, dst, bytes);
       break;
-    case OpKind::kCopy:
-    case OpKind::kReduceLocal:
-      break;  // local(): no slices
+    default:
+      break;  // local(): no slices; window steps are refused before (lowerSchedule)
   }
   if (kout != 0) counter(captured_ ? Kind::kFill : Kind::kPost, me, q, captured_ ? kout % 2 : kout);
   if (kin != 0) counter(captured_ ? Kind::kFree : Kind::kConsume, p, me, captured_ ? kin % 2 : kin);
@@ -251,6 +250,9 @@ Status Lowering::run() {
 Expected<std::vector<DeviceOp>> lowerSchedule(const algo::Schedule& schedule, size_t elemSize,
                                               size_t slotBytes, PairCounts* counts, bool captured) {
   if (elemSize == 0) return Status(braidInternalError, "device lowering: element size 0");
+  if (schedule.windowed) {
+    return Status(braidInternalError, "device lowering: a window schedule needs the windows");
+  }
   Lowering l(schedule, elemSize, slotBytes, *counts, captured);
   BRAID_TRY(l.run());
   *counts = std::move(l.counts());

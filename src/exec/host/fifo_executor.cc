@@ -68,6 +68,8 @@ char* HostExecutor::address(BufRef ref, uint64_t offset) const {
     case BufRef::kScratch:
       base = const_cast<char*>(scratch_.data());
       break;
+    case BufRef::kWindowIn:
+    case BufRef::kWindowOut:
     case BufRef::kNone:
       return nullptr;
   }
@@ -279,9 +281,8 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
         std::memcpy(out, in, bytes);
       }
       break;
-    case OpKind::kCopy:
-    case OpKind::kReduceLocal:
-      break;
+    default:
+      break;  // local steps (copyStep); window steps never reach the FIFOs (run())
   }
   if (s.recvEp != nullptr) s.recvEp->recvRelease();
   if (s.sendEp != nullptr) {
@@ -379,6 +380,7 @@ const Deadline& HostExecutor::deadline() {
 
 Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const OpDesc& desc) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
+  if (s.windowed) return internalError(desc.describe() + ": a window schedule reached the FIFOs");
   schedule_ = &s;
   buffers_ = b;
   elemSize_ = datatypeSize(desc.datatype);
