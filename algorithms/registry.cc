@@ -109,4 +109,40 @@ Schedule buildSchedule(Algorithm a, const CollArgs& args) {
   return Schedule{};
 }
 
+bool supportsWindows(Algorithm a, Collective c) {
+  using C = Collective;
+  switch (c) {
+    case C::kAllReduce: return a == Algorithm::kDirect || a == Algorithm::kTwoShot;
+    case C::kAllToAll: return a == Algorithm::kPairwise;
+    case C::kAllToAllv: return false;
+    default: return a == windowAlgorithm(c);
+  }
+}
+
+Algorithm windowAlgorithm(Collective c, bool twoShot) {
+  switch (c) {
+    case Collective::kAllReduce: return twoShot ? Algorithm::kTwoShot : Algorithm::kDirect;
+    case Collective::kAllToAll:
+    case Collective::kAllToAllv: return Algorithm::kPairwise;
+    case Collective::kGather:
+    case Collective::kScatter: return Algorithm::kLinear;
+    default: return Algorithm::kDirect;
+  }
+}
+
+Schedule buildWindowSchedule(Algorithm a, const CollArgs& args) {
+  switch (args.collective) {
+    case Collective::kAllReduce: return windowAllReduce(args, a == Algorithm::kTwoShot);
+    case Collective::kAllGather: return windowAllGather(args);
+    case Collective::kReduceScatter: return windowReduceScatter(args);
+    case Collective::kBroadcast: return windowBroadcast(args);
+    case Collective::kReduce: return windowReduce(args);
+    case Collective::kGather: return windowGather(args);
+    case Collective::kScatter: return windowScatter(args);
+    case Collective::kAllToAll: return windowAllToAll(args);
+    case Collective::kAllToAllv: break;
+  }
+  return Schedule{};
+}
+
 }  // namespace braid::algo

@@ -30,4 +30,13 @@ bool supports(Algorithm a, Collective c);
 // Requires supports(a, args.collective).
 Schedule buildSchedule(Algorithm a, const CollArgs& args);
 
+// Window schedules (algorithms/schedule.h, "Window schedules"): all-reduce by kDirect
+// (one-shot) or kTwoShot; all-gather, reduce-scatter, broadcast and reduce by kDirect;
+// all-to-all by kPairwise; gather and scatter by kLinear.
+bool supportsWindows(Algorithm a, Collective c);
+// The window algorithm of a collective (all-reduce: `twoShot` picks); alike on every rank.
+Algorithm windowAlgorithm(Collective c, bool twoShot = false);
+// Requires supportsWindows(a, args.collective) and args.windowElems > 0.
+Schedule buildWindowSchedule(Algorithm a, const CollArgs& args);
+
 }  // namespace braid::algo
