@@ -91,6 +91,12 @@ uint64_t windowSlotElems(const CollArgs& a) {
   return slot != 0 ? slot : std::max<uint64_t>(1, a.windowElems / n);
 }
 
+bool windowFits(const CollArgs& a) {
+  const bool blocks = a.collective == Collective::kReduceScatter ||
+                      a.collective == Collective::kAllToAll || a.collective == Collective::kScatter;
+  return a.windowElems >= (blocks ? static_cast<uint64_t>(std::max(1, a.nranks)) : 1);
+}
+
 uint64_t windowPieceElems(uint64_t count, int parts, uint32_t elemSize) {
   const uint64_t line = std::max<uint64_t>(1, kLineBytes / std::max<uint32_t>(1, elemSize));
   const uint64_t p = (count + parts - 1) / static_cast<uint64_t>(parts);
