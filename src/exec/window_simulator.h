@@ -59,6 +59,8 @@ struct WindowSimOptions {
   // Rounds every rank has run before the first call (the first round's half is
   // (roundsBefore + 1) % 2).
   uint64_t roundsBefore = 0;
+  // A half has one area: kWindowOut is kWindowIn (the device windows' layout).
+  bool oneAreaPerHalf = false;
 };
 
 // One call: every rank's schedule and buffers (SimRank as for simulate()).

@@ -75,7 +75,7 @@ Expected<Span> WindowSimulator::area(int owner, int r, BufRef ref, uint64_t offs
     return outOfBounds(at(r), "touches rank " + std::to_string(owner) + "'s " + regionName(out),
                        offset, count, elems);
   }
-  const int region = areaRegion(static_cast<int>(ranks_[r].round % 2), out);
+  const int region = areaRegion(static_cast<int>(ranks_[r].round % 2), out && !opts_.oneAreaPerHalf);
   Span sp;
   sp.data = ranks_[owner].window.data() + region * opts_.windowBytes + offset * es;
   sp.bytes = (elems - offset) * es;

@@ -149,6 +149,25 @@ TEST(DirectWindows, BackToBackCallsInEitherHalfUnderRandomInterleavings) {
   }
 }
 
+TEST(DirectWindows, TwoShotKeepsItsPiecesWhereTheInputAreaHasThem) {
+  // One area per half (the device windows): a rank's reduced piece overwrites its own
+  // piece of its input area, which only it reads.
+  const WinCase w{Algorithm::kTwoShot, Collective::kAllReduce};
+  for (int n : {1, 2, 3, 4, 7, 16}) {
+    for (uint64_t count : {uint64_t{1}, uint64_t(n + 1), uint64_t{97}, uint64_t{1500}}) {
+      for (bool inPlace : {false, true}) {
+        const CheckCase c = sweepCase(w.coll, n, count, inPlace, kTypeOps[(count + n) % 4], 0);
+        WinRun run;
+        run.windowBytes = 512;
+        run.twice = true;
+        run.sim.oneAreaPerHalf = true;
+        run.sim.seed = count + n;
+        EXPECT_EQ(check(w, c, run), "");
+      }
+    }
+  }
+}
+
 TEST(DirectWindows, ScaledPutsReadNoOwnInput) {
   for (const WinCase& w : kWindowCases) {
     for (int n : {1, 2, 3, 6}) {
