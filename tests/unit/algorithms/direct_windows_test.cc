@@ -168,6 +168,77 @@ TEST(DirectWindows, TwoShotKeepsItsPiecesWhereTheInputAreaHasThem) {
   }
 }
 
+// Every rank's schedule and buffers (inputs of small integers) for one window call.
+struct PlainCall {
+  std::vector<algo::Schedule> schedules;
+  std::vector<SimRank> ranks;
+};
+
+PlainCall plainCall(const WinCase& w, int n, uint64_t count, uint64_t windowBytes) {
+  PlainCall p;
+  CheckCase c;
+  c.collective = w.coll;
+  c.nranks = n;
+  c.count = count;
+  c.root = n - 1;
+  for (int r = 0; r < n; ++r) {
+    algo::CollArgs a;
+    a.collective = w.coll;
+    a.rank = r;
+    a.nranks = n;
+    a.count = count;
+    a.elemSize = 4;
+    a.root = c.root;
+    a.windowElems = windowBytes / 4;
+    p.schedules.push_back(algo::buildWindowSchedule(w.alg, a));
+    const detail::Layout l = detail::layoutOf(c, r);
+    SimRank sr;
+    sr.input.assign(l.inputElems * 4, static_cast<uint8_t>(r));
+    sr.output.assign(l.outputElems * 4, 0);
+    p.ranks.push_back(std::move(sr));
+  }
+  return p;
+}
+
+TEST(DirectWindows, DifferentCollectivesBackToBack) {
+  // Calls follow one another with no barrier: a call's first rounds overwrite halves that
+  // slow peers may still read from the last call, and lenders return under peers' reads.
+  std::mt19937_64 rng(11);
+  for (const WinCase& before : kWindowCases) {
+    for (const WinCase& w : kWindowCases) {
+      for (int n : {2, 3, 5}) {
+        const PlainCall a = plainCall(before, n, 300, 512);
+        const PlainCall b = plainCall(w, n, 200, 512);
+        std::vector<SimRank> ra = a.ranks, rb = b.ranks;
+        const CheckCase c = sweepCase(w.coll, n, 250, rng() % 2 == 0, {braidFloat32, braidSum}, 0);
+        WinRun run;
+        run.windowBytes = 512;
+        run.sim.seed = rng() | 1;
+        run.sim.lendInput = bits(rng(), n);
+        run.sim.lendOutput = bits(rng(), n);
+        // The checked call comes third, after calls of two other collectives.
+        const std::string err = checkCollective(
+            [&](algo::CollArgs x) {
+              x.windowElems = 128;
+              return algo::buildWindowSchedule(w.alg, x);
+            },
+            c,
+            [&](const std::vector<algo::Schedule>& s, braidDataType_t dt, braidRedOp_t op,
+                std::vector<SimRank>& ranks, const SimOptions&) {
+              WindowSimOptions o = run.sim;
+              o.windowBytes = 512;
+              return simulateWindows({{&a.schedules, &ra, braidFloat32, braidSum},
+                                      {&b.schedules, &rb, braidFloat32, braidMax},
+                                      {&s, &ranks, dt, op}},
+                                     o);
+            });
+        EXPECT_EQ(err, "") << algo::collectiveName(before.coll) << ", "
+                           << algo::collectiveName(w.coll) << " then the checked call";
+      }
+    }
+  }
+}
+
 TEST(DirectWindows, ScaledPutsReadNoOwnInput) {
   for (const WinCase& w : kWindowCases) {
     for (int n : {1, 2, 3, 6}) {

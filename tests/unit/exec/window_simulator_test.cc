@@ -120,6 +120,41 @@ TEST(WindowSimulator, APutNotOrderedByBeginRoundWithWritesIsARace) {
   EXPECT_THAT(err, HasSubstr("kBeginRound with writes must order it"));
 }
 
+TEST(WindowSimulator, ACallsFirstPutIsOrderedOnlyByItsBeginRound) {
+  // A broadcast, then a one-shot all-reduce: inside the all-reduce its waits would order
+  // the puts, but its first put into a half follows the broadcast's reads of it, which
+  // only kBeginRound with writes orders (no barrier between calls).
+  const int n = 3;
+  std::vector<algo::Schedule> bcast, ar;
+  std::vector<SimRank> rb(n), ra(n);
+  for (int r = 0; r < n; ++r) {
+    algo::CollArgs a;
+    a.rank = r;
+    a.nranks = n;
+    a.count = 2048;  // two rounds of 1024 floats
+    a.elemSize = 4;
+    a.windowElems = 1024;
+    a.collective = Collective::kBroadcast;
+    bcast.push_back(algo::buildWindowSchedule(Algorithm::kDirect, a));
+    a.collective = Collective::kAllReduce;
+    ar.push_back(algo::buildWindowSchedule(Algorithm::kDirect, a));
+    rb[r].input.assign(2048 * 4, 1);
+    rb[r].output.assign(2048 * 4, 0);
+    ra[r] = rb[r];
+  }
+  WindowSimOptions o;
+  o.windowBytes = 4096;
+  std::vector<SimRank> rb2 = rb, ra2 = ra;
+  EXPECT_TRUE(simulateWindows({{&bcast, &rb, braidFloat32, braidSum}, {&ar, &ra, braidFloat32, braidSum}}, o)
+                  .isOk());
+  for (algo::Schedule& s : ar) {
+    for (Step& st : s.steps) st.writes = false;
+  }
+  const Status st =
+      simulateWindows({{&bcast, &rb2, braidFloat32, braidSum}, {&ar, &ra2, braidFloat32, braidSum}}, o);
+  EXPECT_THAT(st.message(), HasSubstr("race: rank 0 call 1"));
+}
+
 TEST(WindowSimulator, AMissingFinishedLeavesTheLenderWaiting) {
   Case k;
   k.coll = Collective::kBroadcast;
