@@ -55,8 +55,8 @@ class WinSteps {
     st.ownFromBuffer = ownFromBuffer;
     s_->steps.push_back(st);
   }
-  void copyPeer(int peer, BufRef src, uint64_t srcOff, BufRef dst, uint64_t dstOff,
-                uint64_t count, uint64_t bufOff) {
+  void copyPeer(int peer, BufRef src, uint64_t srcOff, BufRef dst, uint64_t dstOff, uint64_t count,
+                uint64_t bufOff) {
     if (count == 0) return;
     Step st{OpKind::kCopyPeer, src, dst, -1, peer, srcOff, dstOff, count};
     st.bufOffset = bufOff;
@@ -247,8 +247,8 @@ Schedule windowAllToAll(const CollArgs& a) {
                  me * a.count + off);
     }
     // Own block last: in place, the output overwrites input only this rank reads.
-    if (!a.inPlace) w.copy(BufRef::kInput, me * a.count + off, BufRef::kOutput,
-                           me * a.count + off, m);
+    if (!a.inPlace)
+      w.copy(BufRef::kInput, me * a.count + off, BufRef::kOutput, me * a.count + off, m);
     w.signal(WinFlag::kFinished);
   }
   return s;

@@ -25,7 +25,8 @@ std::string stepProblem(const Step& st, int r, int n) {
   if (st.batchWithNext || st.sendPeer != -1) return "has FIFO fields (sendPeer, batchWithNext)";
   switch (st.op) {
     case OpKind::kBeginRound:
-    case OpKind::kSignal: return st.recvPeer == -1 ? "" : "names a peer it has no use for";
+    case OpKind::kSignal:
+      return st.recvPeer == -1 ? "" : "names a peer it has no use for";
     case OpKind::kWait:
       return st.recvPeer >= -1 && st.recvPeer < n && st.recvPeer != r
                  ? ""
@@ -35,14 +36,16 @@ std::string stepProblem(const Step& st, int r, int n) {
       return isUser(st.src) && isArea(st.dst) ? "" : "puts from a non-buffer or into a non-area";
     case OpKind::kReducePeers:
     case OpKind::kCopyPeer: {
-      const bool peerOk = st.op == OpKind::kReducePeers ? st.recvPeer == -1
-                                                        : st.recvPeer >= 0 && st.recvPeer < n;
-      if (!peerOk) return "has peer " + std::to_string(st.recvPeer) + " (of " + std::to_string(n) + ")";
+      const bool peerOk =
+          st.op == OpKind::kReducePeers ? st.recvPeer == -1 : st.recvPeer >= 0 && st.recvPeer < n;
+      if (!peerOk)
+        return "has peer " + std::to_string(st.recvPeer) + " (of " + std::to_string(n) + ")";
       return isArea(st.src) && isDest(st.dst) ? "" : "reads a non-area or writes a non-output";
     }
     case OpKind::kCopy:
       return isUser(st.src) && isDest(st.dst) ? "" : "copies from or into a non-buffer";
-    default: return "is not a window step or a local copy";
+    default:
+      return "is not a window step or a local copy";
   }
 }
 
@@ -92,9 +95,13 @@ Status WindowSimulator::checkSchedule(size_t c, int r) {
 Status WindowSimulator::checkArgs() {
   if (opts_.windowBytes == 0) return invalidArgument("simulateWindows: windowBytes must be > 0");
   n_ = calls_.empty() ? 0 : static_cast<int>(calls_[0].schedules->size());
-  const auto bad = [](const std::string& why) { return invalidArgument("simulateWindows: " + why); };
-  if (!opts_.lendInput.empty() && opts_.lendInput.size() != size_t(n_)) return bad("lendInput size");
-  if (!opts_.lendOutput.empty() && opts_.lendOutput.size() != size_t(n_)) return bad("lendOutput size");
+  const auto bad = [](const std::string& why) {
+    return invalidArgument("simulateWindows: " + why);
+  };
+  if (!opts_.lendInput.empty() && opts_.lendInput.size() != size_t(n_))
+    return bad("lendInput size");
+  if (!opts_.lendOutput.empty() && opts_.lendOutput.size() != size_t(n_))
+    return bad("lendOutput size");
   for (size_t c = 0; c < calls_.size(); ++c) {
     const WindowSimCall& call = calls_[c];
     if (call.schedules == nullptr || call.ranks == nullptr ||
@@ -112,8 +119,8 @@ Status WindowSimulator::checkArgs() {
         return invalidUsage("malformed schedule: call " + std::to_string(c) + " schedules[" +
                             std::to_string(r) + "] says rank " + std::to_string(s.rank) + " of " +
                             std::to_string(s.nranks) + (s.windowed ? "" : ", not windowed") +
-                            "; expected a window schedule of rank " + std::to_string(r) +
-                            " of " + std::to_string(n_));
+                            "; expected a window schedule of rank " + std::to_string(r) + " of " +
+                            std::to_string(n_));
       }
       lendIn_[c][r] = s.lendsInput && !opts_.lendInput.empty() && opts_.lendInput[r];
       lendOut_[c][r] = s.lendsOutput && !opts_.lendOutput.empty() && opts_.lendOutput[r];
@@ -210,7 +217,8 @@ Status WindowSimulator::execute(int r, const Step& st) {
         }
       }
       return Status::ok();
-    default: break;
+    default:
+      break;
   }
   if (st.count == 0) return Status::ok();
   if (st.op == OpKind::kReducePeers) return reducePeers(r, st);
@@ -247,8 +255,8 @@ Status WindowSimulator::reducePeers(int r, const Step& st) {
   for (int q = 0; q < n_; ++q) {
     BRAID_ASSIGN_OR_RETURN(Span t, term(r, q, st, st.ownFromBuffer));
     if (overlaps(dst, t, bytes)) {
-      return invalidUsage("aliasing: " + at(r) + ": the result overlaps rank " +
-                          std::to_string(q) + "'s term, which later terms still need");
+      return invalidUsage("aliasing: " + at(r) + ": the result overlaps rank " + std::to_string(q) +
+                          "'s term, which later terms still need");
     }
     BRAID_TRY(noteRead(r, t, bytes, lentOutput(r, q, st)));
     src[q] = t.data;

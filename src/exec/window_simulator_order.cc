@@ -9,9 +9,12 @@ namespace {
 
 const char* regionName(int region) {
   switch (region) {
-    case kStoreIn: return "input";
-    case kStoreOut: return "output";
-    default: return region % 2 == 0 ? "window input area" : "window output area";
+    case kStoreIn:
+      return "input";
+    case kStoreOut:
+      return "output";
+    default:
+      return region % 2 == 0 ? "window input area" : "window output area";
   }
 }
 
@@ -21,12 +24,12 @@ std::string range(uint64_t lo, uint64_t hi) {
 
 bool overlap(const Access& a, uint64_t lo, uint64_t hi) { return a.lo < hi && lo < a.hi; }
 
-Status outOfBounds(const std::string& where, const std::string& what, uint64_t off,
-                   uint64_t count, uint64_t elems) {
+Status outOfBounds(const std::string& where, const std::string& what, uint64_t off, uint64_t count,
+                   uint64_t elems) {
   const uint64_t end = count > UINT64_MAX - off ? UINT64_MAX : off + count;
-  return invalidUsage("out of bounds: " + where + " " + what + " elements [" +
-                      std::to_string(off) + ", " + std::to_string(end) + ") but it holds " +
-                      std::to_string(elems) + " elements");
+  return invalidUsage("out of bounds: " + where + " " + what + " elements [" + std::to_string(off) +
+                      ", " + std::to_string(end) + ") but it holds " + std::to_string(elems) +
+                      " elements");
 }
 
 }  // namespace
@@ -75,7 +78,8 @@ Expected<Span> WindowSimulator::area(int owner, int r, BufRef ref, uint64_t offs
     return outOfBounds(at(r), "touches rank " + std::to_string(owner) + "'s " + regionName(out),
                        offset, count, elems);
   }
-  const int region = areaRegion(static_cast<int>(ranks_[r].round % 2), out && !opts_.oneAreaPerHalf);
+  const int region =
+      areaRegion(static_cast<int>(ranks_[r].round % 2), out && !opts_.oneAreaPerHalf);
   Span sp;
   sp.data = ranks_[owner].window.data() + region * opts_.windowBytes + offset * es;
   sp.bytes = (elems - offset) * es;

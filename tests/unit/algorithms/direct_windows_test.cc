@@ -24,15 +24,17 @@ struct WinCase {
 };
 
 const WinCase kWindowCases[] = {
-    {Algorithm::kDirect, Collective::kAllReduce},     {Algorithm::kTwoShot, Collective::kAllReduce},
-    {Algorithm::kDirect, Collective::kAllGather},     {Algorithm::kDirect, Collective::kReduceScatter},
-    {Algorithm::kDirect, Collective::kBroadcast},     {Algorithm::kPairwise, Collective::kAllToAll},
-    {Algorithm::kDirect, Collective::kReduce},        {Algorithm::kLinear, Collective::kGather},
+    {Algorithm::kDirect, Collective::kAllReduce}, {Algorithm::kTwoShot, Collective::kAllReduce},
+    {Algorithm::kDirect, Collective::kAllGather}, {Algorithm::kDirect, Collective::kReduceScatter},
+    {Algorithm::kDirect, Collective::kBroadcast}, {Algorithm::kPairwise, Collective::kAllToAll},
+    {Algorithm::kDirect, Collective::kReduce},    {Algorithm::kLinear, Collective::kGather},
     {Algorithm::kLinear, Collective::kScatter},
 };
 
-const std::pair<braidDataType_t, braidRedOp_t> kTypeOps[] = {
-    {braidFloat32, braidSum}, {braidInt32, braidMax}, {braidBfloat16, braidAvg}, {braidUint8, braidProd}};
+const std::pair<braidDataType_t, braidRedOp_t> kTypeOps[] = {{braidFloat32, braidSum},
+                                                             {braidInt32, braidMax},
+                                                             {braidBfloat16, braidAvg},
+                                                             {braidUint8, braidProd}};
 
 struct WinRun {
   uint64_t windowBytes = 4096;
@@ -134,8 +136,8 @@ TEST(DirectWindows, BackToBackCallsInEitherHalfUnderRandomInterleavings) {
   for (const WinCase& w : kWindowCases) {
     for (int n : {2, 3, 5, 8}) {
       for (uint64_t seed = 1; seed <= 12; ++seed) {
-        const CheckCase c = sweepCase(w.coll, n, 200 + seed * 37, seed % 2 == 0,
-                                      kTypeOps[seed % 4], 0);
+        const CheckCase c =
+            sweepCase(w.coll, n, 200 + seed * 37, seed % 2 == 0, kTypeOps[seed % 4], 0);
         WinRun run;
         run.windowBytes = 256;
         run.twice = true;
@@ -269,8 +271,8 @@ TEST(DirectWindows, ScaledPutsReadNoOwnInput) {
 }
 
 TEST(DirectWindows, EveryTypeAndOp) {
-  const braidDataType_t kTypes[] = {braidInt8,   braidUint8,  braidInt32,   braidUint32,
-                                    braidInt64,  braidUint64, braidFloat16, braidFloat32,
+  const braidDataType_t kTypes[] = {braidInt8,    braidUint8,   braidInt32,   braidUint32,
+                                    braidInt64,   braidUint64,  braidFloat16, braidFloat32,
                                     braidFloat64, braidBfloat16};
   for (const WinCase& w : kWindowCases) {
     for (braidDataType_t t : kTypes) {

@@ -31,8 +31,8 @@ struct Case {
   uint64_t count = 100;
   bool inPlace = false;
   int root = 0;
-  uint64_t windowBytes = 4096;   // what the simulator gives
-  uint64_t buildElems = 0;       // what the schedules were built for (0: the same)
+  uint64_t windowBytes = 4096;  // what the simulator gives
+  uint64_t buildElems = 0;      // what the schedules were built for (0: the same)
   std::vector<bool> lendInput, lendOutput;
   uint64_t seed = 0;
 };
@@ -145,13 +145,14 @@ TEST(WindowSimulator, ACallsFirstPutIsOrderedOnlyByItsBeginRound) {
   WindowSimOptions o;
   o.windowBytes = 4096;
   std::vector<SimRank> rb2 = rb, ra2 = ra;
-  EXPECT_TRUE(simulateWindows({{&bcast, &rb, braidFloat32, braidSum}, {&ar, &ra, braidFloat32, braidSum}}, o)
+  EXPECT_TRUE(simulateWindows(
+                  {{&bcast, &rb, braidFloat32, braidSum}, {&ar, &ra, braidFloat32, braidSum}}, o)
                   .isOk());
   for (algo::Schedule& s : ar) {
     for (Step& st : s.steps) st.writes = false;
   }
-  const Status st =
-      simulateWindows({{&bcast, &rb2, braidFloat32, braidSum}, {&ar, &ra2, braidFloat32, braidSum}}, o);
+  const Status st = simulateWindows(
+      {{&bcast, &rb2, braidFloat32, braidSum}, {&ar, &ra2, braidFloat32, braidSum}}, o);
   EXPECT_THAT(st.message(), HasSubstr("race: rank 0 call 1"));
 }
 
@@ -188,9 +189,10 @@ TEST(WindowSimulator, AnOwnTermReadFromTheBufferTheResultOverwritesIsAliasing) {
   Case k;
   k.inPlace = true;
   EXPECT_EQ(run(k), "");
-  EXPECT_THAT(run(k, [](int, algo::Schedule& s) {
-                for (Step& st : s.steps) st.ownFromBuffer = st.op == OpKind::kReducePeers;
-              }),
+  EXPECT_THAT(run(k,
+                  [](int, algo::Schedule& s) {
+                    for (Step& st : s.steps) st.ownFromBuffer = st.op == OpKind::kReducePeers;
+                  }),
               HasSubstr("aliasing"));
 }
 
@@ -233,12 +235,13 @@ TEST(WindowSimulator, ASmallerWindowThanTheScheduleIsOutOfBounds) {
 
 TEST(WindowSimulator, UnequalRoundCountsAreLeftovers) {
   Case k;
-  EXPECT_THAT(run(k, [](int r, algo::Schedule& s) {
-                if (r != 0) return;
-                s.steps.push_back(Step{OpKind::kBeginRound});
-                Step ready{OpKind::kSignal};
-                s.steps.push_back(ready);
-              }),
+  EXPECT_THAT(run(k,
+                  [](int r, algo::Schedule& s) {
+                    if (r != 0) return;
+                    s.steps.push_back(Step{OpKind::kBeginRound});
+                    Step ready{OpKind::kSignal};
+                    s.steps.push_back(ready);
+                  }),
               HasSubstr("leftovers"));
 }
 
