@@ -92,6 +92,22 @@ Status WindowSimulator::checkSchedule(size_t c, int r) {
   return Status::ok();
 }
 
+// Ranks number rounds alike: every rank's schedule of a call has as many.
+Status WindowSimulator::checkRounds(size_t c) {
+  auto rounds = [&](int r) {
+    const std::vector<Step>& steps = (*calls_[c].schedules)[r].steps;
+    return std::count_if(steps.begin(), steps.end(),
+                         [](const Step& st) { return st.op == OpKind::kBeginRound; });
+  };
+  for (int r = 1; r < n_; ++r) {
+    if (rounds(r) == rounds(0)) continue;
+    return invalidUsage("leftovers: in call " + std::to_string(c) + " rank 0 runs " +
+                        std::to_string(rounds(0)) + " rounds, rank " + std::to_string(r) +
+                        " runs " + std::to_string(rounds(r)));
+  }
+  return Status::ok();
+}
+
 Status WindowSimulator::checkArgs() {
   if (opts_.windowBytes == 0) return invalidArgument("simulateWindows: windowBytes must be > 0");
   n_ = calls_.empty() ? 0 : static_cast<int>(calls_[0].schedules->size());
@@ -126,6 +142,7 @@ Status WindowSimulator::checkArgs() {
       lendOut_[c][r] = s.lendsOutput && !opts_.lendOutput.empty() && opts_.lendOutput[r];
       BRAID_TRY(checkSchedule(c, r));
     }
+    BRAID_TRY(checkRounds(c));
   }
   ranks_.resize(n_);
   for (RankState& s : ranks_) {
@@ -339,13 +356,6 @@ Status WindowSimulator::run() {
     }
     if (all) break;
     if (!any) return deadlock();
-  }
-  for (int r = 1; r < n_; ++r) {
-    if (ranks_[r].round != ranks_[0].round) {
-      return invalidUsage("leftovers: rank 0 ran " + std::to_string(ranks_[0].round) +
-                          " rounds, rank " + std::to_string(r) + " ran " +
-                          std::to_string(ranks_[r].round));
-    }
   }
   return Status::ok();
 }

@@ -33,7 +33,7 @@
 //    early);
 //  - deadlock: no rank can run while some have steps left (a wait that is never
 //    satisfied, the end-of-call wait of a lender included); names what each waits for;
-//  - leftovers: ranks that end with different round counts.
+//  - leftovers: ranks whose schedules of a call have different round counts.
 // Deterministic for a seed; stateless between calls; thread-safe for distinct arguments.
 #pragma once
 

@@ -76,6 +76,7 @@ class WindowSimulator {
   // window_simulator.cc
   Status checkArgs();
   Status checkSchedule(size_t c, int r);
+  Status checkRounds(size_t c);
   void startCall(int r);
   bool runnable(int r);
   Status step(int r);
