@@ -6,6 +6,7 @@
 // (every combination at small n), calls back to back, random interleavings.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <random>
 
 #include "algorithms/registry.h"
@@ -75,37 +76,47 @@ std::vector<bool> bits(uint64_t mask, int n) {
   return v;
 }
 
-TEST(DirectWindows, EveryCollectiveRankCountWindowAndPlacement) {
+// One window collective a test, so ctest runs them side by side.
+class WindowSweep : public ::testing::TestWithParam<int> {};
+
+TEST_P(WindowSweep, EveryRankCountWindowAndPlacement) {
+  const WinCase& w = kWindowCases[GetParam()];
   std::vector<int> ranks;
   for (int n = 1; n <= 17; ++n) ranks.push_back(n);
   ranks.push_back(32);
   ranks.push_back(64);
-  std::mt19937_64 rng(36);
+  std::mt19937_64 rng(36 + GetParam());
   int cases = 0;
-  for (const WinCase& w : kWindowCases) {
-    for (int n : ranks) {
-      std::vector<uint64_t> counts = {0, 1, uint64_t(n - 1), uint64_t(n + 1), 97};
-      if (n <= 17) counts.push_back(1500);
-      for (uint64_t count : counts) {
-        for (bool inPlace : {false, true}) {
-          // Windows of 3 lines (a round is a few elements; slots fall below a line for
-          // n > 3; at least an element per rank) and of a page (the host's smallest).
-          for (uint64_t window : {std::max<uint64_t>(192, 8 * n), uint64_t{4096}}) {
-            const CheckCase c = sweepCase(w.coll, n, count, inPlace, kTypeOps[(count + n) % 4], 0);
-            WinRun run;
-            run.windowBytes = window;
-            run.sim.lendInput = bits(rng(), n);
-            run.sim.lendOutput = bits(rng(), n);
-            run.sim.seed = cases % 3 == 0 ? rng() | 1 : 0;
-            EXPECT_EQ(check(w, c, run), "");
-            ++cases;
-          }
+  for (int n : ranks) {
+    std::vector<uint64_t> counts = {0, 1, uint64_t(n - 1), uint64_t(n + 1), 97};
+    if (n <= 17) counts.push_back(1500);
+    for (uint64_t count : counts) {
+      for (bool inPlace : {false, true}) {
+        // Windows of 3 lines (a round is a few elements; slots fall below a line for
+        // n > 3; at least an element per rank) and of a page (the host's smallest).
+        for (uint64_t window : {std::max<uint64_t>(192, 8 * n), uint64_t{4096}}) {
+          const CheckCase c = sweepCase(w.coll, n, count, inPlace, kTypeOps[(count + n) % 4], 0);
+          WinRun run;
+          run.windowBytes = window;
+          run.sim.lendInput = bits(rng(), n);
+          run.sim.lendOutput = bits(rng(), n);
+          run.sim.seed = cases % 3 == 0 ? rng() | 1 : 0;
+          EXPECT_EQ(check(w, c, run), "");
+          ++cases;
         }
       }
     }
   }
-  EXPECT_GT(cases, 2000);
+  EXPECT_EQ(cases, 17 * 24 + 2 * 20);
 }
+
+INSTANTIATE_TEST_SUITE_P(DirectWindows, WindowSweep,
+                         ::testing::Range(0, static_cast<int>(std::size(kWindowCases))),
+                         [](const auto& info) {
+                           const WinCase& w = kWindowCases[info.param];
+                           return std::string(algo::algorithmName(w.alg)) + "_" +
+                                  algo::collectiveName(w.coll);
+                         });
 
 TEST(DirectWindows, EveryLendingCombinationAtSmallN) {
   for (const WinCase& w : kWindowCases) {
