@@ -271,6 +271,60 @@ TEST(WindowSimulator, ALentOutputReadBeforeItsOwnerWroteItIsStale) {
   EXPECT_THAT(err, HasSubstr("output"));
 }
 
+TEST(WindowSimulator, NoDroppedSyncStepGoesUnnoticed) {
+  // Flags and rounds order the data; they do not move it. So without any one of them a
+  // schedule either still runs right or the simulator reports it: results are never
+  // wrong silently, whatever the interleaving and lending.
+  const std::pair<Algorithm, Collective> kinds[] = {
+      {Algorithm::kDirect, Collective::kAllReduce},
+      {Algorithm::kTwoShot, Collective::kAllReduce},
+      {Algorithm::kDirect, Collective::kAllGather},
+      {Algorithm::kDirect, Collective::kReduceScatter},
+      {Algorithm::kDirect, Collective::kBroadcast},
+      {Algorithm::kPairwise, Collective::kAllToAll},
+      {Algorithm::kDirect, Collective::kReduce},
+      {Algorithm::kLinear, Collective::kGather},
+      {Algorithm::kLinear, Collective::kScatter}};
+  int reported = 0, runs = 0;
+  for (const auto& [alg, coll] : kinds) {
+    for (uint64_t seed : {0, 5}) {
+      Case k;
+      k.alg = alg;
+      k.coll = coll;
+      k.count = 700;  // three rounds, more for the block collectives
+      k.windowBytes = 1024;
+      k.root = 1;
+      k.seed = seed;
+      k.lendInput = {true, seed == 0, true};
+      k.lendOutput = {true, true, seed == 0};
+      algo::CollArgs a;
+      a.collective = coll;
+      a.rank = 1;
+      a.nranks = 3;
+      a.count = 700;
+      a.elemSize = 4;
+      a.root = 1;
+      a.windowElems = 256;
+      const algo::Schedule mine = algo::buildWindowSchedule(alg, a);
+      for (size_t i = 0; i < mine.steps.size(); ++i) {
+        if (!algo::isWindowSync(mine.steps[i].op)) continue;
+        const std::string err = run(k, [&](int r, algo::Schedule& s) {
+          if (r != 1) return;
+          if (s.steps[i].op == OpKind::kBeginRound) {
+            s.steps[i].writes = false;
+          } else {
+            s.steps.erase(s.steps.begin() + i);
+          }
+        });
+        EXPECT_EQ(err.find("output["), std::string::npos) << err;
+        reported += !err.empty();
+        ++runs;
+      }
+    }
+  }
+  EXPECT_GT(reported, runs / 2);  // most of them matter (214 of 348)
+}
+
 TEST(WindowSimulator, TheFifoAndWindowSimulatorsRefuseEachOthersSchedules) {
   algo::CollArgs a;
   a.count = 4;
