@@ -333,8 +333,11 @@ Expected<DeviceChoice> chooseOnWindows(braidComm* comm, const DeviceShape& shape
                                         static_cast<int>(choice.executor));
   if (logLevel() >= LogLevel::kInfo && logged != key) {
     logged = key;
-    BRAID_INFO("%s of %llu bytes on device memory: %s", algo::collectiveName(op.collective),
-               static_cast<unsigned long long>(bytes), describeDeviceChoice(choice).c_str());
+    const std::string ranking = explainDeviceCall(op.collective, bytes, shape,
+                                                  comm->deviceSelector, comm->deviceFigures);
+    BRAID_INFO("%s of %llu bytes on device memory: %s%s%s", algo::collectiveName(op.collective),
+               static_cast<unsigned long long>(bytes), describeDeviceChoice(choice).c_str(),
+               ranking.empty() ? "" : "; ranking: ", ranking.c_str());
   }
   return choice;
 }

@@ -83,6 +83,16 @@ std::vector<Priced> rankOnDevice(Collective c, uint64_t rankBytes, const CostInp
   return out;
 }
 
+// The inputs the model prices device calls with (gpuFigures or one shared GPU).
+CostInputs deviceInputs(const DeviceShape& shape, const Selector& selector, bool gpuFigures) {
+  CostInputs in = gpuFigures ? selector.inputs() : oneGpuInputs(shape.nranks);
+  // On one GPU every window lies in one memory, as host ranks' shared windows do: the
+  // model's window forms price what each rank moves there, and a lowered schedule its
+  // copies into the slots and out of them.
+  in.sharedWindows = shape.oneDevice;
+  return in;
+}
+
 DeviceChoice onWindows(Algorithm a, const DeviceShape& shape, uint64_t S, const char* why) {
   DeviceChoice out;
   out.algorithm = a;
@@ -133,12 +143,8 @@ Expected<DeviceChoice> chooseDeviceCall(Collective c, uint64_t rankBytes, const 
     return onWindows(two ? Algorithm::kTwoShot : Algorithm::kDirect, shape, S,
                      "no GPU figures: the constant rule");
   }
-  CostInputs in = gpuFigures ? selector.inputs() : oneGpuInputs(n);
-  // On one GPU every window lies in one memory, as host ranks' shared windows do: the
-  // model's window forms price what each rank moves there, and a lowered schedule its
-  // copies into the slots and out of them.
-  in.sharedWindows = shape.oneDevice;
-  const std::vector<Priced> ranked = rankOnDevice(c, rankBytes, in, shape);
+  const std::vector<Priced> ranked =
+      rankOnDevice(c, rankBytes, deviceInputs(shape, selector, gpuFigures), shape);
   std::vector<Algorithm> order;
   for (const Priced& p : ranked) order.push_back(p.algorithm);
   // '^' exclusions apply to the device's ranking as to the host's.
@@ -170,6 +176,25 @@ std::string describeDeviceChoice(const DeviceChoice& choice) {
     out += buf;
   }
   return out + " (" + choice.why + ")";
+}
+
+std::string explainDeviceCall(Collective c, uint64_t rankBytes, const DeviceShape& shape,
+                              const Selector& selector, bool gpuFigures) {
+  const bool modelDecides = !selector.policy().names(c, rankBytes) &&
+                            c != Collective::kAllToAllv && c != Collective::kGather &&
+                            c != Collective::kScatter && c != Collective::kAllToAll &&
+                            !(c == Collective::kAllReduce && shape.twoShotBytes >= 0) &&
+                            (gpuFigures || shape.oneDevice);
+  if (!modelDecides) return "";
+  std::string out;
+  char buf[80];
+  for (const Priced& p :
+       rankOnDevice(c, rankBytes, deviceInputs(shape, selector, gpuFigures), shape)) {
+    std::snprintf(buf, sizeof(buf), "%s%s (%s) %.1f us", out.empty() ? "" : "; ",
+                  algo::algorithmName(p.algorithm), p.windows ? "windows" : "lowered", p.us);
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace braid

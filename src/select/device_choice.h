@@ -61,7 +61,11 @@ Expected<DeviceChoice> chooseDeviceCall(algo::Collective c, uint64_t rankBytes,
                                         const DeviceShape& shape, const Selector& selector,
                                         bool gpuFigures);
 
-// "tree, lowered (predicted 21.3 us; cost model)": a choice for logs.
+// "tree lowered to stream operations, ... predicted 21.3 us (cost model)": for logs.
 std::string describeDeviceChoice(const DeviceChoice& choice);
+// The device's ranking for a call the model prices, "direct (windows) 7.2 us; two_shot
+// (windows) 8.0 us; ...", for logs; "" where the model does not decide.
+std::string explainDeviceCall(algo::Collective c, uint64_t rankBytes, const DeviceShape& shape,
+                              const Selector& selector, bool gpuFigures);
 
 }  // namespace braid

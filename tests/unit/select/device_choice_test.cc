@@ -104,6 +104,11 @@ TEST(DeviceChoice, DgxH100RunsWhatTheCostModelRanksFirst) {
   EXPECT_EQ(at(4 * kMiB).algorithm, Algorithm::kTree);
   EXPECT_EQ(at(4 * kMiB).executor, DeviceExecutor::kLowered);
   EXPECT_EQ(at(16 * kMiB).algorithm, Algorithm::kRing);
+  // INFO's ranking names the choice first, then the rest.
+  const std::string ranking =
+      explainDeviceCall(Collective::kAllReduce, 4 * kMiB, windows(8), s, true);
+  EXPECT_EQ(ranking.rfind("tree (lowered) ", 0), 0u) << ranking;
+  EXPECT_NE(ranking.find("two_shot (windows)"), std::string::npos) << ranking;
   // NCCL's ~370 GB/s ring busbw on 8 H100s (REFERENCE), within 15%, through 4 MiB slots.
   const DeviceChoice large = at(kGiB);
   EXPECT_EQ(large.algorithm, Algorithm::kRing);
@@ -199,6 +204,8 @@ TEST(DeviceChoice, OverridesDecide) {
     const DeviceChoice d = choose(Collective::kAllReduce, 8, windows(8), selectorFor(in, spec));
     EXPECT_EQ(d.executor, DeviceExecutor::kLowered) << spec;
     EXPECT_STREQ(d.why, "BRAID_ALGO");
+    EXPECT_EQ(explainDeviceCall(Collective::kAllReduce, 8, windows(8), selectorFor(in, spec), true),
+              "");
   }
   // An exclusion leaves the model the rest: at 4 MiB without the tree, the next best.
   const DeviceChoice noTree =
