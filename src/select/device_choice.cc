@@ -55,8 +55,7 @@ Priced priceOnDevice(Algorithm a, bool windows, Collective c, uint64_t S, const 
     return p;
   }
   const double moved = form.traffic * static_cast<double>(S);
-  const double waits =
-      std::ceil(moved / static_cast<double>(std::max<size_t>(shape.slotBytes, 1)));
+  const double waits = std::ceil(moved / static_cast<double>(std::max<size_t>(shape.slotBytes, 1)));
   p.rounds = static_cast<uint64_t>(std::max(waits, form.steps));
   p.us += std::max(0.0, waits - form.steps) * alpha;
   return p;
@@ -149,8 +148,8 @@ Expected<DeviceChoice> chooseDeviceCall(Collective c, uint64_t rankBytes, const 
   for (const Priced& p : ranked) order.push_back(p.algorithm);
   // '^' exclusions apply to the device's ranking as to the host's.
   BRAID_ASSIGN_OR_RETURN(Algorithm a, policy.chooseFrom(c, rankBytes, order));
-  const auto it = std::find_if(ranked.begin(), ranked.end(),
-                               [a](const Priced& p) { return p.algorithm == a; });
+  const auto it =
+      std::find_if(ranked.begin(), ranked.end(), [a](const Priced& p) { return p.algorithm == a; });
   if (it == ranked.end()) return internalError("device choice: no price for the choice");
   const char* why = policy.overrides(c, rankBytes) ? "BRAID_ALGO" : "cost model";
   DeviceChoice out = it->windows ? onWindows(a, shape, S, why) : lowered(a, shape, why);
@@ -180,11 +179,10 @@ std::string describeDeviceChoice(const DeviceChoice& choice) {
 
 std::string explainDeviceCall(Collective c, uint64_t rankBytes, const DeviceShape& shape,
                               const Selector& selector, bool gpuFigures) {
-  const bool modelDecides = !selector.policy().names(c, rankBytes) &&
-                            c != Collective::kAllToAllv && c != Collective::kGather &&
-                            c != Collective::kScatter && c != Collective::kAllToAll &&
-                            !(c == Collective::kAllReduce && shape.twoShotBytes >= 0) &&
-                            (gpuFigures || shape.oneDevice);
+  const bool modelDecides =
+      !selector.policy().names(c, rankBytes) && c != Collective::kAllToAllv &&
+      c != Collective::kGather && c != Collective::kScatter && c != Collective::kAllToAll &&
+      !(c == Collective::kAllReduce && shape.twoShotBytes >= 0) && (gpuFigures || shape.oneDevice);
   if (!modelDecides) return "";
   std::string out;
   char buf[80];

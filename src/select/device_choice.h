@@ -44,9 +44,9 @@ struct DeviceShape {
 struct DeviceChoice {
   algo::Algorithm algorithm = algo::Algorithm::kDirect;
   DeviceExecutor executor = DeviceExecutor::kWindows;
-  uint64_t roundBytes = 0;  // windows: a round (the half); lowered: a slot
-  uint64_t rounds = 1;      // windows: rounds; lowered: waits for slots
-  double predictedUs = 0;   // 0 where nothing prices it (no GPU figures)
+  uint64_t roundBytes = 0;         // windows: a round (the half); lowered: a slot
+  uint64_t rounds = 1;             // windows: rounds; lowered: waits for slots
+  double predictedUs = 0;          // 0 where nothing prices it (no GPU figures)
   const char* why = "cost model";  // or "BRAID_ALGO", "BRAID_CUDA_TWO_SHOT_BYTES", ...
 };
 

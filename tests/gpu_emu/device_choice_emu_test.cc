@@ -83,8 +83,8 @@ struct RankResult {
   std::string large;
 };
 
-void runRank(const braidUniqueId& id, int rank, const std::vector<Planned>& plan,
-             RankResult* out, std::vector<void*>* frees) {
+void runRank(const braidUniqueId& id, int rank, const std::vector<Planned>& plan, RankResult* out,
+             std::vector<void*>* frees) {
   if (!cuda::setCurrentDevice(rank).isOk()) return;
   braidComm_t comm = nullptr;
   if (braidCommInitRank(&comm, kRanks, id, rank) != braidSuccess) return;
@@ -166,8 +166,8 @@ std::string readLog() {
 void expectEveryBand(const std::vector<Planned>& plan) {
   std::set<Algorithm> seen;
   for (const Planned& e : plan) seen.insert(e.algorithm);
-  EXPECT_EQ(seen, (std::set<Algorithm>{Algorithm::kDirect, Algorithm::kTwoShot,
-                                       Algorithm::kTree, Algorithm::kRing}));
+  EXPECT_EQ(seen, (std::set<Algorithm>{Algorithm::kDirect, Algorithm::kTwoShot, Algorithm::kTree,
+                                       Algorithm::kRing}));
 }
 
 // Declared first: NVML is read once per process, and the PCIe test's BRAID_TOPO_FILE
@@ -188,8 +188,8 @@ TEST(DeviceChoice, DgxH100RunsTheCostModelsChoicePerSize) {
   runPlan(plan, &results);
   for (const RankResult& r : results) {
     EXPECT_EQ(r.large, "ring");
-    const double busbw = 2.0 * (kRanks - 1) / kRanks * static_cast<double>(kGiB) /
-                         (r.largeUs * 1e3);
+    const double busbw =
+        2.0 * (kRanks - 1) / kRanks * static_cast<double>(kGiB) / (r.largeUs * 1e3);
     EXPECT_NEAR(busbw, 370.0, 0.15 * 370.0) << "predicted ring busbw at 1 GiB";
   }
   const std::string log = readLog();

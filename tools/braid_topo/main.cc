@@ -214,8 +214,7 @@ void printDeviceTable(Collective c, const std::vector<RankPlace>& places,
   for (const RankPlace& p : places) oneDevice = oneDevice && p.gpu == places[0].gpu;
   const braid::DeviceShape shape{in.nranks, oneDevice, size_t{64} << 20, size_t{4} << 20, -1};
   const braid::Selector selector(braid::AlgoPolicy::parse("").value(), in);
-  std::printf("\n# %s on device memory (the device windows)\n",
-              braid::algo::collectiveName(c));
+  std::printf("\n# %s on device memory (the device windows)\n", braid::algo::collectiveName(c));
   for (uint64_t bytes = 8; bytes <= (1ull << 30); bytes *= 8) {
     const uint64_t rankBytes = bytes / braid::modelBytes(c, 1, in.nranks);
     braid::Expected<braid::DeviceChoice> d =
@@ -273,11 +272,11 @@ void printTables(const Topology& topo, const std::vector<RankPlace>& places) {
     printTable(kinds[i], in);
   }
   // GPU ranks of one node: their device calls' choice too.
-  const bool gpus = std::all_of(places.begin(), places.end(),
-                                [](const RankPlace& p) { return p.gpu >= 0; });
+  const bool gpus =
+      std::all_of(places.begin(), places.end(), [](const RankPlace& p) { return p.gpu >= 0; });
   if (!gpus || in.nodes != 1 || in.nranks < 2 || in.nranks > 8 || !in.fits.empty()) return;
-  for (Collective c : {Collective::kAllReduce, Collective::kAllGather,
-                       Collective::kReduceScatter, Collective::kBroadcast}) {
+  for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                       Collective::kBroadcast}) {
     printDeviceTable(c, places, in);
   }
 }

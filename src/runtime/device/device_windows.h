@@ -99,9 +99,7 @@ class DeviceWindows {
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
   // What the device choice (select/device_choice.h) needs of the windows, fixed at set-up.
-  DeviceShape shape() const {
-    return {nranks_, oneDevice_, halfBytes_, slotBytes_, twoShotBytes_};
-  }
+  DeviceShape shape() const { return {nranks_, oneDevice_, halfBytes_, slotBytes_, twoShotBytes_}; }
   // Collectives this rank has enqueued on `e` running `a` (tests read it). Any thread.
   uint64_t ran(DeviceExecutor e, algo::Algorithm a) const {
     return ran_[static_cast<int>(e)][static_cast<int>(a)].load(std::memory_order_relaxed);

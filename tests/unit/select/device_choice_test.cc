@@ -64,8 +64,8 @@ double allReduceBusBw(uint64_t bytes, int n, double us) {
 // on the executor that runs it, at the model's time.
 void expectModelChoices(const CostInputs& in, const DeviceShape& shape, uint64_t upTo) {
   const Selector s = selectorFor(in);
-  for (Collective c : {Collective::kAllReduce, Collective::kAllGather,
-                       Collective::kReduceScatter, Collective::kBroadcast}) {
+  for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                       Collective::kBroadcast}) {
     for (uint64_t bytes = 8; bytes <= upTo; bytes *= 4) {
       const uint64_t S = modelBytes(c, bytes, shape.nranks);
       const auto ranked = rankAlgorithms(c, S, in);
@@ -97,7 +97,9 @@ TEST(DeviceChoice, DgxH100RunsWhatTheCostModelRanksFirst) {
   printTable("dgx_h100", in, windows(8));
   expectModelChoices(in, windows(8), 16 * kMiB);
   const Selector s = selectorFor(in);
-  const auto at = [&](uint64_t bytes) { return choose(Collective::kAllReduce, bytes, windows(8), s); };
+  const auto at = [&](uint64_t bytes) {
+    return choose(Collective::kAllReduce, bytes, windows(8), s);
+  };
   EXPECT_EQ(at(8 * kKiB).algorithm, Algorithm::kDirect);
   EXPECT_EQ(at(256 * kKiB).algorithm, Algorithm::kTwoShot);
   EXPECT_EQ(at(256 * kKiB).executor, DeviceExecutor::kWindows);
@@ -122,7 +124,9 @@ TEST(DeviceChoice, PcieServerRunsWhatTheCostModelRanksFirst) {
   printTable("pcie_8gpu", in, windows(8));
   expectModelChoices(in, windows(8), 16 * kMiB);
   const Selector s = selectorFor(in);
-  const auto at = [&](uint64_t bytes) { return choose(Collective::kAllReduce, bytes, windows(8), s); };
+  const auto at = [&](uint64_t bytes) {
+    return choose(Collective::kAllReduce, bytes, windows(8), s);
+  };
   EXPECT_EQ(at(512).algorithm, Algorithm::kDirect);
   EXPECT_EQ(at(32 * kKiB).algorithm, Algorithm::kTwoShot);
   EXPECT_EQ(at(kMiB).algorithm, Algorithm::kRing);
@@ -170,14 +174,13 @@ TEST(DeviceChoice, LargeCallsPayTheWindowsRounds) {
   small.halfBytes = kMiB;  // as on windows a send/recv made (2 MiB)
   const DeviceChoice d = choose(Collective::kAllReduce, 2 * kMiB, small, s);
   // Two-shot would take 2 rounds of 2 barriers each; in 64 MiB halves it wins.
-  EXPECT_EQ(choose(Collective::kAllReduce, 2 * kMiB, windows(8), s).algorithm,
-            Algorithm::kTwoShot);
+  EXPECT_EQ(choose(Collective::kAllReduce, 2 * kMiB, windows(8), s).algorithm, Algorithm::kTwoShot);
   EXPECT_EQ(d.executor, DeviceExecutor::kLowered) << describeDeviceChoice(d);
-  const DeviceChoice one = choose(Collective::kAllReduce, 3 * kMiB, windows(8, true),
-                                  selectorFor(CostInputs{}), false);
+  const DeviceChoice one =
+      choose(Collective::kAllReduce, 3 * kMiB, windows(8, true), selectorFor(CostInputs{}), false);
   EXPECT_EQ(one.rounds, 1u);
-  const DeviceChoice three = choose(Collective::kAllReduce, 3 * kMiB, small,
-                                    selectorFor(CostInputs{}), false);
+  const DeviceChoice three =
+      choose(Collective::kAllReduce, 3 * kMiB, small, selectorFor(CostInputs{}), false);
   EXPECT_EQ(three.rounds, 3u);  // ceil(3 MiB / 1 MiB)
   EXPECT_EQ(three.roundBytes, kMiB);
 }
@@ -188,8 +191,7 @@ TEST(DeviceChoice, OverridesDecide) {
   DeviceShape forced = windows(4, true);
   forced.twoShotBytes = 0;
   const Selector none = selectorFor(CostInputs{});
-  EXPECT_EQ(choose(Collective::kAllReduce, 8, forced, none, false).algorithm,
-            Algorithm::kTwoShot);
+  EXPECT_EQ(choose(Collective::kAllReduce, 8, forced, none, false).algorithm, Algorithm::kTwoShot);
   forced.twoShotBytes = static_cast<int64_t>(kMiB);
   EXPECT_EQ(choose(Collective::kAllReduce, kMiB - 4, forced, none, false).algorithm,
             Algorithm::kDirect);
