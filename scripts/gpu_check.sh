@@ -8,7 +8,7 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs perftools premul schedules symbols torch floor diag threads holds bigwindow mps pack]
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs perftools premul schedules choice symbols torch floor diag threads holds bigwindow mps pack]
 #        (default: build test sanitize bench graphs schedules symbols torch pack; `quick`:
 #        build test torch bench graphs threads pack, each step bounded, 5-10 minutes on an H200)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
@@ -195,6 +195,13 @@ for step in "${steps[@]}"; do
         done
       done
       grep -E "^-- tid|braid::|^Thread" "$out/logs/threads_stacks.log" 2>/dev/null | head -60;;
+    choice)  # the device path's choice by the cost model (docs/gpu-topology.md): ranks
+      # sharing the one GPU run one-shot on the windows at every size
+      for n in 2 4; do
+        BRAID_DEBUG=INFO PERF_MAX=${PERF_MAX:-64M} perfrun $n all_reduce_perf choice
+        grep -hE "GPU paths, for device calls|on device memory" \
+          "$out/logs/perf_all_reduce_perf_${n}_choice.log" | sed 's/^.*INFO\] //' | sort -u
+      done;;
     bigwindow)  # rounds cost a context switch each on a shared GPU: fewer, larger rounds
       for n in 2 4; do BRAID_CUDA_WINDOW_BYTES=256M perfrun $n all_reduce_perf window256M; done;;
     mps)  # the same with NVIDIA's MPS daemon (kernels of the ranks' processes share the GPU)

@@ -299,6 +299,10 @@ typedef enum BRAID_ENUM_BASE {
  * predicted time in microseconds. *algorithm is a static string ("ring",
  * "tree", "halving_doubling", "bruck", "pairwise", "linear", "direct",
  * "two_shot", "hierarchical"). BRAID_ALGO applies as it does to the call.
+ * Once comm's device calls run on its device windows (from its first device
+ * collective on one node), the answer is a device call's: "direct" and
+ * "two_shot" are the windows' one-shot and two-shot programs, the others
+ * lowered schedules; *predictedUs is 0 where no GPU figures price it.
  * Either output may be NULL. Changes nothing. */
 braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collective, size_t count,
                                     braidDataType_t datatype, const char** algorithm,

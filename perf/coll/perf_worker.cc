@@ -249,6 +249,9 @@ void PerfWorker::runRow(braidDataType_t type, braidRedOp_t op, size_t bytes) {
   }
   Row row;
   row.c = ranks_.front()->c;
+  row.out = runPlacement(false);
+  // Asked once the size has run: a device communicator's first call makes the windows,
+  // from which on the answer is the device path's (braid.h).
   const int collective = collectiveEnum(coll_.algoCollective);
   const char* name = nullptr;
   if (holdsRankZero() && collective >= 0 &&
@@ -257,7 +260,6 @@ void PerfWorker::runRow(braidDataType_t type, braidRedOp_t op, size_t bytes) {
                             &row.predictedUs) == braidSuccess) {
     row.algorithm = name;
   }
-  row.out = runPlacement(false);
   // Without an in-place form (sendrecv, alltoallv: Braid rejects a group whose receive
   // overlaps its send), the in-place columns repeat out-of-place, unchecked.
   row.in = coll_.checkInPlace ? runPlacement(true) : row.out;

@@ -333,8 +333,17 @@ braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collecti
   }
   if (st.isOk()) st = checkCount(count, datatypeSize(datatype), 1, "count");
   if (!st.isOk()) return finish(comm, st);
-  Expected<Selector::Choice> choice = comm->selector.choose(
-      static_cast<Collective>(collective), static_cast<uint64_t>(count) * datatypeSize(datatype));
+  const auto c = static_cast<Collective>(collective);
+  const uint64_t bytes = static_cast<uint64_t>(count) * datatypeSize(datatype);
+  DeviceChoice device;  // once device calls run on the windows, theirs (device_calls.h)
+  Expected<bool> onDevice = deviceCallChoice(comm, c, bytes, &device);
+  if (!onDevice.isOk()) return finish(comm, onDevice.status());
+  if (onDevice.value()) {
+    if (algorithm != nullptr) *algorithm = algo::algorithmName(device.algorithm);
+    if (predictedUs != nullptr) *predictedUs = device.predictedUs;
+    return braidSuccess;
+  }
+  Expected<Selector::Choice> choice = comm->selector.choose(c, bytes);
   if (!choice.isOk()) return finish(comm, choice.status());
   if (algorithm != nullptr) *algorithm = algo::algorithmName(choice.value().algorithm);
   if (predictedUs != nullptr) *predictedUs = choice.value().predictedUs;

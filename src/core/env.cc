@@ -49,10 +49,11 @@ const std::vector<EnvVar>& envTable() {
       {"BRAID_CUDA_P2P_SLOT_BYTES", nullptr, "4194304",
        "bytes of each of the two send/recv slots per peer in every device window (at least "
        "4096); the ranks' values must agree, else every call is staged"},
-      {"BRAID_CUDA_TWO_SHOT_BYTES", nullptr, "1048576",
-       "device all-reduce of at least this many bytes with 3 or more ranks on different GPUs "
-       "is two-shot (reduce a slice, then gather) rather than one-shot; set, it applies to "
-       "ranks sharing one GPU too"},
+      {"BRAID_CUDA_TWO_SHOT_BYTES", nullptr, nullptr,
+       "set: a device all-reduce on the windows is two-shot (reduce a slice, then gather) "
+       "from this many bytes with 3 or more ranks, one-shot below, whatever the cost model "
+       "says, ranks sharing one GPU included (default: the cost model's choice over the GPU "
+       "paths; without GPU figures, two-shot from 1048576 on several GPUs)"},
       {"BRAID_CUDA_GRAPH_BYTES", nullptr, "8388608",
        "bytes of each device window kept for calls captured into a CUDA graph: a captured "
        "collective that fits runs there with 2 barriers rather than 3 (at most a half; 0: "

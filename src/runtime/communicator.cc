@@ -44,6 +44,15 @@ Expected<std::vector<std::unique_ptr<Transport>>> makeTransports(
   return out;
 }
 
+void logCostInputs(const Comm& c, const CostInputs& in, const char* what) {
+  if (c.rank() != 0) return;
+  BRAID_INFO(
+      "cost model (%s%s): %d node(s) x %d rank(s); intra %.2f us %.1f GB/s, inter %.2f us "
+      "%.1f GB/s",
+      in.source.c_str(), what, in.nodes, in.ranksPerNode, in.intra.alphaUs, in.intra.gbps,
+      in.inter.alphaUs, in.inter.gbps);
+}
+
 // The communicator's merged topology, and the selector pricing algorithms on
 // it (with BRAID_TUNING_FILE's measurements when set).
 Status setUpSelector(braidComm& h, const std::string& transportList) {
@@ -74,12 +83,17 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
     in = applyTuning(std::move(in), tuning, intra);
   }
   BRAID_ASSIGN_OR_RETURN(AlgoPolicy policy, AlgoPolicy::parse(envString("BRAID_ALGO")));
-  if (c.rank() == 0) {
-    BRAID_INFO(
-        "cost model (%s): %d node(s) x %d rank(s); intra %.2f us %.1f GB/s, inter %.2f us "
-        "%.1f GB/s",
-        in.source.c_str(), in.nodes, in.ranksPerNode, in.intra.alphaUs, in.intra.gbps,
-        in.inter.alphaUs, in.inter.gbps);
+  logCostInputs(c, in, "");
+  // Device calls run over the GPUs' paths: priced there when every rank sits on a GPU.
+  h.deviceFigures = !h.topology.places.empty();
+  for (const topo::RankPlace& p : h.topology.places) h.deviceFigures &= p.gpu >= 0;
+  if (h.deviceFigures) {
+    CostInputs gpu = costInputsFor(h.topology.topology, h.topology.places);
+    gpu.source = "GPU paths";
+    logCostInputs(c, gpu, ", for device calls");
+    h.deviceSelector = Selector(policy, std::move(gpu));
+  } else {
+    h.deviceSelector = Selector(policy, CostInputs{});
   }
   h.selector = Selector(std::move(policy), std::move(in));
   return Status::ok();

@@ -59,6 +59,10 @@ struct braidComm {
   std::string lastError;
   braid::topo::MergedTopology topology;  // every rank's view, merged at init
   braid::Selector selector;              // BRAID_ALGO, then the cost model on `topology`
+  // Device calls' selector (select/device_choice.h): the same policy, priced over the ranks'
+  // GPU paths when every rank sits on a GPU of `topology` (deviceFigures).
+  braid::Selector deviceSelector;
+  bool deviceFigures = false;
   uint8_t barrierByte = 0;               // the barrier's all-reduce buffer
   // Premul-sum ops (braidRedOpCreatePreMulSum, runtime/premul.h), under preMulMu.
   struct PreMulOp {
@@ -74,6 +78,8 @@ struct braidComm {
   bool checkCalls = false;               // BRAID_CHECK=1: ranks compare each collective call first
   // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
   std::array<uint8_t, 16> loggedAlgorithm{};
+  // The same for device calls on the windows: 1 + 2 x algorithm + executor (under opMu).
+  std::array<uint8_t, 16> loggedDeviceChoice{};
   // Recently used schedules, most recent first (building one is cheap, but not free).
   struct CachedSchedule {
     braid::algo::Collective collective;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/registry.h"
+#include "core/logging.h"
 #include "cuda/device.h"
 #include "cuda/kernels.h"
 #include "exec/cuda/device_call.h"
@@ -320,6 +321,34 @@ Status runDirectOrStaged(braidComm* comm, std::vector<Call> ops, braidStream_t s
 
 braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   return finish(comm, runDirectOrStaged(comm, std::move(ops), stream));
+}
+
+Expected<DeviceChoice> chooseOnWindows(braidComm* comm, const DeviceShape& shape, const Call& op) {
+  const uint64_t bytes = op.count * datatypeSize(op.datatype);
+  BRAID_ASSIGN_OR_RETURN(
+      DeviceChoice choice,
+      chooseDeviceCall(op.collective, bytes, shape, comm->deviceSelector, comm->deviceFigures));
+  uint8_t& logged = comm->loggedDeviceChoice[static_cast<size_t>(op.collective)];
+  const auto key = static_cast<uint8_t>(1 + 2 * static_cast<int>(choice.algorithm) +
+                                        static_cast<int>(choice.executor));
+  if (logLevel() >= LogLevel::kInfo && logged != key) {
+    logged = key;
+    const std::string ranking =
+        explainDeviceCall(op.collective, bytes, shape, comm->deviceSelector, comm->deviceFigures);
+    BRAID_INFO("%s of %llu bytes on device memory: %s%s%s", algo::collectiveName(op.collective),
+               static_cast<unsigned long long>(bytes), describeDeviceChoice(choice).c_str(),
+               ranking.empty() ? "" : "; ranking: ", ranking.c_str());
+  }
+  return choice;
+}
+
+Expected<bool> deviceCallChoice(braidComm* comm, algo::Collective c, uint64_t rankBytes,
+                                DeviceChoice* out) {
+  const DeviceWindows* w = comm->deviceWindowsLive.load();
+  if (w == nullptr) return false;
+  BRAID_ASSIGN_OR_RETURN(
+      *out, chooseDeviceCall(c, rankBytes, w->shape(), comm->deviceSelector, comm->deviceFigures));
+  return true;
 }
 
 void pollDeviceErrors(braidComm* comm) {

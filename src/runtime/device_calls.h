@@ -16,6 +16,7 @@
 #include "exec/call.h"
 #include "runtime/call_executor.h"
 #include "runtime/communicator.h"
+#include "select/device_choice.h"
 
 namespace braid {
 
@@ -45,6 +46,18 @@ void waitForStagedCalls(braidComm* comm);
 // Runs `ops` ordered on `stream` (NULL: the legacy default stream, complete on return);
 // device buffers with a host stream are invalid usage.
 braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream);
+
+// How the communicator's device windows (of `shape`) run the collective `op`: the device
+// selector's choice (select/device_choice.h). INFO says which, each time a collective's
+// choice changes. The caller holds comm->opMu.
+Expected<DeviceChoice> chooseOnWindows(braidComm* comm, const DeviceShape& shape, const Call& op);
+
+// What a device call of `c` with `rankBytes` per rank runs, for braidCommGetAlgorithm:
+// true, with *out set, once the communicator's device calls run on its windows; false
+// where the host selector's answer holds (no windows: the staged path runs the host
+// collective). Any thread.
+Expected<bool> deviceCallChoice(braidComm* comm, algo::Collective c, uint64_t rankBytes,
+                                DeviceChoice* out);
 
 // The communicator's device state at its life's ends: barriers another rank released
 // raised as its asynchronous error (once the stream is synced); its enqueued window calls

@@ -21,6 +21,15 @@ braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t
   return braidInternalError;  // unreachable: usesCuda is false
 }
 
+Expected<DeviceChoice> chooseOnWindows(braidComm* comm, const DeviceShape& shape, const Call& op) {
+  return internalError("no device windows in a build without CUDA");
+}
+
+Expected<bool> deviceCallChoice(braidComm* comm, algo::Collective c, uint64_t rankBytes,
+                                DeviceChoice* out) {
+  return false;
+}
+
 void pollDeviceErrors(braidComm* comm) {}
 
 Status flushDeviceCalls(braidComm* comm) { return Status::ok(); }

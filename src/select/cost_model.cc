@@ -44,6 +44,10 @@ struct Constants {
   // Measured on the 2-core VM (perf/compare, issue 5's sweep): ring and the
   // window algorithms tie where 2.5 prices them alike.
   double fifoCopyFactor = 2.5;
+  // Ranks sharing one GPU (cost_model.h): a barrier waits a turn of each other rank's
+  // context, 175 us on an H200 without MPS (CHANGELOG, perf tools' small all-reduce on
+  // device buffers: 175 us at 2 ranks, 527-540 us at 4).
+  double gpuTurnUs = 175.0;
 };
 constexpr Constants kC{};
 
@@ -220,6 +224,11 @@ LinkCost worse(const LinkCost& a, const LinkCost& b) {
   return {std::max(a.alphaUs, b.alphaUs), std::min(a.gbps, b.gbps)};
 }
 
+// Places `a` and `b` on one GPU of one node.
+bool sameGpu(const topo::RankPlace& a, const topo::RankPlace& b) {
+  return a.gpu >= 0 && a.node == b.node && a.gpu == b.gpu;
+}
+
 // Hierarchical: intra-node phases over `intra`, rail phases over `inter`
 // (N nodes of L ranks; S the model's bytes). Unequal nodes run a node-ordered
 // ring (hierarchical.h), priced as the flat ring at the bottleneck.
@@ -255,10 +264,12 @@ CostInputs costInputsFor(const topo::Topology& topo, const std::vector<topo::Ran
   in.nranks = std::max<int>(1, static_cast<int>(places.size()));
   std::map<int, int> perNode;                // node -> ranks
   std::map<std::pair<int, int>, int> perNic;  // (node, NIC) -> ranks sending through it
+  std::map<std::pair<int, int>, int> perGpu;  // (node, GPU) -> ranks on it
   bool gpu = false;
   for (const topo::RankPlace& p : places) {
     ++perNode[p.node];
     gpu = gpu || p.gpu >= 0;
+    if (p.gpu >= 0) ++perGpu[{p.node, p.gpu}];
   }
   in.nodes = std::max<int>(1, static_cast<int>(perNode.size()));
   for (const auto& [node, count] : perNode) in.ranksPerNode = std::max(in.ranksPerNode, count);
@@ -280,6 +291,9 @@ CostInputs costInputsFor(const topo::Topology& topo, const std::vector<topo::Ran
     for (size_t b = a + 1; b < places.size(); ++b) {
       const topo::Link l = topo::pathBetween(topo, places[a], places[b]);
       LinkCost cost = derate(l);
+      if (sameGpu(places[a], places[b])) {
+        cost = sharedGpuLink(perGpu[{places[a].node, places[a].gpu}], l.bandwidthGBps);
+      }
       if (l.type == topo::LinkType::kNetwork) {
         cost.gbps = std::min(nicShare(places[a], l.bandwidthGBps),
                              nicShare(places[b], l.bandwidthGBps));
@@ -314,6 +328,25 @@ CostInputs costInputsFor(const topo::Topology& topo, const std::vector<topo::Ran
 CostInputs costInputsFor(const topo::Topology& topo, int nranks, int ranksPerNode) {
   nranks = std::max(nranks, 1);
   return costInputsFor(topo, topo::blockPlaces(topo, nranks, std::clamp(ranksPerNode, 1, nranks)));
+}
+
+LinkCost sharedGpuLink(int ranksOnGpu, double memoryGBps) {
+  const int k = std::max(ranksOnGpu, 2);
+  return {(k - 1) * kC.gpuTurnUs, memoryGBps / k};
+}
+
+CostInputs oneGpuInputs(int nranks) {
+  topo::Topology one;
+  one.nodes.emplace_back();
+  one.nodes[0].gpus.emplace_back();
+  std::vector<topo::RankPlace> places(static_cast<size_t>(std::max(nranks, 1)));
+  for (topo::RankPlace& p : places) p.gpu = 0;
+  return costInputsFor(one, places);
+}
+
+AlgoShape algorithmShape(Algorithm a, Collective c, int nranks) {
+  const Form f = formFor(a, c, nranks);
+  return {f.steps, f.traffic};
 }
 
 double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in) {

@@ -21,6 +21,12 @@
 // collective and algorithm, a fitted base time and bandwidth for this
 // communicator's transport and rank count; those replace the closed form.
 //
+// Ranks sharing one GPU: without MPS each process is its own context and the GPU
+// time-slices them, so a step that waits for a peer costs a turn of every other rank's
+// context, and their work shares the GPU's memory (sharedGpuLink). That is why the
+// device windows' one-shot, with one barrier per round, beats every other all-reduce
+// there.
+//
 // Pure functions on values; thread-safe.
 #pragma once
 
@@ -82,6 +88,22 @@ CostInputs costInputsFor(const topo::Topology& topo, const std::vector<topo::Ran
 // The same for `nranks` ranks in blocks of `ranksPerNode` (topo::blockPlaces):
 // a one-node file prices a cluster of such nodes.
 CostInputs costInputsFor(const topo::Topology& topo, int nranks, int ranksPerNode);
+
+// The link between `ranksOnGpu` (2+) ranks that share one GPU whose memory moves
+// `memoryGBps`: a step costs a turn of each other rank's context, and each rank gets its
+// share of the memory (see the header).
+LinkCost sharedGpuLink(int ranksOnGpu, double memoryGBps);
+// `nranks` ranks that all share one GPU of unknown figures (the topology does not place
+// them): the shared link at the nominal device memory figure of topo/paths.cc.
+CostInputs oneGpuInputs(int nranks);
+
+// Steps and traffic (bytes over a rank's busiest link, as a multiple of S) of `a`'s
+// closed form for `c` at `nranks` ranks; zeros where the model has no form for them.
+struct AlgoShape {
+  double steps = 0;
+  double traffic = 0;
+};
+AlgoShape algorithmShape(algo::Algorithm a, algo::Collective c, int nranks);
 
 // Predicted microseconds for one call. `bytes` is S as the perf tools' size
 // column: the buffer for all-reduce, broadcast and reduce; the whole array

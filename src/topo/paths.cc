@@ -133,7 +133,11 @@ Link gpuPair(const Node& node, const Gpu& a, const Gpu& b, const RankPlace& pa,
   Link nvlink;
   if (nvlinkPath(node, a, b, &nvlink)) return nvlink;
   const double bw = std::min(gpuPcieGBps(a), gpuPcieGBps(b));
-  if (crossSocket(node, pa, pb)) {
+  // Peer-to-peer traffic crosses the sockets where the GPUs hang, wherever the ranks'
+  // threads run: the GPUs' NUMA nodes decide when known.
+  const int pkgA = packageOfNuma(node, a.numa >= 0 ? a.numa : numaOf(node, pa));
+  const int pkgB = packageOfNuma(node, b.numa >= 0 ? b.numa : numaOf(node, pb));
+  if (pkgA >= 0 && pkgB >= 0 && pkgA != pkgB) {
     return {LinkType::kCrossSocket, std::min(bw, kN.crossSocketGBps), kN.pcieUs};
   }
   if (a.pcieSwitch < 0 || b.pcieSwitch < 0) return {LinkType::kHostBridge, bw, kN.pcieUs};

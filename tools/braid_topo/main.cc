@@ -7,7 +7,8 @@
 // With --table it prints instead what the cost model (select/cost_model.h) picks
 // for each collective and size on that topology (and BRAID_TUNING_FILE's
 // measurements), with the predicted time and busbw, so a topology file can be
-// checked against nccl-tests figures.
+// checked against nccl-tests figures; for GPU ranks of one node, also what device
+// calls run (select/device_choice.h).
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -20,6 +21,8 @@
 #include "algorithms/registry.h"
 #include "core/env.h"
 #include "select/cost_model.h"
+#include "select/device_choice.h"
+#include "select/select.h"
 #include "select/tuning.h"
 #include "topo/paths.h"
 #include "topo/report.h"
@@ -80,7 +83,9 @@ constexpr char kUsage[] =
     "  (no option)           print the topology as a tree, then the path matrix\n"
     "                        (type and bottleneck GB/s between every pair of ranks)\n"
     "  --table               print instead the cost model's fastest algorithm, its\n"
-    "                        time and busbw per collective and size (8 B .. 1 GiB)\n"
+    "                        time and busbw per collective and size (8 B .. 1 GiB);\n"
+    "                        for 2-8 GPU ranks of one node, also the device calls'\n"
+    "                        choice (algorithm, windows or lowered)\n"
     "  --nranks N            ranks of the layout; default: the ranks a live\n"
     "                        communicator recorded in the file, else every GPU\n"
     "                        of the topology, or the node's cores without GPUs\n"
@@ -201,6 +206,28 @@ void printTable(Collective c, const braid::CostInputs& in) {
   }
 }
 
+// What device calls of GPU ranks on one node run (select/device_choice.h): the device
+// windows' default 128 MiB windows and 4 MiB slots.
+void printDeviceTable(Collective c, const std::vector<RankPlace>& places,
+                      const braid::CostInputs& in) {
+  bool oneDevice = true;
+  for (const RankPlace& p : places) oneDevice = oneDevice && p.gpu == places[0].gpu;
+  const braid::DeviceShape shape{in.nranks, oneDevice, size_t{64} << 20, size_t{4} << 20, -1};
+  const braid::Selector selector(braid::AlgoPolicy::parse("").value(), in);
+  std::printf("\n# %s on device memory (the device windows)\n", braid::algo::collectiveName(c));
+  for (uint64_t bytes = 8; bytes <= (1ull << 30); bytes *= 8) {
+    const uint64_t rankBytes = bytes / braid::modelBytes(c, 1, in.nranks);
+    braid::Expected<braid::DeviceChoice> d =
+        braid::chooseDeviceCall(c, std::max<uint64_t>(rankBytes, 1), shape, selector, true);
+    if (!d.isOk()) continue;
+    const double us = d.value().predictedUs;
+    std::printf("    %8s  -> %-8s %-8s %12.2f %12.2f\n", sizeText(bytes).c_str(),
+                braid::algo::algorithmName(d.value().algorithm),
+                d.value().executor == braid::DeviceExecutor::kWindows ? "windows" : "lowered", us,
+                busBwFactor(c, in.nranks) * static_cast<double>(bytes) / (us * 1e3));
+  }
+}
+
 // The ranks the file recorded (a live communicator's dump) unless a layout is
 // asked for, else the layout.
 std::vector<RankPlace> placesFor(const Topology& topo, const Options& o, bool layoutAsked) {
@@ -243,6 +270,14 @@ void printTables(const Topology& topo, const std::vector<RankPlace>& places) {
   for (size_t i = 0; i < std::size(kinds); ++i) {
     if (i > 0) std::printf("\n");
     printTable(kinds[i], in);
+  }
+  // GPU ranks of one node: their device calls' choice too.
+  const bool gpus =
+      std::all_of(places.begin(), places.end(), [](const RankPlace& p) { return p.gpu >= 0; });
+  if (!gpus || in.nodes != 1 || in.nranks < 2 || in.nranks > 8 || !in.fits.empty()) return;
+  for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                       Collective::kBroadcast}) {
+    printDeviceTable(c, places, in);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "exec/cuda/window_program.h"
 #include "exec/reduce.h"
 #include "runtime/device/device_order.h"
+#include "runtime/device_calls.h"
 
 namespace braid {
 namespace {
@@ -84,12 +85,11 @@ Status DeviceWindows::run(const std::vector<Call>& ops, void* stream, bool captu
 }
 
 Status DeviceWindows::runOne(const Call& op, void* stream) {
-  algo::Algorithm alg = algo::Algorithm::kRing;
-  BRAID_ASSIGN_OR_RETURN(bool lowered, lowers(op, &alg));
-  if (lowered) {  // through the communicator's lowered-schedule executor (call_executor.h)
+  BRAID_ASSIGN_OR_RETURN(const DeviceChoice choice, chooseOnWindows(owner_, shape(), op));
+  if (choice.executor == DeviceExecutor::kLowered) {  // the lowered-schedule executor
     CallContext ctx;
     ctx.comm = owner_;
-    ctx.algorithm = alg;
+    ctx.algorithm = choice.algorithm;
     ctx.stream = static_cast<braidStream_t>(stream);
     ctx.captured = captured_;
     return executorFor(owner_, Executor::kDeviceLowered).run(&op, 1, ctx);
@@ -99,12 +99,8 @@ Status DeviceWindows::runOne(const Call& op, void* stream) {
   call.count = op.count;
   call.elemSize = datatypeSize(op.datatype);
   call.root = op.root;
-  // Ranks sharing one GPU take turns on it (each process is its own context), so every
-  // round trip costs a context switch there: one-shot, with its one barrier less, wins
-  // (4 ranks on one H100, 32 MiB windows: one-shot 5.6 ms, two-shot 7.9 ms). Across GPUs
-  // two-shot spreads the reads.
-  call.twoShot = op.collective == Collective::kAllReduce && nranks_ >= 3 &&
-                 op.count * call.elemSize >= twoShotBytes_ && (!oneDevice_ || twoShotForced_);
+  call.twoShot = choice.algorithm == algo::Algorithm::kTwoShot;  // the cost model's choice
+  ran_[static_cast<int>(DeviceExecutor::kWindows)][static_cast<int>(choice.algorithm)]++;
   call.recvIsDevice = cuda::isDeviceMemory(op.recv);
   call.scaleInput = op.preMul.on;  // kScale: the executor reads op.preMul
   call.captured = captured_;

@@ -7,8 +7,8 @@
 // or by address where the ranks are threads of one process. A round copies this rank's
 // input into half round % 2, passes a barrier, and the reduce or copy kernels read the
 // peers' halves where they lie and write the receive buffer (through device scratch when
-// it is not device memory). All-reduce is one-shot, or two-shot from
-// BRAID_CUDA_TWO_SHOT_BYTES with 3+ ranks on different GPUs.
+// it is not device memory). Which program a collective runs (all-reduce one-shot or
+// two-shot, or a lowered schedule) is the cost model's choice (select/device_choice.h).
 //
 // Barriers run on the GPU: barrier e is a stream write of e to this rank's counter in a
 // page-locked shared host page and a stream wait until every peer's counter reaches e.
@@ -51,6 +51,7 @@
 #include "exec/call.h"
 #include "exec/cuda/device_program.h"
 #include "runtime/communicator.h"
+#include "select/device_choice.h"
 
 namespace braid {
 
@@ -97,6 +98,12 @@ class DeviceWindows {
   static constexpr int64_t kGraphRegionBytes = int64_t{8} << 20;
   // Blocks until the work enqueued so far has finished (braidCommFinalize).
   Status flush();
+  // What the device choice (select/device_choice.h) needs of the windows, fixed at set-up.
+  DeviceShape shape() const { return {nranks_, oneDevice_, halfBytes_, slotBytes_, twoShotBytes_}; }
+  // Collectives this rank has enqueued on `e` running `a` (tests read it). Any thread.
+  uint64_t ran(DeviceExecutor e, algo::Algorithm a) const {
+    return ran_[static_cast<int>(e)][static_cast<int>(a)].load(std::memory_order_relaxed);
+  }
   // Whether a peer is a thread of this process on this rank's GPU (one CUDA context):
   // calls cannot be captured (waits for what any thread of this process writes are
   // ordered after its writes).
@@ -149,8 +156,6 @@ class DeviceWindows {
 
   DeviceWindows() = default;
   Status runOne(const Call& op, void* stream);
-  // Whether op runs as a lowered schedule (true: which algorithm in *alg).
-  Expected<bool> lowers(const Call& op, algo::Algorithm* alg);
   // Lowers this rank's schedule over the send slots from the pair counts where they
   // stand, enqueues it (buffers at in / out, scratch_) and advances the counts.
   Status runLowered(const algo::Schedule& s, const Call& op, const void* in, void* out,
@@ -224,9 +229,10 @@ class DeviceWindows {
   int nranks_ = 1;
   size_t halfBytes_ = 0;        // per half of a window
   size_t graphBytes_ = 0;       // the window's graph region (kGraphRegionBytes)
-  size_t twoShotBytes_ = 0;     // all-reduce from this size up is two-shot (3+ ranks)
+  int64_t twoShotBytes_ = -1;   // BRAID_CUDA_TWO_SHOT_BYTES (-1: unset; device_choice.h)
   bool oneDevice_ = true;       // every rank's window is on the same GPU
-  bool twoShotForced_ = false;  // BRAID_CUDA_TWO_SHOT_BYTES set: two-shot on one GPU too
+  // Collectives enqueued, by executor (windows, lowered) and algorithm.
+  std::atomic<uint64_t> ran_[2][algo::kNumAlgorithms] = {};
   bool kernelWaits_ = false;    // BRAID_CUDA_WAITS=kernel: waits are cuda::launchWait
   void* own_ = nullptr;         // this rank's window (null once local_ owns it)
   // Ranks that are all threads of this process: their windows, shared (device_windows_setup.cc).

@@ -142,8 +142,10 @@ std::unique_ptr<DeviceWindows> DeviceWindows::create(braidComm* comm, bool forPo
   w->rank_ = c.rank();
   w->nranks_ = c.nranks();
   w->halfBytes_ = static_cast<size_t>(bytes) / 2 / 256 * 256;
-  w->twoShotBytes_ = static_cast<size_t>(envInt("BRAID_CUDA_TWO_SHOT_BYTES", 1 << 20));
-  w->twoShotForced_ = std::getenv("BRAID_CUDA_TWO_SHOT_BYTES") != nullptr;
+  // Set, it decides one-shot or two-shot alone (select/device_choice.h).
+  w->twoShotBytes_ = envString("BRAID_CUDA_TWO_SHOT_BYTES").empty()
+                         ? -1
+                         : std::max<int64_t>(0, envInt("BRAID_CUDA_TWO_SHOT_BYTES", 0));
   const std::string waits = envString("BRAID_CUDA_WAITS");
   if (waits != "stream" && waits != "kernel") {
     return refuse("BRAID_CUDA_WAITS is '" + waits + "' (stream or kernel)");

@@ -1,8 +1,9 @@
 // The CUDA executor: a collective's Schedule (the same algorithms the host executor runs)
 // lowered to device work (exec/cuda/device_program.h) and enqueued on the caller's stream over
 // the device FIFOs, the send slots every window holds per peer. It runs what the windows'
-// own collectives do not: all-to-all-v, and every collective whose algorithm BRAID_ALGO
-// names (ring, tree, halving-doubling, Bruck, pairwise, ...).
+// own collectives do not: all-to-all-v, every collective whose algorithm BRAID_ALGO
+// names, and the ring, tree or halving-doubling the cost model picks
+// (select/device_choice.h).
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -20,19 +21,6 @@
 #include "runtime/schedule_cache.h"
 
 namespace braid {
-
-// True, with the algorithm in *alg, when op runs as a lowered schedule: a BRAID_ALGO rule
-// names its algorithm (a '^' exclusion leaves it to the windows), or it is all-to-all-v
-// (the windows cannot agree rounds for it), which takes the selector's choice.
-Expected<bool> DeviceWindows::lowers(const Call& op, algo::Algorithm* alg) {
-  if (op.kind != Call::Kind::kCollective) return false;
-  BRAID_ASSIGN_OR_RETURN(
-      Selector::Choice choice,
-      owner_->selector.chooseForCall(op.collective, op.count * datatypeSize(op.datatype)));
-  if (!choice.named && op.collective != algo::Collective::kAllToAllv) return false;
-  *alg = choice.algorithm;  // the selector picks among the algorithms that implement it
-  return true;
-}
 
 Status enqueueData(const DeviceOp& d, void* dst, const void* const* srcs, const Call& op,
                    int nranks, void* stream) {
@@ -239,6 +227,7 @@ Status DeviceWindows::runSchedule(const Call& request, algo::Algorithm alg, void
     return runSchedule(scaled, alg, stream);
   }
   const Call& op = request;
+  ran_[static_cast<int>(DeviceExecutor::kLowered)][static_cast<int>(alg)]++;
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args = collArgsOf(op, rank_, nranks_);
   args.maxStepElems = slotBytes_ / es;  // one slot per step: half the FIFO, as the host's

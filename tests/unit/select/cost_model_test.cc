@@ -163,6 +163,29 @@ TEST(CostInputsFor, PcieServerUsesPcieNotNvlink) {
   EXPECT_LE(in.inter.gbps, 3.125);
 }
 
+// Ranks on one GPU take turns on it: a barrier costs a turn of each other rank's context
+// (175 us per small call at 2 ranks, 527-540 us at 4: the H200 run in CHANGELOG), and each
+// rank gets its share of the GPU's memory (H100 HBM3, 3,350 GB/s).
+TEST(CostInputsFor, RanksSharingOneGpuTakeTurns) {
+  std::string why;
+  const std::optional<topo::Topology> t = test::loadTopoFile("dgx_h100.xml", &why);
+  ASSERT_TRUE(t.has_value()) << why;
+  for (int n : {2, 4}) {
+    std::vector<topo::RankPlace> places(static_cast<size_t>(n));
+    for (topo::RankPlace& p : places) p.gpu = 3;
+    const CostInputs in = costInputsFor(*t, places);
+    EXPECT_NEAR(in.intra.alphaUs, n == 2 ? 175.0 : 530.0, 0.02 * 530.0) << n;
+    EXPECT_DOUBLE_EQ(in.intra.gbps, 3350.0 / n) << n;
+    const CostInputs unplaced = oneGpuInputs(n);
+    EXPECT_DOUBLE_EQ(unplaced.intra.alphaUs, in.intra.alphaUs);
+    EXPECT_DOUBLE_EQ(unplaced.intra.gbps, in.intra.gbps);
+  }
+  // Two ranks on each of two GPUs: the shared GPU is the worst link.
+  std::vector<topo::RankPlace> pairs(4);
+  for (int r = 0; r < 4; ++r) pairs[static_cast<size_t>(r)].gpu = r / 2;
+  EXPECT_NEAR(costInputsFor(*t, pairs).intra.alphaUs, 175.0, 1e-9);
+}
+
 TEST(CostInputsFor, VmHostRanksUseSharedMemory) {
   std::string why;
   const std::optional<topo::Topology> t = test::loadTopoFile("vm_2core.xml", &why);
