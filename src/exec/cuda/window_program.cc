@@ -57,8 +57,13 @@ Expected<WindowPlans::Plan> plan(const WindowCall& call, int rank, int nranks, s
   layout.scaleInput = call.scaleInput;
   layout.captured = call.captured;
   // The peers decide alike whatever their buffers: both layouts must allow it.
-  if (!windowOutMayAlias(all) ||
-      !windowOutMayAlias(schedulesOf(call, nranks, areaBytes / es, !ownFromWindow))) {
+  bool writesOut = false;
+  for (const algo::Schedule& s : all) {
+    for (const algo::Step& st : s.steps) writesOut = writesOut || st.dst == algo::BufRef::kWindowOut;
+  }
+  if (writesOut &&
+      (!windowOutMayAlias(all) ||
+       !windowOutMayAlias(schedulesOf(call, nranks, areaBytes / es, !ownFromWindow)))) {
     const size_t part = areaBytes / 2 / es * es;
     all = schedulesOf(call, nranks, part / es, ownFromWindow);
     layout.areaBytes = part;
