@@ -1,7 +1,8 @@
 #include "exec/cuda/window_analysis.h"
-#include "exec/cuda/window_lowering.h"
 
 #include <algorithm>
+
+#include "exec/cuda/window_lowering.h"
 
 namespace braid::window {
 
@@ -64,7 +65,9 @@ Status checkSignals(const std::vector<Schedule>& all, const Values& v) {
       if (!bad.isOk()) return;
       if (st.op == OpKind::kSignal) {
         const uint64_t value = v.at(r, flagOf(st));
-        if (value != 0 && value <= last) bad = refuse("rank " + std::to_string(q) + " signals out of order");
+        if (value != 0 && value <= last) {
+          bad = refuse("rank " + std::to_string(q) + " signals out of order");
+        }
         last = std::max(last, value);
       }
       const bool waits = st.op == OpKind::kWait;
@@ -85,7 +88,6 @@ Status checkSignals(const std::vector<Schedule>& all, const Values& v) {
   }
   return Status::ok();
 }
-
 
 namespace {
 
@@ -147,8 +149,7 @@ bool windowOutMayAlias(const std::vector<algo::Schedule>& all) {
     for (const algo::Step& st : s.steps) r += st.op == algo::OpKind::kBeginRound;
     rounds = std::max(rounds, r);
   }
-  std::vector<std::vector<window::RoundUse>> use(rounds,
-                                                 std::vector<window::RoundUse>(all.size()));
+  std::vector<std::vector<window::RoundUse>> use(rounds, std::vector<window::RoundUse>(all.size()));
   for (int q = 0; q < static_cast<int>(all.size()); ++q) window::collect(all, q, &use);
   for (const auto& round : use) {
     for (const window::RoundUse& u : round) {

@@ -31,7 +31,8 @@ struct Values {
     return round < 0 ? 0 : of[static_cast<size_t>(round * kFlags + flag)];
   }
   bool signals(int rank, int round, int flag) const {
-    return round >= 0 && signalled[static_cast<size_t>(rank)][static_cast<size_t>(round * kFlags + flag)];
+    return round >= 0 &&
+           signalled[static_cast<size_t>(rank)][static_cast<size_t>(round * kFlags + flag)];
   }
 };
 

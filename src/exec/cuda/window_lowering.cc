@@ -1,9 +1,9 @@
 #include "exec/cuda/window_lowering.h"
 
-#include "exec/cuda/window_analysis.h"
-
 #include <algorithm>
 #include <string>
+
+#include "exec/cuda/window_analysis.h"
 
 namespace braid {
 namespace {
@@ -23,8 +23,7 @@ using window::Values;
 class Lowerer {
  public:
   Lowerer(const std::vector<Schedule>& all, int rank, const LoweringLayout& l, const Values& v)
-      : all_(all),
-        s_(all[static_cast<size_t>(rank)]),
+      : s_(all[static_cast<size_t>(rank)]),
         me_(rank),
         n_(static_cast<int>(all.size())),
         l_(l),
@@ -55,7 +54,6 @@ class Lowerer {
   void flagBarrier();
   void color();
 
-  const std::vector<Schedule>& all_;
   const Schedule& s_;
   const int me_, n_;
   const LoweringLayout& l_;
@@ -160,7 +158,6 @@ void Lowerer::color() {
   }
 }
 
-
 Status Lowerer::step(size_t* i) {
   const Step& st = s_.steps[*i];
   const int ready = static_cast<int>(WinFlag::kReady);
@@ -221,7 +218,8 @@ Status Lowerer::put(size_t* i) {
   for (size_t j = *i + 1; merges && j < s_.steps.size(); ++j) {
     const Step& next = s_.steps[j];
     if (next.op != OpKind::kPut || next.src != first.src || next.dst != first.dst ||
-        next.dstOffset < end || next.srcOffset - next.dstOffset != first.srcOffset - first.dstOffset ||
+        next.dstOffset < end ||
+        next.srcOffset - next.dstOffset != first.srcOffset - first.dstOffset ||
         next.dstOffset < first.dstOffset || next.count == 0) {
       break;
     }
@@ -293,7 +291,8 @@ Expected<LoweredWindowCall> Lowerer::run() {
     if (l_.space == Space::kHalf) flagBarrier();  // every rank is done reading the halves
     color();
   } else if (v_.rounds > 0) {  // the next call's first rounds refill after these waits
-    for (int q = 0; q < n_; ++q) waitFor(q, v_.at(v_.rounds - 1, static_cast<int>(WinFlag::kReady)));
+    for (int q = 0; q < n_; ++q)
+      waitFor(q, v_.at(v_.rounds - 1, static_cast<int>(WinFlag::kReady)));
   }
   out_.rounds = static_cast<uint64_t>(v_.rounds);
   out_.barriers = v_.count;

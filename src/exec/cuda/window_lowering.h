@@ -47,10 +47,11 @@ namespace braid {
 
 struct LoweringLayout {
   size_t elemSize = 1;
-  DeviceAddr::Space space = DeviceAddr::Space::kHalf;  // or kGraphRegion
-  size_t areaBytes = 0;  // kWindowIn's bytes
-  size_t outBytes = 0;   // kWindowOut's offset in the half (0: it aliases kWindowIn)
-  uint64_t firstRound = 0;  // the call's round 0 uses half firstRound % 2
+  // kHalf, or kGraphRegion (the call has one round).
+  DeviceAddr::Space space = DeviceAddr::Space::kHalf;
+  size_t areaBytes = 0;      // kWindowIn's bytes
+  size_t outBytes = 0;       // kWindowOut's offset in the half (0: it aliases kWindowIn)
+  uint64_t firstRound = 0;   // the call's round 0 uses half firstRound % 2
   bool recvIsDevice = true;  // kernels may write the receive buffer (kOutput)
   bool scaleInput = false;   // kPut from kInput scales (kScale)
   bool captured = false;     // flag barriers (above)

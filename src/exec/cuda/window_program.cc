@@ -1,7 +1,9 @@
 #include "exec/cuda/window_program.h"
 
 #include <algorithm>
+#include <string>
 
+#include "algorithms/direct/direct.h"
 #include "algorithms/registry.h"
 #include "exec/cuda/window_lowering.h"
 
@@ -19,8 +21,8 @@ bool blocksPerRound(Collective c) {
 // Every rank's schedule of `call` with areas of `areaElems`. Every rank is built as this
 // one (the buffers' kinds are this rank's): the rounds and flags, all the lowering takes
 // from the peers', do not depend on them.
-std::vector<algo::Schedule> schedulesOf(const WindowCall& call, int nranks, uint64_t areaElems,
-                                        bool ownFromWindow) {
+Expected<std::vector<algo::Schedule>> schedulesOf(const WindowCall& call, int nranks,
+                                                  uint64_t areaElems, bool ownFromWindow) {
   const algo::Algorithm alg = algo::windowAlgorithm(call.collective, call.twoShot);
   algo::CollArgs args;
   args.collective = call.collective;
@@ -33,6 +35,10 @@ std::vector<algo::Schedule> schedulesOf(const WindowCall& call, int nranks, uint
   // the out-of-place layout read and write the same bytes, element by element.
   args.inPlace = false;
   args.scaledPut = ownFromWindow;
+  if (!algo::windowFits(args)) {
+    return Status(braidInternalError, "device windows: an area of " + std::to_string(areaElems) +
+                                          " elements holds no round");
+  }
   std::vector<algo::Schedule> all;
   for (int q = 0; q < nranks; ++q) {
     args.rank = q;
@@ -47,7 +53,8 @@ Expected<WindowPlans::Plan> plan(const WindowCall& call, int rank, int nranks, s
                                  bool inGraph, uint64_t firstRound) {
   const bool ownFromWindow = call.scaleInput || !call.sendIsDevice;
   const uint64_t es = call.elemSize;
-  std::vector<algo::Schedule> all = schedulesOf(call, nranks, areaBytes / es, ownFromWindow);
+  BRAID_ASSIGN_OR_RETURN(std::vector<algo::Schedule> all,
+                         schedulesOf(call, nranks, areaBytes / es, ownFromWindow));
   LoweringLayout layout;
   layout.elemSize = es;
   layout.space = inGraph ? DeviceAddr::Space::kGraphRegion : DeviceAddr::Space::kHalf;
@@ -59,13 +66,18 @@ Expected<WindowPlans::Plan> plan(const WindowCall& call, int rank, int nranks, s
   // The peers decide alike whatever their buffers: both layouts must allow it.
   bool writesOut = false;
   for (const algo::Schedule& s : all) {
-    for (const algo::Step& st : s.steps) writesOut = writesOut || st.dst == algo::BufRef::kWindowOut;
+    for (const algo::Step& st : s.steps)
+      writesOut = writesOut || st.dst == algo::BufRef::kWindowOut;
   }
-  if (writesOut &&
-      (!windowOutMayAlias(all) ||
-       !windowOutMayAlias(schedulesOf(call, nranks, areaBytes / es, !ownFromWindow)))) {
+  bool split = false;
+  if (writesOut) {
+    BRAID_ASSIGN_OR_RETURN(std::vector<algo::Schedule> other,
+                           schedulesOf(call, nranks, areaBytes / es, !ownFromWindow));
+    split = !windowOutMayAlias(all) || !windowOutMayAlias(other);
+  }
+  if (split) {  // kWindowOut takes the half's second half
     const size_t part = areaBytes / 2 / es * es;
-    all = schedulesOf(call, nranks, part / es, ownFromWindow);
+    BRAID_ASSIGN_OR_RETURN(all, schedulesOf(call, nranks, part / es, ownFromWindow));
     layout.areaBytes = part;
     layout.outBytes = part;
   }
@@ -96,24 +108,31 @@ bool runsInGraphRegion(const WindowCall& call, int nranks, size_t graphBytes) {
 }
 
 Expected<WindowProgram> buildWindowCall(const WindowCall& call, int rank, int nranks,
-                                        size_t halfBytes, WindowCounts* counts,
-                                        size_t graphBytes, WindowPlans* plans) {
+                                        size_t halfBytes, WindowCounts* counts, size_t graphBytes,
+                                        WindowPlans* plans) {
   const bool inGraph = runsInGraphRegion(call, nranks, graphBytes);
   // A captured call counts from zero, every replay alike.
   const WindowCounts from = call.captured ? WindowCounts{} : *counts;
   const uint64_t firstRound = from.rounds + 1;
   const int flags = call.twoShot | call.recvIsDevice << 1 | call.sendIsDevice << 2 |
                     call.scaleInput << 3 | call.captured << 4 | inGraph << 5;
-  const WindowPlans::Key key{static_cast<int>(call.collective), call.count, call.elemSize,
-                             call.root, flags, rank, nranks, halfBytes, graphBytes,
+  const WindowPlans::Key key{static_cast<int>(call.collective),
+                             call.count,
+                             call.elemSize,
+                             call.root,
+                             flags,
+                             rank,
+                             nranks,
+                             halfBytes,
+                             graphBytes,
                              static_cast<int>(firstRound % 2)};
   WindowPlans own;
   WindowPlans* cache = plans != nullptr ? plans : &own;
   const WindowPlans::Plan* p = cache->find(key);
   if (p == nullptr) {
-    BRAID_ASSIGN_OR_RETURN(WindowPlans::Plan made,
-                           plan(call, rank, nranks, inGraph ? graphBytes : halfBytes, inGraph,
-                                firstRound));
+    BRAID_ASSIGN_OR_RETURN(
+        WindowPlans::Plan made,
+        plan(call, rank, nranks, inGraph ? graphBytes : halfBytes, inGraph, firstRound));
     p = &cache->add(key, std::move(made));
   }
   WindowProgram program;

@@ -4,12 +4,13 @@
 // what their own call wrote; a broadcast's receivers wait for the root alone; a send
 // buffer kernels cannot read is only copied from; schedules that cannot be lowered are
 // refused; lowered calls are reused by shape.
+#include "exec/cuda/window_lowering.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
-#include "exec/cuda/window_lowering.h"
 #include "exec/cuda/window_program.h"
 #include "tests/unit/exec/cuda/device_interpreter.h"
 
