@@ -120,7 +120,8 @@ TEST(WindowLowering, ABroadcastsReceiversWaitForTheRootAlone) {
   EXPECT_EQ(onOthers, 2);
   WindowCounts rootCounts;
   int rootWaits = 0;
-  for (const DeviceOp& op : buildWindowCall(call, 2, 4, kHalf, &rootCounts).value().ops) {
+  const WindowProgram root = buildWindowCall(call, 2, 4, kHalf, &rootCounts).value();
+  for (const DeviceOp& op : root.ops) {
     rootWaits += op.kind == Kind::kWaitRank;
   }
   EXPECT_EQ(rootWaits, 3 * 3);  // rounds 1 and 2 refill, and the end
@@ -137,7 +138,8 @@ TEST(WindowLowering, ASendBufferKernelsCannotReadIsOnlyCopiedFrom) {
     call.sendIsDevice = device;
     WindowCounts counts;
     int reads = 0;
-    for (const DeviceOp& op : buildWindowCall(call, 1, 3, kHalf, &counts).value().ops) {
+    const WindowProgram p = buildWindowCall(call, 1, 3, kHalf, &counts).value();
+    for (const DeviceOp& op : p.ops) {
       if (op.kind != Kind::kReduce) continue;
       for (int i = 0; i < op.nsrcs; ++i) reads += op.src[i].space == DeviceAddr::Space::kInput;
     }
