@@ -3,7 +3,7 @@
 // different collectives back to back, whose rounds and waits differ by rank, read only
 // what their own call wrote; a broadcast's receivers wait for the root alone; a send
 // buffer kernels cannot read is only copied from; schedules that cannot be lowered are
-// refused; lowered calls are reused by shape.
+// refused; lowered calls are reused by shape; a round stays within its stream operations.
 #include "exec/cuda/window_lowering.h"
 
 #include <gtest/gtest.h>
@@ -227,6 +227,80 @@ TEST(WindowLowering, ACallOfAShapeSeenBeforeReusesItsProgram) {
     }
   }
   EXPECT_NE(second.ops.size(), 0u);
+}
+
+// What a round may enqueue on the stream, each operation costing about a launch on the
+// GPU: one barrier (two-shot: two, its pieces reduced, then gathered), a wait per peer
+// for each, and at most one copy per block moved in plus one per block moved out (a
+// reduction counting as one; through the scratch, one more).
+struct Budget {
+  int barriers, copies, reductions;
+};
+
+Budget budgetOf(Collective c, bool twoShot, int n, bool root, bool hostOutput) {
+  const int h = hostOutput ? 1 : 0;
+  switch (c) {
+    case Collective::kAllReduce:
+      return twoShot ? Budget{2, 1 + n, 1} : Budget{1, 1 + h, 1};
+    case Collective::kReduceScatter:
+      return {1, n + h, 1};
+    case Collective::kReduce:
+      return {1, 1 + (root ? h : 0), root ? 1 : 0};
+    case Collective::kAllGather:
+    case Collective::kAllToAll:
+      return {1, (c == Collective::kAllToAll ? n : 1) + n, 0};
+    case Collective::kBroadcast:
+      return {1, root ? 2 : 1, 0};
+    case Collective::kGather:
+      return {1, root ? n : 1, 0};
+    case Collective::kScatter:
+      return {1, root ? n + 1 : 1, 0};
+    default:
+      return {0, 0, 0};
+  }
+}
+
+TEST(WindowLowering, ARoundTakesNoMoreBarriersWaitsOrCopiesThanItsBudget) {
+  constexpr size_t kBig = size_t{1} << 20;
+  for (Collective coll : {Collective::kAllReduce, Collective::kAllGather,
+                          Collective::kReduceScatter, Collective::kBroadcast, Collective::kAllToAll,
+                          Collective::kReduce, Collective::kGather, Collective::kScatter}) {
+    for (int n : {2, 4, 8}) {
+      for (bool twoShot : {false, true}) {
+        if (twoShot && (coll != Collective::kAllReduce || n < 3)) continue;
+        for (bool hostOutput : {false, true}) {
+          for (int rank : {0, 1}) {
+            const bool blocks = coll == Collective::kReduceScatter ||
+                                coll == Collective::kAllToAll || coll == Collective::kScatter;
+            WindowCall call;
+            call.collective = coll;
+            call.elemSize = 4;
+            call.twoShot = twoShot;
+            call.recvIsDevice = !hostOutput;
+            call.count = 8 * (blocks ? kBig / n / 64 * 64 : kBig) / 4;  // 8 rounds
+            WindowCounts counts;
+            const WindowProgram p = buildWindowCall(call, rank, n, kBig, &counts).value();
+            ASSERT_EQ(counts.rounds, 8u);
+            int arrives = 0, waits = 0, copies = 0, reductions = 0;
+            for (const DeviceOp& op : p.ops) {
+              arrives += op.kind == Kind::kArrive;
+              waits += op.kind == Kind::kWaitRank;
+              copies += op.kind == Kind::kCopy || op.kind == Kind::kScale;
+              reductions += op.kind == Kind::kReduce;
+            }
+            const Budget b = budgetOf(coll, twoShot, n, rank == 0, hostOutput);
+            const std::string what = std::string(algo::collectiveName(coll)) +
+                                     " n=" + std::to_string(n) + " rank " + std::to_string(rank) +
+                                     (twoShot ? " two-shot" : "") + (hostOutput ? " host" : "");
+            EXPECT_EQ(arrives, 8 * b.barriers) << what;
+            EXPECT_LE(waits, 8 * b.barriers * (n - 1)) << what;
+            EXPECT_LE(copies, 8 * b.copies) << what;
+            EXPECT_EQ(reductions, 8 * b.reductions) << what;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
