@@ -102,11 +102,13 @@ Status DeviceWindows::runOne(const Call& op, void* stream) {
   call.twoShot = choice.algorithm == algo::Algorithm::kTwoShot;  // the cost model's choice
   ran_[static_cast<int>(DeviceExecutor::kWindows)][static_cast<int>(choice.algorithm)]++;
   call.recvIsDevice = cuda::isDeviceMemory(op.recv);
+  call.sendIsDevice = cuda::isDeviceMemory(op.send);
   call.scaleInput = op.preMul.on;  // kScale: the executor reads op.preMul
   call.captured = captured_;
   WindowCounts counts{round_, epoch_.load(std::memory_order_relaxed)};
-  const WindowProgram program =
-      buildWindowCall(call, rank_, nranks_, halfBytes_, &counts, graphBytes_);
+  BRAID_ASSIGN_OR_RETURN(
+      const WindowProgram program,
+      buildWindowCall(call, rank_, nranks_, halfBytes_, &counts, graphBytes_, &plans_));
   void* scratch = nullptr;
   if (program.scratchBytes != 0) {
     // At least 1 MiB (a barrier's one byte should not cost a half's worth), at most a half.

@@ -50,6 +50,7 @@
 
 #include "exec/call.h"
 #include "exec/cuda/device_program.h"
+#include "exec/cuda/window_program.h"
 #include "runtime/communicator.h"
 #include "select/device_choice.h"
 
@@ -246,6 +247,7 @@ class DeviceWindows {
   bool sharesGpu_ = false;
   std::vector<char*> windows_;  // every rank's window as this process maps it
   uint64_t round_ = 0;          // rounds enqueued (their half: round_ % 2)
+  WindowPlans plans_;           // window calls lowered before (exec/cuda/window_program.h)
   size_t slotBytes_ = 0;        // per send slot (two per ordered pair of ranks)
   // Send/receive rounds this rank enqueued, per peer (read by the watch thread).
   std::unique_ptr<std::atomic<uint64_t>[]> sent_, received_;

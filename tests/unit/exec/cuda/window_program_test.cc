@@ -65,7 +65,7 @@ test::RunFn windows(const test::CheckCase& c, bool twoShot, bool hostOutput,
       state.calls.emplace_back();
       for (const Call& each : sequence) {
         call.captured = each.first;
-        WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts, each.second);
+        WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts, each.second).value();
         ops.insert(ops.end(), p.ops.begin(), p.ops.end());
         state.calls.back().push_back(p.ops.size());
         scratch = std::max(scratch, p.scratchBytes);
@@ -129,7 +129,7 @@ std::string runPremul(Collective coll, braidDataType_t type, int n, uint64_t cou
     call.recvIsDevice = !(hostOutput && r % 2 == 0);
     call.scaleInput = true;
     WindowCounts counts{3, 5};
-    WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts);
+    WindowProgram p = buildWindowCall(call, r, n, kHalf, &counts).value();
     programs.push_back(std::move(p.ops));
     state.scratchBytes.push_back(p.scratchBytes);
     state.outputIsHost.push_back(!call.recvIsDevice);
@@ -229,7 +229,7 @@ TEST(DeviceWindows, ACapturedCallIsBracketedByFlagBarriersThatNeverRepeatASet) {
     call.twoShot = coll == Collective::kAllReduce;
     call.captured = true;
     WindowCounts counts{7, 11};
-    WindowProgram p = buildWindowCall(call, 1, 3, kHalf, &counts);
+    WindowProgram p = buildWindowCall(call, 1, 3, kHalf, &counts).value();
     EXPECT_EQ(counts.rounds, 7u);
     EXPECT_EQ(counts.barriers, 11u);
     std::vector<uint64_t> sets;
@@ -297,7 +297,7 @@ TEST(DeviceWindows, ACapturedCallThatFitsRunsInTheGraphRegionWithFewerBarriers) 
     call.count = k.count;
     WindowCounts counts{7, 11};
     // Halves of 256 bytes: one round in them too.
-    const WindowProgram p = buildWindowCall(call, 1, 3, 2 * kGraph, &counts, kGraph);
+    const WindowProgram p = buildWindowCall(call, 1, 3, 2 * kGraph, &counts, kGraph).value();
     EXPECT_EQ(counts.rounds, 7u);
     EXPECT_EQ(counts.barriers, 11u);
     int signals = 0, region = 0, halves = 0;
@@ -325,7 +325,7 @@ TEST(DeviceWindows, RoundsAlternateHalvesAndBarriersCountOn) {
   call.count = 40;  // 160 bytes: rounds of 64, 64 and 32
   call.elemSize = 4;
   WindowCounts counts{7, 11};
-  WindowProgram p = buildWindowCall(call, 1, 3, kHalf, &counts);
+  WindowProgram p = buildWindowCall(call, 1, 3, kHalf, &counts).value();
   EXPECT_EQ(counts.rounds, 10u);
   EXPECT_EQ(counts.barriers, 14u);
   std::vector<uint64_t> arrived;
@@ -354,7 +354,7 @@ TEST(DeviceWindows, AHostReceiveBufferGetsItsReductionThroughTheScratch) {
   call.elemSize = 4;
   call.recvIsDevice = false;
   WindowCounts counts;
-  WindowProgram p = buildWindowCall(call, 0, 2, kHalf, &counts);
+  WindowProgram p = buildWindowCall(call, 0, 2, kHalf, &counts).value();
   EXPECT_EQ(p.scratchBytes, kHalf);
   for (const DeviceOp& op : p.ops) {
     if (op.kind == Kind::kReduce) {
@@ -399,7 +399,8 @@ TEST(DeviceWindows, OnlyTheInputsCopyInScales) {
   for (bool scale : {false, true}) {
     call.scaleInput = scale;
     int scales = 0;
-    for (const DeviceOp& op : buildWindowCall(call, 1, 4, kHalf, &counts).ops) {
+    const WindowProgram p = buildWindowCall(call, 1, 4, kHalf, &counts).value();
+    for (const DeviceOp& op : p.ops) {
       if (op.kind != Kind::kScale) continue;
       ++scales;
       EXPECT_EQ(op.src[0].space, DeviceAddr::Space::kInput);
