@@ -28,7 +28,7 @@ constexpr size_t kStreamOutMinBytes = 4 << 20;
 
 }  // namespace
 
-void NodeWindows::prepare(const Plan& plan, const ExecBuffers& b) {
+inline void NodeWindows::prepare(const Plan& plan, const ExecBuffers& b) {
   const algo::Schedule& s = plan.schedule;
   es_ = plan.elemSize;
   in_ = static_cast<const char*>(b.input);
@@ -144,9 +144,10 @@ void NodeWindows::signal(Flag flag) {
 
 Status NodeWindows::wait(const Step& st, const OpDesc& desc) {
   const int n = comm_.nranks();
-  const int first = st.recvPeer >= 0 ? st.recvPeer : (comm_.rank() + 1) % n;
   const int waits = st.recvPeer >= 0 ? 1 : n - 1;
-  for (int i = 0, q = first; i < waits; ++i, q = (q + 1) % n) {
+  int q = st.recvPeer >= 0 ? st.recvPeer : comm_.rank();
+  for (int i = 0; i < waits; ++i) {
+    if (st.recvPeer < 0 && ++q == n) q = 0;  // every peer, from this rank's next on
     std::atomic<uint64_t>& flag =
         line_ && st.flag == Flag::kReady ? lineEpoch(q, epoch_) : flagOf(q, st.flag);
     if (flag.load(std::memory_order_acquire) < epoch_) {
@@ -161,26 +162,30 @@ Status NodeWindows::wait(const Step& st, const OpDesc& desc) {
   return Status::ok();
 }
 
-Expected<const char*> NodeWindows::dataOf(int q, const Step& st, const OpDesc& desc) {
+const char* NodeWindows::dataOf(int q, const Step& st) const {
   const bool output = st.src == BufRef::kWindowOut;
   if (q == comm_.rank()) {
     const bool fromBuffer = st.ownFromBuffer || (output ? zout_.on : zin_.on);
     if (fromBuffer || st.op == OpKind::kCopyPeer) {
-      return static_cast<const char*>(ownAt(output ? BufRef::kOutput : BufRef::kInput, st.bufOffset));
+      return ownAt(output ? BufRef::kOutput : BufRef::kInput, st.bufOffset);
     }
-    return static_cast<const char*>(ownAt(st.src, st.srcOffset));
+    return ownAt(st.src, st.srcOffset);
   }
-  if (line_) return static_cast<const char*>(lineData(q, epoch_) + st.srcOffset * es_);
-  if (!described(q, output, half_)) {
-    return static_cast<const char*>((output ? outputArea(q, half_) : inputArea(q, half_)) +
-                                    st.srcOffset * es_);
-  }
-  return lentOf(q, output, half_, st.bufOffset * es_, st.count * es_, desc);
+  if (line_) return lineData(q, epoch_) + st.srcOffset * es_;
+  if (described(q, output, half_)) return nullptr;
+  return (output ? outputArea(q, half_) : inputArea(q, half_)) + st.srcOffset * es_;
+}
+
+Expected<const char*> NodeWindows::lentDataOf(int q, const Step& st, const OpDesc& desc) {
+  return lentOf(q, st.src == BufRef::kWindowOut, half_, st.bufOffset * es_, st.count * es_, desc);
 }
 
 Status NodeWindows::reducePeers(const Step& st, const Step* fusedPut, const OpDesc& desc) {
   for (int q = 0; q < comm_.nranks(); ++q) {
-    BRAID_ASSIGN_OR_RETURN(data_[q], dataOf(q, st, desc));
+    data_[q] = dataOf(q, st);
+    if (data_[q] == nullptr) {
+      BRAID_ASSIGN_OR_RETURN(data_[q], lentDataOf(q, st, desc));
+    }
   }
   char* shared = fusedPut != nullptr ? ownAt(fusedPut->dst, fusedPut->dstOffset) : nullptr;
   reduceAll(ownAt(st.dst, st.dstOffset), shared, data_, st.count, desc);
@@ -188,7 +193,10 @@ Status NodeWindows::reducePeers(const Step& st, const Step* fusedPut, const OpDe
 }
 
 Status NodeWindows::copyPeer(const Step& st, const OpDesc& desc) {
-  BRAID_ASSIGN_OR_RETURN(const char* src, dataOf(st.recvPeer, st, desc));
+  const char* src = dataOf(st.recvPeer, st);
+  if (src == nullptr) {
+    BRAID_ASSIGN_OR_RETURN(src, lentDataOf(st.recvPeer, st, desc));
+  }
   char* dst = ownAt(st.dst, st.dstOffset);
   if (src == dst) return Status::ok();
   if (line_) {

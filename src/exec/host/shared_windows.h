@@ -88,7 +88,8 @@ class NodeWindows {
     if (state_ == State::kUnset) BRAID_TRY(setup(desc));
     if (state_ == State::kOff) return fifo_.run(schedule(args, a), b, desc);
     const bool scaled = b.scale != nullptr;
-    Plan* plan = findPlan(args, a, scaled);
+    Plan* plan = &plans_[lastPlan_];
+    if (!plan->matches(args, a, scaled)) plan = findPlan(args, a, scaled);
     if (plan == nullptr) {
       plan = &newPlan(args, a, scaled);
       plan->schedule = schedule(windowArgs(args, scaled), scheduleAlgorithm(args, a));
@@ -138,6 +139,12 @@ class NodeWindows {
     bool hasOneShot = false;   // oneShot is built (two-shot calls that may run one-shot)
     algo::Schedule oneShot;
     uint64_t inputBytes = 0, outputBytes = 0;
+
+    bool matches(const algo::CollArgs& args, algo::Algorithm a, bool s) const {
+      return used && count == args.count && collective == args.collective && algorithm == a &&
+             elemSize == args.elemSize && inPlace == args.inPlace && root == args.root &&
+             scaled == s;
+    }
   };
   static constexpr int kPlans = 8;
 
@@ -172,9 +179,11 @@ class NodeWindows {
   }
   // This rank's buffer or window area (of the current round) `r`, at element `at`.
   char* ownAt(algo::BufRef r, uint64_t at) const { return own_[static_cast<int>(r)] + at * es_; }
-  // Where rank q's data of `st` (a kReducePeers or kCopyPeer) is: its area, its lent
-  // buffer, or (this rank) its own buffer where the step or lending says so.
-  Expected<const char*> dataOf(int q, const algo::Step& st, const OpDesc& desc);
+  // Where rank q's data of `st` (a kReducePeers or kCopyPeer) is: its area or (this rank)
+  // its own buffer where the step or lending says so; null where q lent its buffer, which
+  // lentDataOf maps.
+  const char* dataOf(int q, const algo::Step& st) const;
+  Expected<const char*> lentDataOf(int q, const algo::Step& st, const OpDesc& desc);
 
   // Starts the next round; a rank about to write its half (or line) first makes sure
   // every peer has finished the round that used it last.

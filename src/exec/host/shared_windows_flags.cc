@@ -14,7 +14,6 @@
 namespace braid {
 namespace {
 
-using windows::kHeaderBytes;
 using windows::kLineDepth;
 constexpr int kBlockSliceUs = 10000;
 
@@ -32,23 +31,7 @@ const char* flagText(algo::WinFlag flag) {
 
 }  // namespace
 
-NodeWindows::Header* NodeWindows::header(int rank) const {
-  return reinterpret_cast<Header*>(bases_[rank]);
-}
 
-char* NodeWindows::inputArea(int rank, int half) const {
-  return bases_[rank] + kHeaderBytes + static_cast<size_t>(half) * 2 * chunk_;
-}
-
-char* NodeWindows::outputArea(int rank, int half) const { return inputArea(rank, half) + chunk_; }
-
-char* NodeWindows::lineData(int rank, uint64_t epoch) const {
-  return header(rank)->lines[epoch % kLineDepth].data;
-}
-
-std::atomic<uint64_t>& NodeWindows::lineEpoch(int rank, uint64_t epoch) const {
-  return header(rank)->lines[epoch % kLineDepth].epoch;
-}
 
 // A writer reuses half e % 2 once every peer has started round e - 1 (so has read round
 // e - 2), and line e % kLineDepth once every peer has started round e - kLineDepth + 1.

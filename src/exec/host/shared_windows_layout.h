@@ -52,4 +52,25 @@ struct NodeWindows::Header {
   windows::Line lines[windows::kLineDepth];  // round e's line is lines[e % kLineDepth]
 };
 
+// The accessors the interpreter calls at every step, inline.
+inline NodeWindows::Header* NodeWindows::header(int rank) const {
+  return reinterpret_cast<Header*>(bases_[rank]);
+}
+
+inline char* NodeWindows::inputArea(int rank, int half) const {
+  return bases_[rank] + windows::kHeaderBytes + static_cast<size_t>(half) * 2 * chunk_;
+}
+
+inline char* NodeWindows::outputArea(int rank, int half) const {
+  return inputArea(rank, half) + chunk_;
+}
+
+inline char* NodeWindows::lineData(int rank, uint64_t epoch) const {
+  return header(rank)->lines[epoch % windows::kLineDepth].data;
+}
+
+inline std::atomic<uint64_t>& NodeWindows::lineEpoch(int rank, uint64_t epoch) const {
+  return header(rank)->lines[epoch % windows::kLineDepth].epoch;
+}
+
 }  // namespace braid

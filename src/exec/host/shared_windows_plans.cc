@@ -126,9 +126,7 @@ bool NodeWindows::lentOneShotCandidate(const algo::CollArgs& args, Algorithm a,
 NodeWindows::Plan* NodeWindows::findPlan(const algo::CollArgs& args, Algorithm a, bool scaled) {
   for (int i = 0; i < kPlans; ++i) {
     Plan& p = plans_[(lastPlan_ + i) % kPlans];  // the last call's first
-    if (p.used && p.count == args.count && p.collective == args.collective &&
-        p.algorithm == a && p.elemSize == args.elemSize && p.inPlace == args.inPlace &&
-        p.root == args.root && p.scaled == scaled) {
+    if (p.matches(args, a, scaled)) {
       lastPlan_ = static_cast<int>(&p - plans_.data());
       return &p;
     }
