@@ -13,7 +13,8 @@
 //   kPut         copies into this rank's area, streamed (exec/stream_copy.h), scaled on
 //                the way for a premul-sum (takesScale); skipped where the buffer is lent
 //   kSignal      publishes a flag = e after a full fence (copies may use streaming
-//                stores); kWait waits for one peer's flag or every peer's
+//                stores); kWait waits for one peer's flag or every peer's, in the order
+//                the schedule gives
 //   kReducePeers reduces a range of every rank's area (or lent buffer), in rank order, in
 //                blocks that stay in L1; a kPut of the same range into this rank's window
 //                right after it is made in the same pass
@@ -29,8 +30,9 @@
 //     kLineDepth, round e's at e % kLineDepth) whose first word is the round's ready
 //     flag: a peer gets flag and data in one transfer, and a writer waits only before
 //     reusing a line some peer may not have read, so a rank that waits for nobody (a
-//     broadcast's root) runs up to kLineDepth calls ahead. Nothing is lent then, so no
-//     rank waits for kFinished and none is published.
+//     broadcast's root) runs up to kLineDepth calls ahead. Every rank decides alike: a
+//     range one rank puts is a range another reads. Nothing is lent then, so no rank
+//     waits for kFinished and none is published.
 //   - A two-shot all-reduce whose input fits a line runs the one-shot schedule, and one
 //     of 2 ranks up to kLentOneShotMaxBytes whose inputs are both lent continues with the
 //     one-shot schedule from the first reduction: one hand-off fewer for the same bytes
