@@ -16,6 +16,7 @@ namespace {
 using algo::BufRef;
 using algo::OpKind;
 using algo::Step;
+using windows::kLineDepth;
 
 // Reductions of several inputs run over blocks this big, so the partial
 // result stays in L1 while every input is added to it.
@@ -49,6 +50,31 @@ inline void NodeWindows::prepare(const Plan& plan, const ExecBuffers& b) {
   if (lent_.size() > kMaxLent) lent_.clear();
   data_.resize(comm_.nranks());
   deadlineSet_ = false;
+}
+
+// A writer reuses half e % 2 once every peer has started round e - 1 (so has read round
+// e - 2), and line e % kLineDepth once every peer has started round e - kLineDepth + 1.
+// A peer publishes ready = e only after it has read every round before e.
+inline Status NodeWindows::beginRound(bool writes, const OpDesc& desc) {
+  const uint64_t e = ++epoch_;
+  half_ = static_cast<int>(e & 1);
+  writes_ = writes;
+  readyWaits_ = 0;
+  const uint64_t depth = line_ ? kLineDepth : 2;
+  if (writes && e >= depth && allReady_ + depth <= e) {
+    BRAID_TRY(waitAll(Flag::kReady, e - depth + 1, desc));
+    allReady_ = line_ ? slowestReady() : e - 1;
+  }
+  if (line_) {
+    own_[static_cast<int>(BufRef::kWindowIn)] = lineData(comm_.rank(), e);
+    return Status::ok();
+  }
+  own_[static_cast<int>(BufRef::kWindowIn)] = inputArea(comm_.rank(), half_);
+  own_[static_cast<int>(BufRef::kWindowOut)] = outputArea(comm_.rank(), half_);
+  if (!writes) return Status::ok();
+  describe(false, half_, zin_);
+  describe(true, half_, zout_);
+  return Status::ok();
 }
 
 Status NodeWindows::execute(const Plan& plan, const ExecBuffers& b, const OpDesc& desc) {
@@ -158,7 +184,7 @@ Status NodeWindows::wait(const Step& st, const OpDesc& desc) {
   allReady_ = epoch_;
   // Every peer has published this round, so has read this rank's line of the next one
   // kLineDepth rounds ago: take it back for writing now, not at the next call's store.
-  if (line_ && writes_) __builtin_prefetch(&header(comm_.rank())->lines[(epoch_ + 1) % windows::kLineDepth], 1);
+  if (line_ && writes_) __builtin_prefetch(&header(comm_.rank())->lines[(epoch_ + 1) % kLineDepth], 1);
   return Status::ok();
 }
 

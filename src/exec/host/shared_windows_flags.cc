@@ -1,5 +1,5 @@
-// NodeWindows' flags and descriptors (exec/host/shared_windows.h): rounds, publishing,
-// waiting for peers, lent buffers. The interpreter that uses them is shared_windows.cc.
+// NodeWindows' flags and descriptors (exec/host/shared_windows.h): publishing, waiting
+// for peers, lent buffers. The interpreter that uses them is shared_windows.cc.
 #include <sched.h>
 
 #include <algorithm>
@@ -14,7 +14,6 @@
 namespace braid {
 namespace {
 
-using windows::kLineDepth;
 constexpr int kBlockSliceUs = 10000;
 
 inline void cpuRelax() {
@@ -32,28 +31,6 @@ const char* flagText(algo::WinFlag flag) {
 }  // namespace
 
 
-
-// A writer reuses half e % 2 once every peer has started round e - 1 (so has read round
-// e - 2), and line e % kLineDepth once every peer has started round e - kLineDepth + 1.
-// A peer publishes ready = e only after it has read every round before e.
-Status NodeWindows::beginRound(bool writes, const OpDesc& desc) {
-  const uint64_t e = ++epoch_;
-  half_ = static_cast<int>(e & 1);
-  writes_ = writes;
-  readyWaits_ = 0;
-  const uint64_t depth = line_ ? kLineDepth : 2;
-  if (writes && e >= depth && allReady_ + depth <= e) {
-    BRAID_TRY(waitAll(Flag::kReady, e - depth + 1, desc));
-    allReady_ = line_ ? slowestReady() : e - 1;
-  }
-  own_[static_cast<int>(algo::BufRef::kWindowIn)] =
-      line_ ? lineData(comm_.rank(), e) : inputArea(comm_.rank(), half_);
-  own_[static_cast<int>(algo::BufRef::kWindowOut)] = outputArea(comm_.rank(), half_);
-  if (line_ || !writes) return Status::ok();
-  describe(false, half_, zin_);
-  describe(true, half_, zout_);
-  return Status::ok();
-}
 
 void NodeWindows::publish(Flag flag, uint64_t epoch) {
   Header* h = header(comm_.rank());
