@@ -36,7 +36,7 @@ Schedule buildSchedule(Algorithm a, const CollArgs& args);
 bool supportsWindows(Algorithm a, Collective c);
 // The window algorithm of a collective (all-reduce: `twoShot` picks); alike on every rank.
 Algorithm windowAlgorithm(Collective c, bool twoShot = false);
-// Requires supportsWindows(a, args.collective) and args.windowElems > 0.
+// Requires supportsWindows(a, args.collective) and windowFits(args) (algorithms/direct).
 Schedule buildWindowSchedule(Algorithm a, const CollArgs& args);
 
 }  // namespace braid::algo

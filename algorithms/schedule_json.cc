@@ -58,6 +58,13 @@ std::string scheduleJson(const Schedule& s, const CollArgs& a, const char* algor
     list(out, "recvDispls", a.recvDispls);
   }
   if (!a.nodeOf.empty()) list(out, "nodeOf", a.nodeOf);
+  if (s.windowed) {
+    flag(out, "windowed", true);
+    number(out, "windowElems", static_cast<long long>(a.windowElems));
+    flag(out, "scaledPut", a.scaledPut);
+    flag(out, "lendsInput", s.lendsInput);
+    flag(out, "lendsOutput", s.lendsOutput);
+  }
   out += ", \"steps\": [";
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
@@ -72,6 +79,14 @@ std::string scheduleJson(const Schedule& s, const CollArgs& a, const char* algor
     number(line, "recvPeer", st.recvPeer);
     flag(line, "final", st.final);
     flag(line, "batchWithNext", st.batchWithNext);
+    if (st.op == OpKind::kSignal || st.op == OpKind::kWait) {
+      field(line, "flag", winFlagName(st.flag), true);
+    }
+    if (st.op == OpKind::kBeginRound) flag(line, "writes", st.writes);
+    if (st.op == OpKind::kReducePeers || st.op == OpKind::kCopyPeer) {
+      number(line, "bufOffset", static_cast<long long>(st.bufOffset));
+      if (st.op == OpKind::kReducePeers) flag(line, "ownFromBuffer", st.ownFromBuffer);
+    }
     out += (i ? ",\n" : "\n") + line + "}";
   }
   out += "\n]}\n";

@@ -12,8 +12,10 @@
 //   ]}
 //
 // (Each step is one line; wrapped here.) All-to-all-v adds its sendCounts, sendDispls,
-// recvCounts and recvDispls; a schedule across nodes its nodeOf. Offsets and counts are in
-// elements. Pure; thread-safe.
+// recvCounts and recvDispls; a schedule across nodes its nodeOf; a window schedule
+// "windowed": true with windowElems, scaledPut, lendsInput and lendsOutput, and its steps
+// their window fields (flag, writes, bufOffset, ownFromBuffer) where the op has them.
+// Offsets and counts are in elements. Pure; thread-safe.
 #pragma once
 
 #include <string>

@@ -22,7 +22,7 @@ Schedule directAllGather(const CollArgs& args);
 Schedule directReduceScatter(const CollArgs& args);
 Schedule directBroadcast(const CollArgs& args);
 
-// ---- Window schedules (direct_windows.cc). Require args.windowElems > 0. ----
+// ---- Window schedules (direct_windows.cc). Require windowFits(args). ----
 // One-shot (every rank reduces every rank's round) or two-shot (rank q reduces piece q
 // of a round, then every rank copies every piece).
 Schedule windowAllReduce(const CollArgs& args, bool twoShot);
@@ -34,6 +34,9 @@ Schedule windowAllToAll(const CollArgs& args);  // the pairwise pattern, all at 
 Schedule windowReduce(const CollArgs& args);
 Schedule windowGather(const CollArgs& args);
 Schedule windowScatter(const CollArgs& args);
+// Whether a window area holds a round: one element (one per rank where a round carries a
+// block per rank). The host's areas (4 KiB at the least) always do on one node.
+bool windowFits(const CollArgs& args);
 // Elements of one block's slot where a round carries a block per rank (reduce-scatter,
 // all-to-all, scatter): the area over nranks, rounded down to whole 64-byte lines.
 uint64_t windowSlotElems(const CollArgs& args);

@@ -55,8 +55,8 @@ class WinSteps {
     st.ownFromBuffer = ownFromBuffer;
     s_->steps.push_back(st);
   }
-  void copyPeer(int peer, BufRef src, uint64_t srcOff, BufRef dst, uint64_t dstOff,
-                uint64_t count, uint64_t bufOff) {
+  void copyPeer(int peer, BufRef src, uint64_t srcOff, BufRef dst, uint64_t dstOff, uint64_t count,
+                uint64_t bufOff) {
     if (count == 0) return;
     Step st{OpKind::kCopyPeer, src, dst, -1, peer, srcOff, dstOff, count};
     st.bufOffset = bufOff;
@@ -89,6 +89,12 @@ uint64_t windowSlotElems(const CollArgs& a) {
   const uint64_t n = static_cast<uint64_t>(std::max(1, a.nranks));
   const uint64_t slot = a.windowElems * es / n / kLineBytes * kLineBytes / es;
   return slot != 0 ? slot : std::max<uint64_t>(1, a.windowElems / n);
+}
+
+bool windowFits(const CollArgs& a) {
+  const bool blocks = a.collective == Collective::kReduceScatter ||
+                      a.collective == Collective::kAllToAll || a.collective == Collective::kScatter;
+  return a.windowElems >= (blocks ? static_cast<uint64_t>(std::max(1, a.nranks)) : 1);
 }
 
 uint64_t windowPieceElems(uint64_t count, int parts, uint32_t elemSize) {
@@ -241,8 +247,8 @@ Schedule windowAllToAll(const CollArgs& a) {
                  me * a.count + off);
     }
     // Own block last: in place, the output overwrites input only this rank reads.
-    if (!a.inPlace) w.copy(BufRef::kInput, me * a.count + off, BufRef::kOutput,
-                           me * a.count + off, m);
+    if (!a.inPlace)
+      w.copy(BufRef::kInput, me * a.count + off, BufRef::kOutput, me * a.count + off, m);
     w.signal(WinFlag::kFinished);
   }
   return s;

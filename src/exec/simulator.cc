@@ -15,30 +15,8 @@ std::string Simulator::stepName(int r, size_t i) const {
 }
 
 Buffer Simulator::buffer(int r, BufRef ref) {
-  SimRank& rk = ranks_[r];
-  auto make = [&](std::vector<uint8_t>& v, int storage) {
-    return Buffer{v.data(), v.size() / es_, storage};
-  };
-  switch (ref) {
-    case BufRef::kInput:
-      if (!rk.inPlace) return make(rk.input, 0);
-    {
-      // The input never extends past the storage it shares with the output;
-      // an empty `input` means "to the end of the output".
-      const uint64_t room = rk.output.size() / es_ - rk.inPlaceOffset;
-      const uint64_t declared = rk.input.size() / es_;
-      return Buffer{rk.output.data() + rk.inPlaceOffset * es_,
-                    rk.input.empty() || rk.outputElems != 0 ? room : std::min(room, declared), 1};
-    }
-    case BufRef::kOutput:
-      if (rk.outputElems == 0) return make(rk.output, 1);
-      return Buffer{rk.output.data() + rk.outputOffset * es_, rk.outputElems, 1};
-    case BufRef::kScratch: return make(scratch_[r], 2);
-    case BufRef::kWindowIn:
-    case BufRef::kWindowOut:
-    case BufRef::kNone: break;
-  }
-  return Buffer{};
+  if (ref == BufRef::kScratch) return Buffer{scratch_[r].data(), scratch_[r].size() / es_, 2};
+  return userBuffer(ranks_[r], ref, es_);
 }
 
 Status Simulator::checkArgs() {

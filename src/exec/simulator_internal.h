@@ -3,6 +3,7 @@
 // simulator_batch.cc (batches: lanes, races, waiting). Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <vector>
@@ -63,6 +64,23 @@ using algo::needsSend;
 using algo::needsSrc;
 
 inline const char* bufName(BufRef b) { return algo::bufRefName(b); }
+
+// Where `rk`'s input or output lives (storage 0: the input vector, 1: the output vector;
+// in place the input lies in the output's storage); an empty Buffer for other refs.
+inline Buffer userBuffer(SimRank& rk, BufRef ref, size_t es) {
+  if (ref == BufRef::kInput && !rk.inPlace) return Buffer{rk.input.data(), rk.input.size() / es, 0};
+  if (ref == BufRef::kInput) {
+    // The input never extends past the storage it shares with the output; an empty
+    // `input` means "to the end of the output".
+    const uint64_t room = rk.output.size() / es - rk.inPlaceOffset;
+    const uint64_t declared = rk.input.size() / es;
+    return Buffer{rk.output.data() + rk.inPlaceOffset * es,
+                  rk.input.empty() || rk.outputElems != 0 ? room : std::min(room, declared), 1};
+  }
+  if (ref != BufRef::kOutput) return Buffer{};
+  if (rk.outputElems == 0) return Buffer{rk.output.data(), rk.output.size() / es, 1};
+  return Buffer{rk.output.data() + rk.outputOffset * es, rk.outputElems, 1};
+}
 
 class Simulator {
  public:

@@ -79,5 +79,27 @@ TEST(ScheduleJson, EveryRegistryScheduleHasALinePerStep) {
   }
 }
 
+TEST(ScheduleJson, WindowStepsShowTheirFlagsAndLending) {
+  CollArgs a;
+  a.rank = 1;
+  a.nranks = 3;
+  a.count = 1000;
+  a.elemSize = 4;
+  a.windowElems = 4096;
+  const Schedule s = buildWindowSchedule(Algorithm::kTwoShot, a);
+  const std::string json = scheduleJson(s, a, "two_shot", "host");
+  EXPECT_EQ(static_cast<size_t>(std::count(json.begin(), json.end(), '\n')), s.steps.size() + 2);
+  for (const char* part :
+       {"\"windowed\": true", "\"windowElems\": 4096", "\"lendsInput\": true",
+        "\"lendsOutput\": true", "{\"op\": \"beginRound\"", "\"writes\": true",
+        "\"flag\": \"done\"", "\"bufOffset\": 336, \"ownFromBuffer\": true"}) {
+    EXPECT_NE(json.find(part), std::string::npos) << part << " in " << json;
+  }
+  // FIFO schedules keep their fields as they were.
+  const std::string fifo = scheduleJson(buildSchedule(Algorithm::kRing, a), a, "ring", "host");
+  EXPECT_EQ(fifo.find("windowed"), std::string::npos);
+  EXPECT_EQ(fifo.find("bufOffset"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace braid::algo
