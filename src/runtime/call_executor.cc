@@ -19,15 +19,17 @@ class HostFifo final : public CallExecutor {
   }
 };
 
-// The shared windows (exec/host/shared_windows.h), which build the schedule only when they
-// fall back to the FIFOs.
+// The shared windows (exec/host/shared_windows.h), which run the collective's window
+// schedule (or its FIFO schedule where they fall back), both from the communicator's cache.
 class HostWindows final : public CallExecutor {
  public:
   Executor kind() const override { return Executor::kHostWindows; }
   Status run(const Call*, size_t, const CallContext& ctx) override {
     return ctx.comm->windows->run(
         *ctx.args, ctx.algorithm, ctx.buffers, *ctx.desc,
-        [&]() -> const algo::Schedule& { return scheduleFor(ctx.comm, *ctx.args, ctx.algorithm); });
+        [&](const algo::CollArgs& args, algo::Algorithm alg) -> const algo::Schedule& {
+          return scheduleFor(ctx.comm, args, alg, args.windowElems != 0 ? "host windows" : "host");
+        });
   }
 };
 

@@ -89,6 +89,8 @@ struct braidComm {
     bool inPlace;
     int root;
     uint64_t maxStepElems;  // host FIFO steps or the CUDA executor's slots
+    uint64_t windowElems;   // window schedules (algo::CollArgs::windowElems), else 0
+    bool scaledPut;
     braid::algo::Schedule schedule;
   };
   std::list<CachedSchedule> schedules;

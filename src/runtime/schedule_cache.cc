@@ -20,13 +20,16 @@ const algo::Schedule& scheduleFor(braidComm* comm, const algo::CollArgs& args, a
   for (auto it = cache.begin(); it != cache.end(); ++it) {
     if (it->collective == args.collective && it->algorithm == alg && it->count == args.count &&
         it->elemSize == args.elemSize && it->inPlace == args.inPlace && it->root == args.root &&
-        it->maxStepElems == args.maxStepElems) {
+        it->maxStepElems == args.maxStepElems && it->windowElems == args.windowElems &&
+        it->scaledPut == args.scaledPut) {
       cache.splice(cache.begin(), cache, it);
       return cache.front().schedule;
     }
   }
   cache.push_front({args.collective, alg, args.count, args.elemSize, args.inPlace, args.root,
-                    args.maxStepElems, algo::buildSchedule(alg, args)});
+                    args.maxStepElems, args.windowElems, args.scaledPut,
+                    args.windowElems != 0 ? algo::buildWindowSchedule(alg, args)
+                                          : algo::buildSchedule(alg, args)});
   if (cache.size() > kMaxCachedSchedules) cache.pop_back();
   dumpSchedule(cache.front().schedule, args, alg, executor);
   return cache.front().schedule;

@@ -7,7 +7,8 @@
 
 namespace braid {
 
-// comm's schedule for (args, alg): built at its first use (and then written by
+// comm's schedule for (args, alg), a window schedule where args.windowElems is set
+// (algorithms/schedule.h): built at its first use (and then written by
 // BRAID_SCHEDULE_DUMP, runtime/schedule_dump.h, naming `executor`) and kept among the
 // communicator's recent ones; all-to-all-v's, whose counts change by call, built (and
 // written) at every call. Valid until the next call. The caller holds comm->opMu.

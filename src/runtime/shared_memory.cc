@@ -39,7 +39,7 @@ namespace braid {
 namespace {
 
 constexpr size_t kPage = 4096;
-// Smaller buffers are not shared: the windows copy them anyway (exec/host/shared_windows.cc).
+// Smaller buffers are not shared: the windows copy them anyway (exec/host/shared_windows_plans.cc).
 constexpr size_t kShareMinBytes = 4 << 10;
 
 struct Registration {

@@ -1,6 +1,6 @@
 // The layout of a rank's shared window region (exec/host/shared_windows.h), which every rank of the
-// node maps: a header page of flags and small-call lines, then two halves, each an input
-// and an output area of chunkBytes. Private to the NodeWindows sources; the region is
+// node maps: a header page of flags and a ring of lines for rounds that fit one, then two
+// halves, each an input and an output area of chunkBytes. Private to the NodeWindows sources; the region is
 // only ever read by the same build, so the layout may change freely.
 #pragma once
 
@@ -17,18 +17,18 @@ inline constexpr uint32_t kWindowMagic = 0x42574e44;  // "BWND"
 inline constexpr size_t kHeaderBytes = 4096;
 inline constexpr size_t kNameBytes = 64;
 
-// Calls of at most kLineBytes: the data rides in the flag's own cache line,
-// so a peer gets both in one transfer.
+// Rounds whose window data fits kLineBytes: the data rides in the line of its own
+// round's flag, so a peer gets both in one transfer.
 inline constexpr size_t kLineBytes = 56;
-struct alignas(64) SmallLine {
+struct alignas(64) Line {
   std::atomic<uint64_t> epoch;
   char data[kLineBytes];
 };
 
-// Small broadcasts cycle through this many lines of the root's header, so the root
-// runs up to this many calls ahead of the slowest peer before it waits (see
-// NodeWindows::broadcastSmall).
-inline constexpr uint64_t kCastDepth = 16;
+// Such rounds cycle through this many lines of the writer's header, so a writer waited
+// for by nobody (a broadcast's root) runs up to this many calls ahead of the slowest
+// peer before it waits (NodeWindows::beginRound).
+inline constexpr uint64_t kLineDepth = 16;
 
 }  // namespace windows
 
@@ -49,8 +49,28 @@ struct NodeWindows::Header {
   std::atomic<uint32_t> sleepers;
   alignas(64) ShareDesc input[2];
   ShareDesc output[2];
-  windows::SmallLine small[2];
-  windows::SmallLine cast[windows::kCastDepth];  // broadcastSmall's lines, used by the root
+  windows::Line lines[windows::kLineDepth];  // round e's line is lines[e % kLineDepth]
 };
+
+// The accessors the interpreter calls at every step, inline.
+inline NodeWindows::Header* NodeWindows::header(int rank) const {
+  return reinterpret_cast<Header*>(bases_[rank]);
+}
+
+inline char* NodeWindows::inputArea(int rank, int half) const {
+  return bases_[rank] + windows::kHeaderBytes + static_cast<size_t>(half) * 2 * chunk_;
+}
+
+inline char* NodeWindows::outputArea(int rank, int half) const {
+  return inputArea(rank, half) + chunk_;
+}
+
+inline char* NodeWindows::lineData(int rank, uint64_t epoch) const {
+  return header(rank)->lines[epoch % windows::kLineDepth].data;
+}
+
+inline std::atomic<uint64_t>& NodeWindows::lineEpoch(int rank, uint64_t epoch) const {
+  return header(rank)->lines[epoch % windows::kLineDepth].epoch;
+}
 
 }  // namespace braid
