@@ -40,6 +40,9 @@ bool windowFits(const CollArgs& args);
 // Elements of one block's slot where a round carries a block per rank (reduce-scatter,
 // all-to-all, scatter): the area over nranks, rounded down to whole 64-byte lines.
 uint64_t windowSlotElems(const CollArgs& args);
+// Elements of the call's count (per block, where a round carries a block per rank) that
+// one round moves: a call of at most this many runs in one round.
+uint64_t windowRoundElems(const CollArgs& args);
 // Two-shot pieces: count over parts, rounded up to whole 64-byte lines (so no two ranks
 // write one line); the last pieces may be short or empty.
 uint64_t windowPieceElems(uint64_t count, int parts, uint32_t elemSize);

@@ -79,6 +79,11 @@ Schedule windowSchedule(const CollArgs& a) {
 // Elements a round moves per area.
 uint64_t roundElems(const CollArgs& a) { return std::max<uint64_t>(1, a.windowElems); }
 
+// Whether a round carries a block for every rank (in a slot each, windowSlotElems).
+bool blocksPerRound(Collective c) {
+  return c == Collective::kReduceScatter || c == Collective::kAllToAll || c == Collective::kScatter;
+}
+
 // Whether this rank reads its own term from its own buffer: out of place and unscaled.
 bool ownFromInput(const CollArgs& a) { return !a.inPlace && !a.scaledPut; }
 
@@ -92,9 +97,12 @@ uint64_t windowSlotElems(const CollArgs& a) {
 }
 
 bool windowFits(const CollArgs& a) {
-  const bool blocks = a.collective == Collective::kReduceScatter ||
-                      a.collective == Collective::kAllToAll || a.collective == Collective::kScatter;
-  return a.windowElems >= (blocks ? static_cast<uint64_t>(std::max(1, a.nranks)) : 1);
+  return a.windowElems >=
+         (blocksPerRound(a.collective) ? static_cast<uint64_t>(std::max(1, a.nranks)) : 1);
+}
+
+uint64_t windowRoundElems(const CollArgs& a) {
+  return blocksPerRound(a.collective) ? windowSlotElems(a) : roundElems(a);
 }
 
 uint64_t windowPieceElems(uint64_t count, int parts, uint32_t elemSize) {

@@ -10,13 +10,7 @@
 namespace braid {
 namespace {
 
-using algo::Collective;
 using Kind = DeviceOp::Kind;
-
-// Whether a round carries a block for each rank (q's at q * (half / n)).
-bool blocksPerRound(Collective c) {
-  return c == Collective::kReduceScatter || c == Collective::kAllToAll || c == Collective::kScatter;
-}
 
 // Every rank's schedule of `call` with areas of `areaElems`. Every rank is built as this
 // one (the buffers' kinds are this rank's): the rounds and flags, all the lowering takes
@@ -102,9 +96,16 @@ const WindowPlans::Plan& WindowPlans::add(const Key& key, Plan plan) {
   return plans_.insert_or_assign(key, std::move(plan)).first->second;
 }
 
+// One round of the call's window schedule over an area of the region: the schedule's
+// slots (whole lines) decide, not the region over nranks.
 bool runsInGraphRegion(const WindowCall& call, int nranks, size_t graphBytes) {
-  const uint64_t blocks = blocksPerRound(call.collective) ? static_cast<uint64_t>(nranks) : 1;
-  return call.captured && graphBytes != 0 && call.count <= graphBytes / (call.elemSize * blocks);
+  if (!call.captured || graphBytes == 0) return false;
+  algo::CollArgs args;
+  args.collective = call.collective;
+  args.nranks = nranks;
+  args.elemSize = static_cast<uint32_t>(call.elemSize);
+  args.windowElems = graphBytes / call.elemSize;
+  return algo::windowFits(args) && call.count <= algo::windowRoundElems(args);
 }
 
 Expected<WindowProgram> buildWindowCall(const WindowCall& call, int rank, int nranks,

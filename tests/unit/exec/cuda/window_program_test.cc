@@ -411,5 +411,29 @@ TEST(DeviceWindows, OnlyTheInputsCopyInScales) {
   }
 }
 
+// A captured call the region reports as fitting is one round of the window schedule there:
+// with slots of whole lines (the region over nranks, rounded down), a reduce-scatter of 3
+// ranks a few elements short of the region over 3 runs in the halves, and one that fits a
+// slot builds on every rank. Without the schedule's slots the region took the first and
+// the lowering refused it ("the graph region holds one round").
+TEST(DeviceWindows, ACapturedCallRunsInTheGraphRegionExactlyWhenItsScheduleFitsOneRound) {
+  constexpr size_t kRegion = size_t{8} << 20;
+  WindowCall call;
+  call.collective = Collective::kReduceScatter;
+  call.elemSize = 4;
+  call.captured = true;
+  const uint64_t slot = kRegion / 3 / 64 * 64 / 4;
+  for (const uint64_t count : {kRegion / 4 / 3, slot, slot + 1}) {
+    call.count = count;
+    EXPECT_EQ(runsInGraphRegion(call, 3, kRegion), count <= slot) << count;
+    for (int r = 0; r < 3; ++r) {
+      WindowCounts counts;
+      Expected<WindowProgram> p = buildWindowCall(call, r, 3, size_t{64} << 20, &counts, kRegion);
+      EXPECT_TRUE(p.isOk()) << count << " elements, rank " << r << ": "
+                            << (p.isOk() ? "" : p.status().message());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace braid
