@@ -179,11 +179,9 @@ std::string describeDeviceChoice(const DeviceChoice& choice) {
 
 std::string explainDeviceCall(Collective c, uint64_t rankBytes, const DeviceShape& shape,
                               const Selector& selector, bool gpuFigures) {
-  const bool modelDecides =
-      !selector.policy().names(c, rankBytes) && c != Collective::kAllToAllv &&
-      c != Collective::kGather && c != Collective::kScatter && c != Collective::kAllToAll &&
-      !(c == Collective::kAllReduce && shape.twoShotBytes >= 0) && (gpuFigures || shape.oneDevice);
-  if (!modelDecides) return "";
+  // The model decides exactly where the choice carries its price (chooseDeviceCall).
+  Expected<DeviceChoice> choice = chooseDeviceCall(c, rankBytes, shape, selector, gpuFigures);
+  if (!choice.isOk() || choice.value().predictedUs <= 0) return "";
   std::string out;
   char buf[80];
   for (const Priced& p :
