@@ -128,6 +128,12 @@ inline bool needsSrc(OpKind op) {
 inline bool needsDst(OpKind op) {
   return op != OpKind::kSend && op != OpKind::kRecvReduceSend && !isWindowSync(op);
 }
+// Whether window step `put` puts exactly the range the reduction `reduce` wrote: executors
+// make the pair in one pass (two-shot's own piece, reduced, then put for the peers).
+inline bool putsReduced(const Step& reduce, const Step& put) {
+  return reduce.op == OpKind::kReducePeers && put.op == OpKind::kPut && put.src == reduce.dst &&
+         put.srcOffset == reduce.dstOffset && put.count == reduce.count;
+}
 
 struct Schedule {
   int rank = 0;
@@ -195,7 +201,7 @@ struct CollArgs {
 };
 
 const char* opKindName(OpKind op);
-const char* bufRefName(BufRef b);  // "input", "output", "scratch", "windowIn", ...
+const char* bufRefName(BufRef b);    // "input", "output", "scratch", "windowIn", ...
 const char* winFlagName(WinFlag f);  // "ready", "done", "finished"
 const char* collectiveName(Collective c);
 

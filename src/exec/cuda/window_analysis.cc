@@ -13,11 +13,11 @@ using algo::Step;
 using algo::WinFlag;
 
 bool fusesWithPut(const Schedule& s, size_t i) {
-  if (i + 1 >= s.steps.size() || s.steps[i].op != OpKind::kReducePeers) return false;
+  if (i + 1 >= s.steps.size() || !algo::putsReduced(s.steps[i], s.steps[i + 1])) return false;
+  // The device writes the piece where it read this rank's term: the same offset.
   const Step& st = s.steps[i];
   const Step& put = s.steps[i + 1];
-  return put.op == OpKind::kPut && put.src == st.dst && put.srcOffset == st.dstOffset &&
-         put.count == st.count && put.dst == BufRef::kWindowOut && put.dstOffset == st.srcOffset &&
+  return put.dst == BufRef::kWindowOut && put.dstOffset == st.srcOffset &&
          st.src == BufRef::kWindowIn;
 }
 

@@ -137,8 +137,7 @@ Status NodeWindows::execute(const Plan& plan, const ExecBuffers& b, const OpDesc
 Status NodeWindows::reduceStep(const Step& st, const Step** next, const Step* end,
                                const OpDesc& desc) {
   const Step* put = *next;
-  const bool fuse = put != end && put->op == OpKind::kPut && put->src == st.dst &&
-                    put->srcOffset == st.dstOffset && put->count == st.count;
+  const bool fuse = put != end && algo::putsReduced(st, *put);
   if (fuse) ++*next;
   return reducePeers(st, fuse && !lent(put->dst) ? put : nullptr, desc);
 }
@@ -184,7 +183,8 @@ Status NodeWindows::wait(const Step& st, const OpDesc& desc) {
   allReady_ = epoch_;
   // Every peer has published this round, so has read this rank's line of the next one
   // kLineDepth rounds ago: take it back for writing now, not at the next call's store.
-  if (line_ && writes_) __builtin_prefetch(&header(comm_.rank())->lines[(epoch_ + 1) % kLineDepth], 1);
+  if (line_ && writes_)
+    __builtin_prefetch(&header(comm_.rank())->lines[(epoch_ + 1) % kLineDepth], 1);
   return Status::ok();
 }
 
