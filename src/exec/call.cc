@@ -1,5 +1,6 @@
 #include "exec/call.h"
 
+#include <cstdint>
 #include <string>
 
 #include "exec/reduce.h"
@@ -9,8 +10,9 @@ namespace braid {
 using algo::Collective;
 
 Status checkGroupBuffers(const std::vector<const Call*>& ops) {
-  // Sends and receives of a group run at the same time: a receive may not
-  // land on memory a send still reads (or another receive writes).
+  // Sends and receives of a group run at the same time: a receive may not land on memory
+  // a send still reads (or another receive writes), except on a send's buffer exactly,
+  // which pointToPointPlan receives into scratch first.
   for (const Call* a : ops) {
     if (a->kind != Call::Kind::kRecv) continue;
     const auto lo = reinterpret_cast<uintptr_t>(a->recv);
@@ -20,11 +22,14 @@ Status checkGroupBuffers(const std::vector<const Call*>& ops) {
       const void* p = b->kind == Call::Kind::kSend ? b->send : b->recv;
       const auto blo = reinterpret_cast<uintptr_t>(p);
       const auto bhi = blo + b->count * datatypeSize(b->datatype);
-      if (lo < bhi && blo < hi) {
-        return invalidUsage("a group's receive buffer overlaps another of its " +
-                            std::string(b->kind == Call::Kind::kSend ? "send" : "receive") +
-                            " buffers (peers " + std::to_string(a->peer) + " and " +
-                            std::to_string(b->peer) + "); give each its own memory");
+      const bool sameAsASend = b->kind == Call::Kind::kSend && blo == lo && bhi == hi;
+      if (lo < bhi && blo < hi && !sameAsASend) {
+        return invalidUsage(
+            "a group's receive buffer overlaps another of its " +
+            std::string(b->kind == Call::Kind::kSend ? "send" : "receive") + " buffers (peers " +
+            std::to_string(a->peer) + " and " + std::to_string(b->peer) +
+            "); give each its own memory (a receive may use a send's buffer only whole: the "
+            "same address and size)");
       }
     }
   }
@@ -50,6 +55,64 @@ Expected<SelfPairs> pairSelfSends(const std::vector<const Call*>& group, int ran
   }
   BRAID_TRY(checkGroupBuffers(group));
   return self;
+}
+
+bool receiveLandsOnASend(const Call& recv, const std::vector<const Call*>& group) {
+  const size_t bytes = recv.count * datatypeSize(recv.datatype);
+  for (const Call* b : group) {
+    if (bytes != 0 && b->kind == Call::Kind::kSend && b->send == recv.recv &&
+        b->count * datatypeSize(b->datatype) == bytes) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Expected<PointToPointPlan> pointToPointPlan(const std::vector<const Call*>& group, int rank) {
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(group, rank));
+  PointToPointPlan plan;
+  // Where receive r lands: its buffer, or (on a send's) the next piece of scratch, copied
+  // to its buffer after the batch.
+  auto landing = [&](const Call& r, bool* inScratch) -> void* {
+    const size_t bytes = r.count * datatypeSize(r.datatype);
+    *inScratch = receiveLandsOnASend(r, group);
+    if (!*inScratch) return r.recv;
+    void* at = reinterpret_cast<void*>(static_cast<uintptr_t>(plan.scratchBytes));
+    plan.after.push_back({at, r.recv, bytes, true, false});
+    plan.scratchBytes += (bytes + 63) / 64 * 64;  // each piece 64-byte aligned
+    return at;
+  };
+  for (size_t i = 0; i < self.sends.size(); ++i) {
+    const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
+    if (bytes == 0 || self.sends[i]->send == self.recvs[i]->recv) continue;
+    bool inScratch = false;
+    void* dst = landing(*self.recvs[i], &inScratch);
+    plan.before.push_back({self.sends[i]->send, dst, bytes, false, inScratch});
+  }
+  for (const Call* op : group) {
+    if (op->peer == rank) continue;
+    Call c = *op;
+    bool inScratch = false;
+    if (c.kind == Call::Kind::kRecv) c.recv = landing(c, &inScratch);
+    plan.remote.push_back(std::move(c));
+    plan.remoteInScratch.push_back(inScratch);
+  }
+  return plan;
+}
+
+void placeScratch(PointToPointPlan* plan, void* scratch) {
+  auto at = [scratch](const void* offset) {
+    return static_cast<char*>(scratch) + reinterpret_cast<uintptr_t>(offset);
+  };
+  for (PointToPointPlan::Copy& c : plan->before) {
+    if (c.dstInScratch) c.dst = at(c.dst);
+  }
+  for (PointToPointPlan::Copy& c : plan->after) {
+    if (c.srcInScratch) c.src = at(c.src);
+  }
+  for (size_t i = 0; i < plan->remote.size(); ++i) {
+    if (plan->remoteInScratch[i]) plan->remote[i].recv = at(plan->remote[i].recv);
+  }
 }
 
 algo::Step pointToPointStep(const Call& op) {

@@ -39,7 +39,9 @@ struct Call {
 };
 
 // A group's sends and receives (collectives ignored): invalid usage when a receive buffer
-// overlaps another of its send or receive buffers (they run at the same time).
+// overlaps another of its send or receive buffers (they run at the same time), unless it is
+// one of its send buffers exactly (the same address and bytes: NCCL's in-place send/receive,
+// which pointToPointPlan below orders).
 Status checkGroupBuffers(const std::vector<const Call*>& ops);
 
 // A group's sends to this rank and receives from it (`group`: its sends and receives),
@@ -49,6 +51,32 @@ struct SelfPairs {
   std::vector<const Call*> sends, recvs;
 };
 Expected<SelfPairs> pairSelfSends(const std::vector<const Call*>& group, int rank);
+
+// How a group's sends and receives run so that every send reads its buffer as it was when
+// the group began, whatever lands there: a receive into one of the group's send buffers
+// (receiveLandsOnASend) goes to scratch, and is copied to its place once the sends have
+// read theirs. Sends to this rank are copies: `before` the batch (from the send buffer
+// into the receive buffer, or into scratch), a pair whose two buffers are one is nothing.
+// `remote` is the batch: the sends and receives to other ranks, each receive's buffer
+// where it lands (scratch or its own). A pointer into scratch is an offset from address 0
+// until placeScratch() adds the scratch buffer's address.
+struct PointToPointPlan {
+  struct Copy {
+    const void* src;
+    void* dst;
+    size_t bytes;
+    bool srcInScratch, dstInScratch;
+  };
+  std::vector<Copy> before, after;
+  std::vector<Call> remote;
+  std::vector<bool> remoteInScratch;  // per remote call: its receive lands in scratch
+  size_t scratchBytes = 0;
+};
+Expected<PointToPointPlan> pointToPointPlan(const std::vector<const Call*>& group, int rank);
+void placeScratch(PointToPointPlan* plan, void* scratch);
+
+// Whether `recv` (a receive of `group`) lands on one of the group's send buffers.
+bool receiveLandsOnASend(const Call& recv, const std::vector<const Call*>& group);
 
 // A send or receive (to another rank) as a step of the group's batch: its bytes addressed
 // absolutely (base 0, one-byte elements), batchWithNext set.

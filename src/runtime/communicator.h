@@ -75,6 +75,8 @@ struct braidComm {
   std::vector<PreMulOp> preMulOps;
   // Host premul-sum calls' scaled copies, reused call after call (under opMu).
   std::vector<std::vector<char>> preMulCopies;
+  // Host groups' receives that land on a send buffer, until the sends are done (under opMu).
+  std::vector<char> p2pScratch;
   bool checkCalls = false;               // BRAID_CHECK=1: ranks compare each collective call first
   // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
   std::array<uint8_t, 16> loggedAlgorithm{};

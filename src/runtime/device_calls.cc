@@ -65,11 +65,13 @@ namespace {
 
 // One rank on device memory: every collective is its own schedule's local copies (and
 // avg's division by 1), a premul-sum its input scaled into its output, a send to itself
-// a copy to its paired receive; all enqueued on the stream (NCCL's 1-rank calls are a
-// copy kernel too). False, with nothing enqueued: not every buffer is device memory, or a
-// schedule needs scratch; the caller stages.
+// a copy to its paired receive (none where the two are one buffer); all enqueued on the
+// stream (NCCL's 1-rank calls are a copy kernel too). False, with nothing enqueued: not
+// every buffer is device memory, or a schedule or the sends need scratch (a receive into
+// another send's buffer); the caller stages.
 Expected<bool> runAlone(braidComm* comm, const std::vector<Call>& ops, void* stream) {
-  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, 0));
+  BRAID_ASSIGN_OR_RETURN(PointToPointPlan self, pointToPointPlan(ops, 0));
+  if (self.scratchBytes != 0) return false;
   std::vector<std::vector<DeviceOp>> programs;
   for (const Call& op : ops) {
     for (const StagedRegion& r : regionsOf(op, 0, 1)) {
@@ -109,7 +111,7 @@ Expected<bool> runAlone(braidComm* comm, const std::vector<Call>& ops, void* str
       BRAID_TRY(enqueueData(d, addr(d.dst), srcs, op, 1, stream));
     }
   }
-  BRAID_TRY(copySelfSends(self, stream));
+  BRAID_TRY(enqueueCopies(self.before, stream));
   return true;
 }
 

@@ -169,37 +169,48 @@ Status runCollective(braidComm* comm, const Call& op) {
   return Status::ok();
 }
 
-// Every send and receive of a group as one batch. Buffers are addressed
-// absolutely (base 0, one-byte elements), so one schedule covers them all.
-Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
+// A group's sends and receives to other ranks, schedule `s`, on the FIFO executor.
+Status runBatch(braidComm* comm, algo::Schedule* s) {
   Comm& c = *comm->comm;
-  algo::Schedule s;
-  s.rank = c.rank();
-  s.nranks = c.nranks();
-  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, c.rank()));
-  for (size_t i = 0; i < self.sends.size(); ++i) {
-    const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
-    if (bytes > 0) std::memmove(self.recvs[i]->recv, self.sends[i]->send, bytes);
-  }
-  for (const Call* op : ops) {
-    if (op->peer != c.rank()) s.steps.push_back(pointToPointStep(*op));
-  }
-  if (s.steps.empty()) return Status::ok();
-  s.steps.back().batchWithNext = false;
+  s->steps.back().batchWithNext = false;
   OpDesc desc;
   desc.collective = "sendrecv";
   desc.algorithm = "p2p";
   desc.seq = c.postedSeq() + 1;
-  for (const algo::Step& st : s.steps) desc.bytes += st.count;
+  for (const algo::Step& st : s->steps) desc.bytes += st.count;
   desc.datatype = braidUint8;
   c.nextSeq(desc.label());
   CallContext ctx;
   ctx.comm = comm;
   ctx.buffers = ExecBuffers{nullptr, nullptr};
   ctx.desc = &desc;
-  ctx.schedule = &s;
+  ctx.schedule = s;
   BRAID_TRY(executorFor(comm, Executor::kHostFifo).run(nullptr, 0, ctx));  // all in ctx.schedule
   c.opCompleted(desc.seq);
+  return Status::ok();
+}
+
+// Every send and receive of a group as one batch. Buffers are addressed
+// absolutely (base 0, one-byte elements), so one schedule covers them all; receives
+// that land on a send buffer go through comm->p2pScratch (exec/call.h).
+Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
+  Comm& c = *comm->comm;
+  BRAID_ASSIGN_OR_RETURN(PointToPointPlan plan, pointToPointPlan(ops, c.rank()));
+  if (plan.scratchBytes != 0) {
+    if (comm->p2pScratch.size() < plan.scratchBytes) comm->p2pScratch.resize(plan.scratchBytes);
+    placeScratch(&plan, comm->p2pScratch.data());
+  }
+  for (const PointToPointPlan::Copy& copy : plan.before) {
+    std::memmove(copy.dst, copy.src, copy.bytes);
+  }
+  algo::Schedule s;
+  s.rank = c.rank();
+  s.nranks = c.nranks();
+  for (const Call& op : plan.remote) s.steps.push_back(pointToPointStep(op));
+  if (!s.steps.empty()) BRAID_TRY(runBatch(comm, &s));
+  for (const PointToPointPlan::Copy& copy : plan.after) {
+    std::memcpy(copy.dst, copy.src, copy.bytes);
+  }
   return Status::ok();
 }
 

@@ -24,10 +24,22 @@ struct Queued {
 thread_local int tGroupDepth = 0;
 thread_local std::vector<Queued> tGroup;
 
+// What runOps refuses of a call's sends and receives (unpaired sends to this rank,
+// overlapping buffers), refused before a host stream queues them: its worker could only
+// raise it as the communicator's error.
+Status checkPointToPoint(const std::vector<Call>& ops, int rank) {
+  std::vector<const Call*> p2p;
+  for (const Call& op : ops) {
+    if (op.kind != Call::Kind::kCollective) p2p.push_back(&op);
+  }
+  return p2p.empty() ? Status::ok() : pairSelfSends(p2p, rank).status();
+}
+
 // issueOps once the call is counted.
 braidResult_t issueCounted(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (Status st = checkHostScalars(ops); !st.isOk()) return finish(comm, st);
+  if (Status st = checkPointToPoint(ops, comm->comm->rank()); !st.isOk()) return finish(comm, st);
   hostCallIssued(comm, ops);  // its part, for peers' staged calls
   waitForStagedCalls(comm);   // host collectives in issue order on every rank
   if (stream == nullptr) return finish(comm, runOps(comm, ops));

@@ -826,9 +826,53 @@ static void abortscenario(int rank, int n) {
   printf("rank %d: abort ok\n", rank);
 }
 
+/* nccl-tests' sendrecv, out of place and in place (one buffer sent to the next rank and
+ * received into from the previous, in a group; on one rank a send to itself), then sends
+ * to itself in place and swapping two buffers. Each send carries the data from before its
+ * group. A send to itself outside a group is refused at once. */
+static void sendrecv(int rank, int n) {
+  ncclComm_t comm = initComm(rank, n);
+  const size_t count = 300007; /* more than a FIFO holds */
+  int32_t* a = calloc(3 * count, sizeof(int32_t));
+  int32_t* b = calloc(count, sizeof(int32_t));
+  CHECK(a && b);
+  const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  for (int inPlace = 0; inPlace <= 1; ++inPlace) {
+    for (size_t i = 0; i < count; ++i) a[i] = val(rank, i);
+    int32_t* recv = inPlace ? a : b;
+    NCCLCHECK(ncclGroupStart());
+    NCCLCHECK(ncclSend(a, count, ncclInt32, next, comm, NULL));
+    NCCLCHECK(ncclRecv(recv, count, ncclInt32, prev, comm, NULL));
+    NCCLCHECK(ncclGroupEnd());
+    for (size_t i = 0; i < count; ++i) CHECK(recv[i] == val(prev, i));
+  }
+  for (size_t i = 0; i < 3 * count; ++i) a[i] = val(rank, i);
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclSend(a, count, ncclInt32, rank, comm, NULL));
+  NCCLCHECK(ncclRecv(a, count, ncclInt32, rank, comm, NULL));
+  NCCLCHECK(ncclSend(a + count, count, ncclInt32, rank, comm, NULL));
+  NCCLCHECK(ncclRecv(a + 2 * count, count, ncclInt32, rank, comm, NULL));
+  NCCLCHECK(ncclSend(a + 2 * count, count, ncclInt32, rank, comm, NULL));
+  NCCLCHECK(ncclRecv(a + count, count, ncclInt32, rank, comm, NULL));
+  NCCLCHECK(ncclGroupEnd());
+  for (size_t i = 0; i < count; ++i) {
+    CHECK(a[i] == val(rank, i));
+    CHECK(a[count + i] == val(rank, 2 * count + i) && a[2 * count + i] == val(rank, count + i));
+  }
+  EXPECT_RESULT(ncclInvalidUsage, ncclSend(a, count, ncclInt32, rank, comm, NULL));
+  ncclResult_t async = ncclInternalError;
+  NCCLCHECK(ncclCommGetAsyncError(comm, &async));
+  CHECK(async == ncclSuccess);
+  NCCLCHECK(ncclAllReduce(a, b, 1, ncclInt32, ncclSum, comm, NULL));
+  free(a);
+  free(b);
+  NCCLCHECK(ncclCommDestroy(comm));
+  printf("rank %d: sendrecv ok\n", rank);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s collectives|dtypes|nonblocking|split|premul|abort|badargs|strings|initall "
+    fprintf(stderr, "usage: %s collectives|dtypes|nonblocking|split|premul|abort|sendrecv|badargs|strings|initall "
             "[nranks]\n", argv[0]);
     return 2;
   }
@@ -845,6 +889,7 @@ int main(int argc, char** argv) {
   if (strcmp(name, "split") == 0) body = split;
   if (strcmp(name, "premul") == 0) body = premul;
   if (strcmp(name, "abort") == 0) body = abortscenario;
+  if (strcmp(name, "sendrecv") == 0) body = sendrecv;
   if (body == NULL) {
     fprintf(stderr, "unknown scenario %s\n", name);
     return 2;

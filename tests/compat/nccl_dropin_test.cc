@@ -79,6 +79,16 @@ TEST_P(NcclDropInRanks, AbortFromAWatchdogThreadEndsABlockedCall) {
   expectRanksPassed("abort", GetParam());
 }
 
+TEST_P(NcclDropInRanks, SendRecvInPlaceAndToItselfAsNcclTestsCallsThem) {
+  SKIP_WITHOUT_DROPIN();
+  expectRanksPassed("sendrecv", GetParam());
+}
+
+TEST(NcclDropIn, SendRecvToItselfOnOneRank) {
+  SKIP_WITHOUT_DROPIN();
+  expectRanksPassed("sendrecv", 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclDropInRanks, ::testing::Values(2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 

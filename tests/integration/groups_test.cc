@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -116,6 +117,63 @@ TEST(Groups, SendToSelfAndMismatchedSizesAreReported) {
   expectAllZero(outcomes);
   EXPECT_NE(outcomes[1].output.find("sent 8 bytes where this rank expected 4"), std::string::npos)
       << outcomes[1].output;
+}
+
+// nccl-tests' in-place sendrecv: each rank sends its buffer to the next and receives into
+// that same buffer from the previous, 8 MiB (more than the FIFOs hold, so receives arrive
+// while sends still read), beside a swap of two buffers with itself; then the same on a
+// host stream. Each send carries the data from before the group. A send to oneself alone
+// is refused at once, on either stream, and the communicator works on.
+TEST(Groups, SendsWhoseReceivesLandOnTheirBuffersCarryTheDataFromBefore) {
+  for (int n : {1, 2, 3}) {
+    auto outcomes = runRanks(n, jobEnv(n), [](int) {
+      braidComm_t w;
+      int n = 0, r = 0;
+      if (initWorld(&w, &n, &r)) return 2;
+      braidStream_t hs = nullptr;
+      if (braidStreamCreate(&hs) != braidSuccess) return 2;
+      const size_t k = 2 << 20;
+      std::vector<int32_t> buf(3 * k);
+      int bad = 0;
+      for (braidStream_t stream : {static_cast<braidStream_t>(nullptr), hs}) {
+        for (size_t i = 0; i < buf.size(); ++i) buf[i] = r * 1000 + static_cast<int>(i % 997);
+        int32_t* b = buf.data();
+        braidGroupStart();
+        braidSend(b, k, braidInt32, (r + 1) % n, w, stream);
+        braidRecv(b, k, braidInt32, (r + n - 1) % n, w, stream);
+        braidSend(b + k, k, braidInt32, r, w, stream);
+        braidRecv(b + 2 * k, k, braidInt32, r, w, stream);
+        braidSend(b + 2 * k, k, braidInt32, r, w, stream);
+        braidRecv(b + k, k, braidInt32, r, w, stream);
+        if (braidGroupEnd() != braidSuccess || braidStreamSynchronize(stream) != braidSuccess) {
+          fprintf(stderr, "group: %s\n", braidGetLastError(w));
+          return 3;
+        }
+        const int from = (r + n - 1) % n;
+        for (size_t i = 0; i < 3 * k; ++i) {
+          const size_t block = i / k, at = i % k;
+          const size_t src = block == 0 ? at : (block == 1 ? 2 * k + at : k + at);
+          bad += buf[i] != (block == 0 ? from : r) * 1000 + static_cast<int>(src % 997);
+        }
+        int32_t one = 5, got = -1;
+        if (braidSend(&one, 1, braidInt32, r, w, stream) != braidInvalidUsage) return 4;
+        if (std::string(braidGetLastError(w)).find("same group") == std::string::npos) return 5;
+        if (braidRecv(&got, 1, braidInt32, r, w, stream) != braidInvalidUsage || got != -1) return 6;
+        braidResult_t async = braidSuccess;
+        if (braidCommGetAsyncError(w, &async) != braidSuccess || async != braidSuccess) return 7;
+      }
+      int32_t sum = 1;
+      if (braidAllReduce(&sum, &sum, 1, braidInt32, braidSum, w, nullptr) != braidSuccess ||
+          sum != n) {
+        return 8;
+      }
+      braidStreamDestroy(hs);
+      braidCommDestroy(w);
+      return bad == 0 ? 0 : 1;
+    });
+    SCOPED_TRACE(n);
+    expectAllZero(outcomes);
+  }
 }
 
 // One thread driving every rank of a communicator (as ncclCommInitAll's caller does):

@@ -14,19 +14,17 @@ Status captureRefusal(const std::string& why) {
                       "; make the call outside the capture");
 }
 
-Expected<SelfPairs> pairSelfSends(const std::vector<Call>& ops, int rank) {
+Expected<PointToPointPlan> pointToPointPlan(const std::vector<Call>& ops, int rank) {
   std::vector<const Call*> group;
   for (const Call& op : ops) {
     if (op.kind != Call::Kind::kCollective) group.push_back(&op);
   }
-  return pairSelfSends(group, rank);
+  return pointToPointPlan(group, rank);
 }
 
-Status copySelfSends(const SelfPairs& self, void* stream) {
-  for (size_t i = 0; i < self.sends.size(); ++i) {
-    const size_t bytes = self.sends[i]->count * datatypeSize(self.sends[i]->datatype);
-    if (bytes == 0 || self.recvs[i]->recv == self.sends[i]->send) continue;
-    BRAID_TRY(cuda::copyAsync(self.recvs[i]->recv, self.sends[i]->send, bytes, stream));
+Status enqueueCopies(const std::vector<PointToPointPlan::Copy>& copies, void* stream) {
+  for (const PointToPointPlan::Copy& c : copies) {
+    BRAID_TRY(cuda::copyAsync(c.dst, c.src, c.bytes, stream));
   }
   return Status::ok();
 }

@@ -1,5 +1,5 @@
-// What every device executor asks of a call: the bytes it touches on this rank, its sends
-// to this rank paired with their receives (copied on the stream), a device program's step at
+// What every device executor asks of a call: the bytes it touches on this rank, how its
+// sends and receives run (sends to this rank copied on the stream), a device program's step at
 // resolved addresses, and the refusal of what a CUDA graph's replay could not run.
 #pragma once
 
@@ -17,10 +17,10 @@ namespace braid {
 // has 0 bytes). Exposed for tests.
 std::vector<StagedRegion> regionsOf(const Call& op, int rank, int nranks);
 
-// pairSelfSends (exec/call.h) over the sends and receives of `ops`; copySelfSends enqueues
-// each pair as a copy on `stream`.
-Expected<SelfPairs> pairSelfSends(const std::vector<Call>& ops, int rank);
-Status copySelfSends(const SelfPairs& self, void* stream);
+// pointToPointPlan (exec/call.h) over the sends and receives of `ops`; enqueueCopies
+// enqueues a plan's copies on `stream`.
+Expected<PointToPointPlan> pointToPointPlan(const std::vector<Call>& ops, int rank);
+Status enqueueCopies(const std::vector<PointToPointPlan::Copy>& copies, void* stream);
 
 // A copy or reduction of a device program (exec/cuda/device_program.h) at resolved addresses,
 // on `stream`: a copy is nothing when dst is the source; a reduction of op's datatype and

@@ -49,7 +49,7 @@ Status DeviceWindows::run(const std::vector<Call>& ops, void* stream, bool captu
     return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
   }
   // Checked before anything is enqueued: bad usage must not release the windows.
-  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(ops, rank_));
+  BRAID_ASSIGN_OR_RETURN(PointToPointPlan p2p, pointToPointPlan(ops, rank_));
   if (captured) {  // the watch looks at the flags from now on
     graphs_.store(true);
     watchCv_.notify_one();
@@ -57,17 +57,14 @@ Status DeviceWindows::run(const std::vector<Call>& ops, void* stream, bool captu
   captured_ = captured;
   // A captured call is ordered by no event (device_windows.h); it ends with the progress bump.
   Status st = captured ? Status::ok() : order(stream);
-  if (st.isOk()) st = copySelfSends(self, stream);
-  std::vector<const Call*> pairs;
   for (const Call& op : ops) {
     if (!st.isOk()) break;
-    if (op.kind != Call::Kind::kCollective) {
-      if (op.peer != rank_) pairs.push_back(&op);
-    } else if (op.count != 0 || op.collective == Collective::kAllToAllv) {  // its count is 0
+    if (op.kind == Call::Kind::kCollective &&
+        (op.count != 0 || op.collective == Collective::kAllToAllv)) {  // its count is 0
       st = runOne(op, stream);
     }
   }
-  if (st.isOk() && !pairs.empty()) st = pointToPoint(pairs, stream);
+  if (st.isOk()) st = sendReceive(&p2p, stream);
   if (st.isOk()) {
     st = captured ? cuda::launchBump(device(progress(rank_)), stream) : finishCall(stream);
   }
@@ -122,6 +119,22 @@ Status DeviceWindows::runOne(const Call& op, void* stream) {
   epoch_.store(counts.barriers, std::memory_order_relaxed);
   if (before / 64 != counts.barriers / 64 || before == 0) watchCv_.notify_one();
   return Status::ok();
+}
+
+// The group's sends and receives: copies to this rank, the batch to the others, then the
+// receives that landed in scratch (their buffers are send buffers of the group) copied to
+// their places, all after the group's collectives on the stream. Scratch is the windows'
+// (a collective's scratch before it on the stream is done with).
+Status DeviceWindows::sendReceive(PointToPointPlan* plan, void* stream) {
+  if (plan->scratchBytes != 0) {
+    BRAID_TRY(growScratch(plan->scratchBytes));
+    placeScratch(plan, scratch_);
+  }
+  BRAID_TRY(enqueueCopies(plan->before, stream));
+  std::vector<const Call*> pairs;
+  for (const Call& op : plan->remote) pairs.push_back(&op);
+  if (!pairs.empty()) BRAID_TRY(pointToPoint(pairs, stream));
+  return enqueueCopies(plan->after, stream);
 }
 
 // The group's sends and receives (to other ranks) as one batch, buffers addressed

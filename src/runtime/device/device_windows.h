@@ -165,6 +165,7 @@ class DeviceWindows {
   // buffers, copied in on `stream`. Returns the bytes to copy back from *out to op.recv
   // at the end of the call (0: none).
   Expected<size_t> placeBuffers(const Call& op, char** in, char** out, void* stream);
+  Status sendReceive(PointToPointPlan* plan, void* stream);
   Status pointToPoint(const std::vector<const Call*>& ops, void* stream);
   // Slot j (0, 1) that rank `from` sends to rank `to` through, as this process maps it.
   char* slot(int from, int to, uint64_t j) const {

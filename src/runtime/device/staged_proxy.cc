@@ -90,7 +90,7 @@ Status StagedProxy::issue(std::vector<Call> ops, void* stream) {
   // What runOps would refuse at once is refused here, before anything is enqueued: a
   // communicator that failed (as the windows refuse calls once released), a bad group.
   BRAID_TRY(comm_->comm->asyncError());
-  BRAID_TRY(pairSelfSends(ops, rank).status());
+  BRAID_TRY(pointToPointPlan(ops, rank).status());
   // A premul-sum's scalar in device memory is staged with the buffers: the host
   // collective scales the staged input by it when it runs (runtime/host_calls.cc placeScale).
   std::vector<StagedRegion> regions;
