@@ -53,6 +53,7 @@ struct PerfArgs {
   std::string algo;       // -A: "" for the library's choice
   int memAlloc = 0;       // -P 1: buffers from braidMemAlloc (peers read them in place)
   int deviceBuffers = 0;  // -E 1: send and receive buffers in CUDA device memory
+  int shareGpu = 0;       // -Q 1: every rank on device 0 (perf_devices.h)
   bool help = false;
 };
 
@@ -104,7 +105,10 @@ inline const char* perfUsage() {
          "  -P, --memalloc <0/1>          1: buffers from braidMemAlloc, which peers on the node\n"
          "                                read in place (0)\n"
          "  -E, --device_buffers <0/1>    1: buffers in CUDA device memory, calls on a CUDA\n"
-         "                                stream of the rank's (a build with CUDA only) (0)\n";
+         "                                stream of the rank's (a build with CUDA only) (0)\n"
+         "  -Q, --share_gpu <0/1>         with -E 1: 1 puts every rank on device 0; 0 maps\n"
+         "                                them as nccl-tests does (process x -t x -g), and a\n"
+         "                                rank past the last device is an error (0)\n";
 }
 
 namespace detail {
@@ -149,6 +153,7 @@ inline constexpr IntFlag kIntFlags[] = {
     {'K', 0, 1 << 30, &PerfArgs::perIterSkip, "-K"},
     {'P', 0, 1, &PerfArgs::memAlloc, "-P (0 or 1)"},
     {'E', 0, 1, &PerfArgs::deviceBuffers, "-E (0 or 1)"},
+    {'Q', 0, 1, &PerfArgs::shareGpu, "-Q (0 or 1)"},
 };
 }  // namespace detail
 
@@ -261,10 +266,11 @@ inline bool parsePerfArgs(int argc, char** argv, PerfArgs* args, std::string* er
       {"algo", required_argument, nullptr, 'A'},
       {"memalloc", required_argument, nullptr, 'P'},
       {"device_buffers", required_argument, nullptr, 'E'},
+      {"share_gpu", required_argument, nullptr, 'Q'},
       {nullptr, 0, nullptr, 0},
   };
   static const char kShort[] =
-      "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:S:J:a:R:x:D:V:M:u:I:K:hA:P:E:";
+      "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:S:J:a:R:x:D:V:M:u:I:K:hA:P:E:Q:";
   optind = 0;  // glibc: full reset, so a second parse (tests) starts afresh
   opterr = 0;
   int c;
@@ -311,6 +317,7 @@ inline std::string noEffectOptions(const PerfArgs& a) {
   if (a.deviceBuffers != 0 && a.streamNull != 0) add("-y 1 (device buffers use the rank's stream)");
   if (a.deviceBuffers != 0 && a.localRegister != 0) add("-R (device buffers are not registered)");
   if (a.deviceBuffers != 0 && a.memAlloc != 0) add("-P (device buffers come from cudaMalloc)");
+  if (a.deviceBuffers == 0 && a.shareGpu != 0) add("-Q (device sharing: host buffers, -E 0)");
   return out;
 }
 

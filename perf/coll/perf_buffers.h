@@ -34,8 +34,11 @@ class HostBuffer {
 };
 
 // -E 1: a CUDA device buffer with a host mirror that inputs are filled in and
-// results checked in; copies between the two are outside the timed loop. In a
-// build without CUDA, allocate fails and says so.
+// results checked in; copies between the two are outside the timed loop. Every CUDA call
+// here is ordered on the rank's own stream, which is non-blocking: a thread of the tool
+// never waits for another rank's stream (the legacy default stream would wait for every
+// blocking stream of the device, other ranks' held at a peer's turn too). In a build
+// without CUDA, allocate fails and says so.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -43,8 +46,9 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer();
 
-  // False with *error set when there is no device or no memory.
-  bool allocate(size_t bytes, size_t unalign, std::string* error);
+  // Zeroed on `stream` (waited for). False with *error set when there is no device or no
+  // memory.
+  bool allocate(size_t bytes, size_t unalign, braidStream_t stream, std::string* error);
   char* data() const { return data_ == nullptr ? nullptr : data_ + unalign_; }
   char* mirror() const { return mirror_.data(); }
   size_t bytes() const { return bytes_; }
@@ -52,12 +56,15 @@ class DeviceBuffer {
     return data_ != nullptr && p >= data() && p < data() + bytes_;
   }
 
-  static bool toDevice(char* dst, const char* src, size_t n);
-  static bool toHost(char* dst, const char* src, size_t n);
-  // Makes device `index` (modulo the devices there are) current on this thread.
+  // Copies on `stream`, waited for.
+  static bool toDevice(char* dst, const char* src, size_t n, braidStream_t stream);
+  static bool toHost(char* dst, const char* src, size_t n, braidStream_t stream);
+  // The CUDA devices this machine has; 0 with *why set when CUDA says there are none.
+  static int deviceCount(std::string* why);
+  // Makes device `index` current on this thread.
   static bool setDevice(int index);
   static bool synchronize(braidStream_t stream);
-  // A blocking CUDA stream (the checks' cudaMemcpy stay ordered with it).
+  // A non-blocking CUDA stream (cudaStreamNonBlocking), as nccl-tests makes them.
   static braidStream_t createStream();
   static void destroyStream(braidStream_t stream);
   // -G: the calls `enqueue` makes on `stream`, captured into a graph (thread-local

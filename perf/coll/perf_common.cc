@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "perf/coll/perf_args.h"
+#include "perf/coll/perf_buffers.h"
+#include "perf/coll/perf_devices.h"
 #include "perf/coll/perf_report.h"
 #include "perf/coll/perf_worker.h"
 #include "perf/coll/perf_world.h"
@@ -25,6 +27,16 @@ int launcherRank() {
     if (const char* v = std::getenv(var)) return std::atoi(v);
   }
   return -1;
+}
+
+// This process's place among the job's processes on its node, as the launcher announced
+// it (0 when none did: one process per node).
+int launcherLocalRank() {
+  for (const char* var : {"BRAID_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                          "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  }
+  return 0;
 }
 
 [[noreturn]] void fatal(const PerfCollective& coll, const std::string& what) {
@@ -88,8 +100,21 @@ int perfMain(int argc, char** argv, const PerfCollective& coll) {
   JsonReport json;
   const bool wantJson = !args.jsonPath.empty() && launcherRank() <= 0;
   if (wantJson && !json.start(args.jsonPath, argc, argv)) return 1;
+  DeviceLayout devices;
+  devices.localProc = launcherLocalRank();
+  devices.nThreads = args.nThreads;
+  devices.nGpus = args.nGpus;
+  devices.share = args.shareGpu != 0;
+  // Before any communicator: a rank without a device fails its process at once (and the
+  // launcher ends the job), not its peers at their first call's timeout.
+  if (args.deviceBuffers != 0) {
+    std::string why;
+    const int count = DeviceBuffer::deviceCount(&why);
+    error = checkDevices(devices, count);
+    if (!error.empty()) fatal(coll, why.empty() ? error : error + " (" + why + ")");
+  }
   PerfWorld world;
-  if (!world.create(args.nThreads, args.nGpus, &error)) fatal(coll, error);
+  if (!world.create(devices, &error)) fatal(coll, error);
   if (!args.parallelInit && !world.initRanks(0, world.layout().perProc(), &error)) {
     fatal(coll, error);
   }

@@ -94,15 +94,17 @@ int64_t PerfWorker::checkOnDevice(Rank& r) {
       const DeviceBuffer& sendOwner = o->drecv.contains(o->sendPtr) ? o->drecv : o->dsend;
       std::memset(o->drecv.mirror(), 0xa5, o->recvBytes);
       coll_.fillInput(o->c, mirrorOf(sendOwner, o->sendPtr));
-      if (!DeviceBuffer::toDevice(o->dsend.data(), o->dsend.mirror(), o->dsend.bytes()) ||
-          !DeviceBuffer::toDevice(o->drecv.data(), o->drecv.mirror(), o->drecv.bytes())) {
+      if (!DeviceBuffer::toDevice(o->dsend.data(), o->dsend.mirror(), o->dsend.bytes(),
+                                  o->stream) ||
+          !DeviceBuffer::toDevice(o->drecv.data(), o->drecv.mirror(), o->drecv.bytes(),
+                                  o->stream)) {
         die("copy to the device failed");
       }
     }
     issueOne();
     syncAll();
     useDevice(r);
-    if (!DeviceBuffer::toHost(r.drecv.mirror(), r.drecv.data(), r.recvBytes)) {
+    if (!DeviceBuffer::toHost(r.drecv.mirror(), r.drecv.data(), r.recvBytes, r.stream)) {
       die("copy from the device failed");
     }
     size_t n = coll_.fillExpected(r.c, r.expected.data());

@@ -69,8 +69,7 @@ void PerfWorker::die(const char* what) const {
 }
 
 void PerfWorker::useDevice(const Rank& r) const {
-  // One rank per process keeps the device CUDA made current; several pick theirs.
-  if (args_.deviceBuffers && world_->layout().perProc() > 1 && !DeviceBuffer::setDevice(r.local)) {
+  if (args_.deviceBuffers && !DeviceBuffer::setDevice(world_->layout().devices.deviceOf(r.local))) {
     die("cudaSetDevice failed");
   }
 }
@@ -117,13 +116,10 @@ void PerfWorker::allocate(const std::vector<size_t>& steps) {
     const size_t un = static_cast<size_t>(args_.unalign);
     if (args_.deviceBuffers) {
       std::string error;
-      if (!r.dsend.allocate(sendBytes, un, &error) || !r.drecv.allocate(recvBytes, un, &error)) {
+      if (!r.dsend.allocate(sendBytes, un, r.stream, &error) ||
+          !r.drecv.allocate(recvBytes, un, r.stream, &error)) {
         die(("-E 1: cannot allocate device memory: " + error).c_str());
       }
-      // A device collective first (a barrier on the stream) sets up the device windows,
-      // which send/recv use only once a collective has made them.
-      check(braidBarrier(r.comm, r.stream), r.comm);
-      if (!DeviceBuffer::synchronize(r.stream)) die("cudaStreamSynchronize failed");
     }
     const bool host = args_.deviceBuffers == 0;
     braidComm_t reg = host && args_.localRegister != 0 ? r.comm : nullptr;
@@ -134,13 +130,25 @@ void PerfWorker::allocate(const std::vector<size_t>& steps) {
       die("cannot allocate host memory for the buffers");
     }
   }
+  if (!args_.deviceBuffers) return;
+  // A device collective first (a barrier on each rank's stream) sets up the device
+  // windows, which send/recv use only once a collective has made them. This thread's
+  // ranks in one group: each rank's barrier waits for the others.
+  if (ranks_.size() > 1) check(braidGroupStart(), nullptr);
+  for (const std::unique_ptr<Rank>& r : ranks_) {
+    useDevice(*r);
+    check(braidBarrier(r->comm, r->stream), r->comm);
+  }
+  if (ranks_.size() > 1) check(braidGroupEnd(), nullptr);
+  syncAll();
 }
 
 // Every rank's pid and host name reach rank 0 through sum all-reduces over
 // buffers where each rank fills only its own slot.
 void PerfWorker::gatherRankInfo() {
   const size_t n = static_cast<size_t>(nranks_);
-  std::vector<std::vector<int32_t>> pids(ranks_.size(), std::vector<int32_t>(n, 0));
+  // Each rank's pid, and its device + 1 (-E 1; 0 for host buffers), in one all-reduce.
+  std::vector<std::vector<int32_t>> pids(ranks_.size(), std::vector<int32_t>(2 * n, 0));
   std::vector<std::vector<uint8_t>> hosts(ranks_.size(), std::vector<uint8_t>(n * kHostSlot, 0));
   char name[kHostSlot] = {};
   gethostname(name, kHostSlot - 1);
@@ -148,8 +156,12 @@ void PerfWorker::gatherRankInfo() {
   for (size_t i = 0; i < ranks_.size(); ++i) {
     const Rank& r = *ranks_[i];
     pids[i][static_cast<size_t>(r.rank)] = static_cast<int32_t>(getpid());
+    if (args_.deviceBuffers) {
+      pids[i][n + static_cast<size_t>(r.rank)] = world_->layout().devices.deviceOf(r.local) + 1;
+    }
     std::memcpy(&hosts[i][static_cast<size_t>(r.rank) * kHostSlot], name, kHostSlot - 1);
-    check(braidAllReduce(pids[i].data(), pids[i].data(), n, braidInt32, braidSum, r.comm, nullptr),
+    check(braidAllReduce(pids[i].data(), pids[i].data(), 2 * n, braidInt32, braidSum, r.comm,
+                         nullptr),
           r.comm);
     check(braidAllReduce(hosts[i].data(), hosts[i].data(), hosts[i].size(), braidUint8, braidSum,
                          r.comm, nullptr),
@@ -163,7 +175,8 @@ void PerfWorker::gatherRankInfo() {
     ri.rank = q;
     ri.pid = pids[0][static_cast<size_t>(q)];
     ri.host.assign(reinterpret_cast<const char*>(&hosts[0][static_cast<size_t>(q) * kHostSlot]));
-    ri.device = q % perProc;
+    const int32_t device = pids[0][n + static_cast<size_t>(q)];  // device + 1; 0: host
+    ri.device = device > 0 ? device - 1 : q % perProc;
     info_.ranks.push_back(ri);
   }
 }
@@ -260,8 +273,8 @@ void PerfWorker::runRow(braidDataType_t type, braidRedOp_t op, size_t bytes) {
                             &row.predictedUs) == braidSuccess) {
     row.algorithm = name;
   }
-  // Without an in-place form (sendrecv, alltoallv: Braid rejects a group whose receive
-  // overlaps its send), the in-place columns repeat out-of-place, unchecked.
+  // Without an in-place form (alltoallv: its receive blocks would overlap its send blocks
+  // unevenly), the in-place columns repeat out-of-place, unchecked.
   row.in = coll_.checkInPlace ? runPlacement(true) : row.out;
   if (!coll_.checkInPlace) row.in.wrong = -1;
   for (const Placement* p : {&row.out, &row.in}) {

@@ -20,9 +20,10 @@ PerfWorld::~PerfWorld() {
   if (procComm_ != nullptr) (void)braidCommDestroy(procComm_);
 }
 
-bool PerfWorld::create(int nThreads, int nGpus, std::string* error) {
-  layout_.nThreads = nThreads;
-  layout_.nGpus = nGpus;
+bool PerfWorld::create(const DeviceLayout& devices, std::string* error) {
+  layout_.nThreads = devices.nThreads;
+  layout_.nGpus = devices.nGpus;
+  layout_.devices = devices;
   braidComm_t comm = nullptr;
   braidResult_t r = braidCommInitFromEnv(&comm, nullptr);
   if (r != braidSuccess) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "braid/braid.h"
+#include "perf/coll/perf_devices.h"
 
 namespace braid::perf {
 
@@ -21,6 +22,7 @@ struct PerfLayout {
   int proc = 0;
   int nThreads = 1;
   int nGpus = 1;
+  DeviceLayout devices;  // with -E 1: each local rank's CUDA device
   int nranks() const { return nProcs * nThreads * nGpus; }
   int perProc() const { return nThreads * nGpus; }
   // The global rank of this process's local rank i (thread i / nGpus, rank i % nGpus).
@@ -34,9 +36,10 @@ class PerfWorld {
   PerfWorld& operator=(const PerfWorld&) = delete;
   ~PerfWorld();
 
-  // Joins the launcher's job and learns the layout; with one rank per process
-  // its communicator is made here. False with *error set.
-  bool create(int nThreads, int nGpus, std::string* error);
+  // Joins the launcher's job and learns the layout (`devices`: where the ranks run, checked
+  // by the caller); with one rank per process its communicator is made here. False with
+  // *error set.
+  bool create(const DeviceLayout& devices, std::string* error);
   // Creates the communicators of local ranks first..first+count-1, each on a
   // thread of its own (every rank's init waits for all the others). False
   // with *error set.

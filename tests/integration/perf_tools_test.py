@@ -60,7 +60,7 @@ TOOLS = {
     "scatter_perf": (False, True, True, blocks, ROW_S, lambda n: (n - 1) / n),
     "alltoall_perf": (False, False, True, blocks, ROW_S, lambda n: (n - 1) / n),
     "alltoallv_perf": (False, False, False, per_peer, ROW_S, lambda n: (n - 1) / n),
-    "sendrecv_perf": (False, False, False, whole, ROW_S, lambda n: 1.0),
+    "sendrecv_perf": (False, False, True, whole, ROW_S, lambda n: 1.0),
     "hypercube_perf": (False, False, True, cube,
                        lambda count, size, es, n: count * es * (n - 1), lambda n: 1.0),
 }
