@@ -63,52 +63,76 @@ void waitForStagedCalls(braidComm* comm) {
 
 namespace {
 
-// One rank on device memory: every collective is its own schedule's local copies (and
-// avg's division by 1), a premul-sum its input scaled into its output, a send to itself
-// a copy to its paired receive (none where the two are one buffer); all enqueued on the
-// stream (NCCL's 1-rank calls are a copy kernel too). False, with nothing enqueued: not
-// every buffer is device memory, or a schedule or the sends need scratch (a receive into
-// another send's buffer); the caller stages.
-Expected<bool> runAlone(braidComm* comm, const std::vector<Call>& ops, void* stream) {
-  BRAID_ASSIGN_OR_RETURN(PointToPointPlan self, pointToPointPlan(ops, 0));
-  if (self.scratchBytes != 0) return false;
-  std::vector<std::vector<DeviceOp>> programs;
-  for (const Call& op : ops) {
+// Whether every byte `op` touches on one rank is device memory (each buffer asked once).
+bool onDevice(const Call& op) {
+  if (op.kind != Call::Kind::kCollective || op.collective == algo::Collective::kAllToAllv) {
     for (const StagedRegion& r : regionsOf(op, 0, 1)) {
       if (r.bytes != 0 && !cuda::isDeviceMemory(r.ptr)) return false;
     }
-    if (op.kind != Call::Kind::kCollective) continue;
-    programs.emplace_back();
-    if (op.preMul.on) continue;  // a reduction of one input: out = scalar * in
-    const size_t es = datatypeSize(op.datatype);
-    BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
-                           comm->selector.chooseForCall(op.collective, op.count * es));
-    algo::CollArgs args = collArgsOf(op, 0, 1);
-    args.maxStepElems = std::max<uint64_t>(op.count, 1);
-    const algo::Schedule& s = scheduleFor(comm, args, choice.algorithm, "cuda");
-    if (s.scratchElems != 0) return false;
-    PairCounts none(1);  // one rank's schedule is local steps: the slot size bounds nothing
-    BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program,
-                           lowerSchedule(s, es, std::max<uint64_t>(op.count, 1) * es, &none));
-    for (const DeviceOp& d : program) {  // local steps only (device_program_test checks it)
-      if (d.kind != DeviceOp::Kind::kCopy && d.kind != DeviceOp::Kind::kReduce) return false;
+    return true;
+  }
+  if (op.count == 0) return true;
+  return cuda::isDeviceMemory(op.send) && (op.recv == op.send || cuda::isDeviceMemory(op.recv));
+}
+
+// One rank's all-to-all-v: its schedule's local copies, lowered (empty where the schedule
+// needs scratch or more than copies: the caller stages).
+Expected<std::vector<DeviceOp>> aloneAllToAllv(braidComm* comm, const Call& op, bool* ok) {
+  const size_t es = datatypeSize(op.datatype);
+  BRAID_ASSIGN_OR_RETURN(Selector::Choice choice, comm->selector.chooseForCall(op.collective, 0));
+  algo::CollArgs args = collArgsOf(op, 0, 1);
+  args.maxStepElems = 1;
+  const algo::Schedule& s = scheduleFor(comm, args, choice.algorithm, "cuda");
+  PairCounts none(1);  // one rank's schedule is local steps: the slot size bounds nothing
+  BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program, lowerSchedule(s, es, es, &none));
+  *ok = s.scratchElems == 0;
+  for (const DeviceOp& d : program) *ok = *ok && d.kind == DeviceOp::Kind::kCopy;
+  return program;
+}
+
+// One rank on device memory. A collective's result is its one input (every operation of
+// one input is the identity, avg's division by 1 included): nothing to do in place, one
+// copy on the stream out of place; a premul-sum scales its input into its output;
+// all-to-all-v copies its one block; a send to itself is a copy to its paired receive,
+// none where the two are one buffer. NCCL's 1-rank calls are a copy too. False, with
+// nothing enqueued: not every buffer is device memory, or the sends need scratch (a
+// receive into another send's buffer); the caller stages.
+Expected<bool> runAlone(braidComm* comm, const std::vector<Call>& ops, void* stream) {
+  bool sends = false;
+  std::vector<std::vector<DeviceOp>> allToAllv;  // each all-to-all-v's copies, in order
+  for (const Call& op : ops) {
+    if (!onDevice(op)) return false;
+    sends = sends || op.kind != Call::Kind::kCollective;
+    if (op.kind == Call::Kind::kCollective && op.collective == algo::Collective::kAllToAllv) {
+      bool ok = false;
+      BRAID_ASSIGN_OR_RETURN(std::vector<DeviceOp> program, aloneAllToAllv(comm, op, &ok));
+      if (!ok) return false;
+      allToAllv.push_back(std::move(program));
     }
-    programs.back() = std::move(program);
+  }
+  PointToPointPlan self;
+  if (sends) {
+    BRAID_ASSIGN_OR_RETURN(self, pointToPointPlan(ops, 0));
+    if (self.scratchBytes != 0) return false;
   }
   size_t next = 0;
   for (const Call& op : ops) {
     if (op.kind != Call::Kind::kCollective) continue;
+    const size_t bytes = op.count * datatypeSize(op.datatype);
     if (op.preMul.on) {
-      BRAID_TRY(scaleInto(op, op.recv, op.send, op.count * datatypeSize(op.datatype), stream));
-    }
-    for (const DeviceOp& d : programs[next++]) {
-      auto addr = [&](const DeviceAddr& a) -> char* {
-        const void* base = a.space == DeviceAddr::Space::kInput ? op.send : op.recv;
-        return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + a.offset);
-      };
-      const void* srcs[kMaxDeviceSources];
-      for (int i = 0; i < d.nsrcs; ++i) srcs[i] = addr(d.src[i]);
-      BRAID_TRY(enqueueData(d, addr(d.dst), srcs, op, 1, stream));
+      BRAID_TRY(scaleInto(op, op.recv, op.send, bytes, stream));
+    } else if (op.collective == algo::Collective::kAllToAllv) {
+      for (const DeviceOp& d : allToAllv[next]) {
+        auto addr = [&](const DeviceAddr& a) -> char* {
+          const void* base = a.space == DeviceAddr::Space::kInput ? op.send : op.recv;
+          return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + a.offset);
+        };
+        const void* src = addr(d.src[0]);
+        BRAID_TRY(enqueueData(d, addr(d.dst), &src, op, 1, stream));
+      }
+      ++next;
+    } else if (bytes != 0 && op.recv != op.send) {  // on one rank every in-place layout is this
+      BRAID_TRY(cuda::copyAsync(op.recv, op.send, bytes, stream));
     }
   }
   BRAID_TRY(enqueueCopies(self.before, stream));
