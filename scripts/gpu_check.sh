@@ -8,11 +8,14 @@
 # Fill .gpudeps/ (ignored by git) on a Debian 12 machine with:
 #   mkdir -p .gpudeps && (cd .gpudeps && apt-get download libgtest-dev libgmock-dev \
 #     libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15) && cp /usr/local/cuda/include/nccl.h .gpudeps/
-# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs perftools premul schedules choice symbols torch floor diag threads holds bigwindow mps pack]
+# Usage: bash scripts/gpu_check.sh [build test sanitize bench graphs perftools premul schedules choice symbols torch floor diag threads holds bigwindow mps lease_sanitize lease_perf nccltests pack]
 #        (default: build test sanitize bench graphs schedules symbols torch pack; `quick`:
-#        build test torch bench graphs threads pack, each step bounded, 5-10 minutes on an H200)
+#        build test torch bench graphs threads pack, each step bounded, 5-10 minutes on an H200;
+#        `lease`: build test lease_sanitize lease_perf nccltests torch pack, at most 8 minutes
+#        in all on an H200, build included: docs/gpu.md has its step budget)
 # LIMIT_<step>=seconds ends a step that runs longer (device time is short); PERF_MAX sets
-# the perf tools' largest size (default 256M).
+# the perf tools' largest size (default 256M); LEASE_WALL (lease: 470) the seconds after
+# which a step is cut to what is left, or skipped, so that the summary is written.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -24,18 +27,38 @@ if [ "${1:-}" = quick ]; then  # what fits one lease of 15 minutes with time to 
   export LIMIT_graphs=${LIMIT_graphs:-60} LIMIT_threads=${LIMIT_threads:-150}
   set -- build test torch bench graphs threads pack
 fi
+if [ "${1:-}" = lease ]; then  # one bounded check: <= 8 minutes on an H200, build included
+  export LIMIT_build=${LIMIT_build:-150} LIMIT_test=${LIMIT_test:-75} TEST_WALL=${TEST_WALL:-65}
+  export TEST_JOBS=${TEST_JOBS:-8} LIMIT_lease_sanitize=${LIMIT_lease_sanitize:-75}
+  export LIMIT_lease_perf=${LIMIT_lease_perf:-45} LIMIT_nccltests=${LIMIT_nccltests:-90}
+  export LIMIT_torch=${LIMIT_torch:-40} LIMIT_pack=${LIMIT_pack:-15} PERF_MAX=${PERF_MAX:-1M}
+  export LEASE_WALL=${LEASE_WALL:-470}
+  set -- build test lease_sanitize lease_perf nccltests torch pack
+fi
 if [ "${1:-}" != --one ]; then
   : > "$out/summary.txt"
   steps=("$@")
   [ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench graphs schedules symbols torch pack)
   for step in "${steps[@]}"; do
     limit=LIMIT_$step
+    seconds=${!limit:-0}
+    if [ -n "${LEASE_WALL:-}" ] && [ "$step" != pack ]; then
+      left=$((LEASE_WALL - SECONDS - ${LIMIT_pack:-15}))
+      if [ "$left" -lt 10 ]; then
+        echo "-- step $step: skipped, ${SECONDS} s of ${LEASE_WALL} s used" | tee -a "$out/summary.txt"
+        continue
+      fi
+      [ "$seconds" = 0 ] || [ "$seconds" -gt "$left" ] && seconds=$left
+    fi
     start=$SECONDS
-    timeout -k 10 "${!limit:-0}" bash "$0" --one "$step" 2>&1 | tee -a "$out/summary.txt"
+    timeout -k 10 "$seconds" bash "$0" --one "$step" 2>&1 | tee -a "$out/summary.txt"
     rc=${PIPESTATUS[0]}
+    [ "$rc" = 124 ] && rc="124 (cut at its ${seconds} s)"
     echo "-- step $step: rc $rc, $((SECONDS - start)) s" | tee -a "$out/summary.txt"
-    [ "$step" = build ] && [ "$rc" != 0 ] && exit 1
+    [ "$step" = build ] && [ "${rc%% *}" != 0 ] && { [ -n "${LEASE_WALL:-}" ] && bash "$0" --one pack; exit 1; }
   done
+  echo "== summary: $(grep -c '^-- step' "$out/summary.txt") steps in ${SECONDS} s" | tee -a "$out/summary.txt"
+  grep '^-- step' "$out/summary.txt"
   exit 0
 fi
 steps=("${@:2}")
@@ -53,8 +76,8 @@ export PKG_CONFIG_PATH=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig
 export BRAID_TIMEOUT_MS=${BRAID_TIMEOUT_MS:-60000}
 
 run() { echo "== $*"; "$@"; }
-perfrun() {  # nranks tool label [more perf tool arguments]
-  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -E 1 -b 8 -e ${PERF_MAX:-256M} -f 8 -n 20 -w 3 "${@:4}" \
+perfrun() {  # nranks tool label [more perf tool arguments]; ranks share the one GPU (-Q 1)
+  build-gpu/tools/braidrun/braidrun -n $1 build-gpu/perf/coll/$2 -E 1 -Q 1 -b 8 -e ${PERF_MAX:-256M} -f 8 -n 20 -w 3 "${@:4}" \
     > "$out/logs/perf_$2_$1_$3.log" 2>&1; echo "$2 $1 ranks $3: rc $?"
   grep -E "^\[0\] +[0-9]" "$out/logs/perf_$2_$1_$3.log" | sed 's/^\[0\] *//' |
     awk '{printf "  %11s B %10s us %8s GB/s busbw | in-place %10s us %8s GB/s wrong %s/%s\n", $1, $6, $8, $10, $12, $9, $13}'
@@ -77,7 +100,7 @@ for step in "${steps[@]}"; do
       # Each test at most 130 s, all of them at most TEST_WALL seconds, so that the summary
       # below is written; tests still running then are named.
       (cd build-gpu && timeout "${TEST_WALL:-400}" ctest --output-on-failure -R "${TEST_FILTER:-Kernel|Cuda|Staged|Nccl|nccl|ApiErrors|Python.TorchCuda|Python.Unit}" \
-        -E '^Emulated' -j "${TEST_JOBS:-6}" --timeout 130 > "$out/logs/ctest.log" 2>&1); echo "ctest rc $?"
+        -E '^Emulated|^NcclTests' -j "${TEST_JOBS:-6}" --timeout 130 > "$out/logs/ctest.log" 2>&1); echo "ctest rc $?"
       grep -E "tests passed|^ *[0-9]+/[0-9]+ Test .*(Failed|Timeout|Not Run|Exception)" "$out/logs/ctest.log" | head -40
       grep -c "Skipped" "$out/logs/ctest.log" | sed 's/^/skipped: /'
       grep -E "^ *Start " "$out/logs/ctest.log" | awk '{print $3}' | sort > /tmp/started.txt
@@ -214,7 +237,48 @@ for step in "${steps[@]}"; do
       else
         echo "no MPS daemon here"
       fi;;
-    pack)
+    lease_sanitize)  # compute-sanitizer over the device windows, lowered schedules and
+      # staged calls at 2 ranks (every collective at one size: TEST_SMALL), memcheck; then
+      # racecheck and synccheck over the kernels and the windows alone
+      coll=build-gpu/tests/integration/cuda_collectives_test
+      for tool in memcheck racecheck synccheck; do
+        cases='Ranks/CudaPaths.EveryCollective*/2_ranks_windows'
+        [ $tool = memcheck ] && cases="$cases:Ranks/CudaPaths.EveryCollective*/2_ranks_ring_schedules:Ranks/CudaPaths.EveryCollective*/2_ranks_staged"
+        timeout 25 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/kernels_test \
+          --gtest_filter='-CudaDeviceTest.AFailedCallDoesNotFailTheNextLaunch' \
+          > "$out/logs/sanitize_kernels_$tool.log" 2>&1; echo "kernels_test $tool rc $?"
+        TEST_SMALL=1 timeout 40 compute-sanitizer --tool $tool --target-processes all --error-exitcode 9 \
+          $coll --gtest_filter="$cases" > "$out/logs/sanitize_coll_$tool.log" 2>&1
+        echo "cuda_collectives_test $tool ($cases) rc $?"
+        grep -hE "ERROR SUMMARY: [1-9]|^\[  (PASSED|FAILED) " "$out/logs/sanitize_"*"_$tool.log" | sort | uniq -c | head -6
+      done;;
+    lease_perf)  # the perf tools on device buffers at 1, 2 and 4 ranks on the one GPU (-Q 1:
+      # ranks share device 0); then the mapping: 2 processes x 2 threads without -Q fail at
+      # once naming the device count, with -Q 1 they run
+      for n in 1 2 4; do
+        for tool in all_reduce_perf all_gather_perf sendrecv_perf; do
+          perfrun $n $tool lease -n 10 -w 2
+        done
+      done
+      start=$SECONDS
+      timeout 30 build-gpu/tools/braidrun/braidrun -n 2 build-gpu/perf/coll/all_reduce_perf -E 1 -t 2 -b 8 -e 8 \
+        > "$out/logs/perf_mapping.log" 2>&1
+      echo "2 processes x 2 threads, no -Q: rc $? in $((SECONDS - start)) s: $(grep -om1 'maps to CUDA device.*devices\?' "$out/logs/perf_mapping.log")"
+      PERF_MAX=64K perfrun 2 all_reduce_perf threads -t 2;;
+    nccltests)  # NVIDIA's nccl-tests on the drop-in: every tool -c 1 at 1 rank, at 2 and 4
+      # ranks as processes sharing the GPU (MPI build, where mpirun is), and at 1 rank on
+      # NVIDIA's libnccl.so.2 (torch's nvidia/nccl/lib), the same binaries
+      export NCCL_TESTS_MPI=1  # where mpicc is
+      export NCCL_TESTS_ARGS="-b 8 -e 16M -f 32 -n 20 -w 5" NCCL_TESTS_LIMIT=8
+      timeout 40 bash scripts/ci/nccl_tests.sh build-gpu build 2>&1 | tail -14
+      cp build-gpu/nccl-tests/build.log "$out/logs/nccl_tests_build.log" 2>/dev/null
+      timeout 25 bash scripts/ci/nccl_tests.sh build-gpu run; echo "braid 1 rank: rc $?"
+      nv=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+      [ -f "$nv/libnccl.so.2" ] && { timeout 25 bash scripts/ci/nccl_tests.sh build-gpu run "$nv"; echo "nvidia 1 rank: rc $?"; } ||
+        echo "no NVIDIA libnccl.so.2 from torch's pip install (nvidia/nccl/lib)"
+      for n in 2 4; do NCCL_TESTS_LIMIT=5 timeout 15 bash scripts/ci/nccl_tests.sh build-gpu ranks $n; echo "braid $n ranks: rc $?"; done
+      cp build-gpu/nccl-tests/run_*.log "$out/logs/" 2>/dev/null;;
+    pack)  # logs.tgz beside summary.txt: two files
       tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs";;
     floor)  # NVIDIA's NCCL at 1 rank (torch's), the time floor per size
       PYTHONUNBUFFERED=1 python3 perf/gpu/nccl_floor.py 2>&1 | tee "$out/logs/nccl_floor.log" | grep -v Warning;;
