@@ -4,6 +4,7 @@
 #include <string>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/stream.h"
 #include "core/stream_lanes.h"
 #include "cuda/device.h"
@@ -46,6 +47,7 @@ braidResult_t issueCounted(braidComm* comm, std::vector<Call> ops, braidStream_t
 }  // namespace
 
 braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream) {
+  if (comm->comm->trace() != nullptr) op.issuedNs = nowNs();
   // The common case, a host call on the NULL stream, allocates nothing.
   if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
     return finish(comm, runOps(comm, &op, 1));
@@ -68,6 +70,7 @@ braidResult_t issueOps(braidComm* comm, std::vector<Call> ops, braidStream_t str
 
 bool queueInGroup(braidComm* comm, Call&& op, braidStream_t stream) {
   if (tGroupDepth == 0) return false;
+  if (comm->comm->trace() != nullptr) op.issuedNs = nowNs();
   tGroup.push_back({comm, std::move(op), stream});
   return true;
 }
