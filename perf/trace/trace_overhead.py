@@ -28,6 +28,8 @@ def run_once(build, ranks, iters, size, trace_dir, transports):
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         f = line.split()
+        if f and f[0].startswith("[") and f[0].endswith("]"):
+            f = f[1:]  # braidrun's rank prefix
         if len(f) > 6 and f[0].isdigit() and f[2] == "float":
             return float(f[5])  # out-of-place time, us
     sys.exit("no result line in:\n" + out)

@@ -95,8 +95,9 @@ const std::vector<EnvVar>& envTable() {
        "record every call and its steps and write a Chrome trace (Perfetto) per rank and "
        "communicator into this directory at destroy, abort, BRAID_DUMP_SIGNAL and the first "
        "error (braid-trace merges and reports)"},
-      {"BRAID_TRACE_EVENTS", nullptr, "65536",
-       "events each rank's trace keeps per communicator: the last N (a ring, ~100 B each)"},
+      {"BRAID_TRACE_EVENTS", nullptr, "4096",
+       "events each rank's trace keeps per communicator: the last N (a ring, 88 B each; a "
+       "larger ring costs calls more, as its writes evict their data from the caches)"},
       {"BRAID_NVTX", nullptr, "0",
        "1: NVTX ranges (named as NCCL's) on host calls too; device calls have them whenever "
        "an NVTX library (libnvToolsExt.so.1, or NVTX_INJECTION64_PATH's) loads"},

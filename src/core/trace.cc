@@ -5,6 +5,8 @@
 namespace braid {
 namespace {
 constexpr size_t kMaxNames = 4096;
+// BRAID_TRACE_EVENTS' documentation gives the ring's bytes per event.
+static_assert(sizeof(TraceEvent) == 88, "update BRAID_TRACE_EVENTS' doc (core/env.cc)");
 }  // namespace
 
 TraceSink::TraceSink(size_t capacity) : capacity_(std::max<size_t>(capacity, 16)) {

@@ -47,11 +47,12 @@ braidResult_t issueCounted(braidComm* comm, std::vector<Call> ops, braidStream_t
 }  // namespace
 
 braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream) {
-  if (comm->comm->trace() != nullptr) op.issuedNs = nowNs();
-  // The common case, a host call on the NULL stream, allocates nothing.
+  // The common case, a host call on the NULL stream, allocates nothing (and starts as it is
+  // issued: a trace reads the clock once).
   if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
     return finish(comm, runOps(comm, &op, 1));
   }
+  if (comm->comm->trace() != nullptr) op.issuedNs = nowNs();
   std::vector<Call> ops;
   ops.push_back(std::move(op));
   return issueOps(comm, std::move(ops), stream);

@@ -78,9 +78,10 @@ inline Status NodeWindows::beginRound(bool writes, const OpDesc& desc) {
   return Status::ok();
 }
 
-// One interpreted step on BRAID_TRACE's timeline; a wait is all waiting.
-void NodeWindows::traceStep(TraceSink& trace, const Step& st, const OpDesc& desc,
-                            uint64_t startNs) const {
+// One interpreted step on BRAID_TRACE's timeline, ending now (returned); a wait is all
+// waiting.
+uint64_t NodeWindows::traceStep(TraceSink& trace, const Step& st, const OpDesc& desc,
+                                uint64_t startNs) const {
   TraceEvent e;
   e.kind = TraceEvent::Kind::kStep;
   e.name = algo::opKindName(st.op);
@@ -91,6 +92,7 @@ void NodeWindows::traceStep(TraceSink& trace, const Step& st, const OpDesc& desc
   e.endNs = nowNs();
   e.waitNs = st.op == OpKind::kWait ? e.endNs - startNs : 0;
   trace.record(e);
+  return e.endNs;
 }
 
 Status NodeWindows::execute(const Plan& plan, const ExecBuffers& b, const OpDesc& desc) {
@@ -103,9 +105,9 @@ Status NodeWindows::execute(const Plan& plan, const ExecBuffers& b, const OpDesc
   const Step* it = plan.schedule.steps.data();
   const Step* end = it + plan.schedule.steps.size();
   TraceSink* trace = comm_.trace();
+  uint64_t stepStartNs = trace != nullptr ? nowNs() : 0;  // each step starts as the last ends
   while (it != end) {
     const Step& st = *it++;
-    const uint64_t startNs = trace != nullptr ? nowNs() : 0;
     switch (st.op) {
       case OpKind::kBeginRound:
         BRAID_TRY(beginRound(st.writes, desc));
@@ -144,7 +146,7 @@ Status NodeWindows::execute(const Plan& plan, const ExecBuffers& b, const OpDesc
         return internalError(desc.describe() + ": the shared windows cannot run a " +
                              algo::opKindName(st.op) + " step");
     }
-    if (trace != nullptr) traceStep(*trace, st, desc, startNs);
+    if (trace != nullptr) stepStartNs = traceStep(*trace, st, desc, stepStartNs);
   }
   // Peers read the lent buffers until they finish: they stay untouched until then.
   if (zin_.on || zout_.on) BRAID_TRY(waitAll(Flag::kFinished, epoch_, desc));
