@@ -21,10 +21,10 @@ namespace braid {
 
 struct TraceEvent {
   enum class Kind : uint8_t {
-    kCall,     // a collective or a group's sends and receives, start to end
-    kStep,     // one step (or a batch of steps that move together) of a call's schedule
-    kDevice,   // a device call enqueued on its stream, as the host sees it
-    kMarker,   // a point the program named (an instant)
+    kCall,    // a collective or a group's sends and receives, start to end
+    kStep,    // one step (or a batch of steps that move together) of a call's schedule
+    kDevice,  // a device call enqueued on its stream, as the host sees it
+    kMarker,  // a point the program named (an instant)
   };
   enum class State : uint8_t { kDone, kFailed, kInFlight };
   Kind kind = Kind::kCall;
@@ -36,9 +36,9 @@ struct TraceEvent {
   uint64_t issuedNs = 0;  // calls: when the program made it (0: as startNs)
   uint64_t startNs = 0;
   uint64_t endNs = 0;
-  uint64_t seq = 0;      // the communicator's operation number (calls, their steps)
+  uint64_t seq = 0;  // the communicator's operation number (calls, their steps)
   uint64_t bytes = 0;
-  uint64_t waitNs = 0;   // steps: the part spent waiting for peers
+  uint64_t waitNs = 0;  // steps: the part spent waiting for peers
   // Names that outlive the sink: string literals, or strings intern() keeps.
   const char* name = "";       // collective, step kind, marker
   const char* algorithm = "";  // calls
@@ -78,7 +78,7 @@ class TraceSink {
   const size_t capacity_;
   mutable std::mutex mu_;
   std::vector<TraceEvent> ring_;
-  size_t next_ = 0;       // where the next event goes once the ring is full
+  size_t next_ = 0;  // where the next event goes once the ring is full
   uint64_t recorded_ = 0;
   bool open_ = false;
   TraceEvent current_;

@@ -80,7 +80,8 @@ std::string eventJson(const TraceEvent& e, int rank, uint64_t nowNs) {
       cat = e.kind == TraceEvent::Kind::kCall ? "call" : "device";
       arg("seq", std::to_string(e.seq));
       arg("bytes", std::to_string(e.bytes));
-      if (e.datatype >= 0) arg("dtype", quoted(datatypeName(static_cast<braidDataType_t>(e.datatype))));
+      if (e.datatype >= 0)
+        arg("dtype", quoted(datatypeName(static_cast<braidDataType_t>(e.datatype))));
       if (e.op >= 0) arg("op", quoted(redOpName(static_cast<braidRedOp_t>(e.op))));
       arg("algorithm", quoted(e.algorithm));
       arg("executor", quoted(e.executor));
@@ -129,7 +130,8 @@ std::string fileText(const TraceSink& sink, const TraceFileInfo& info, const std
   std::snprintf(meta, sizeof(meta),
                 "\n],\"otherData\":{\"braid\":{\"version\":1,\"comm\":\"%s\",\"rank\":%d,"
                 "\"nranks\":%d,\"pid\":%d,\"clock_offset_ns\":%" PRId64
-                ",\"clock_error_ns\":%" PRIu64 ",\"clock_samples\":%d,\"written_us\":%s,"
+                ",\"clock_error_ns\":%" PRIu64
+                ",\"clock_samples\":%d,\"written_us\":%s,"
                 "\"capacity\":%zu,\"dropped\":%" PRIu64 ",",
                 info.commId.c_str(), r, info.nranks, info.pid, clock.offsetNs, clock.errorNs,
                 clock.samples, usText(now).c_str(), sink.capacity(), sink.dropped());

@@ -70,8 +70,7 @@ Status setUpTracing(braidComm* comm) {
   const TraceClock clock = sink->clock();
   BRAID_INFO("BRAID_TRACE: rank %d records into %s (comm %s, clock offset to rank 0 %" PRId64
              " ns +- %" PRIu64 " ns)",
-             c.rank(), dir.c_str(), comm->traceInfo.commId.c_str(), clock.offsetNs,
-             clock.errorNs);
+             c.rank(), dir.c_str(), comm->traceInfo.commId.c_str(), clock.offsetNs, clock.errorNs);
   c.setTrace(std::move(sink));
   return Status::ok();
 }
@@ -121,18 +120,18 @@ std::vector<TraceEvent> deviceEvents(braidComm* comm, const std::vector<Call>& c
   const uint64_t startNs = nowNs();
   for (const Call& op : calls) {
     TraceEvent e;
-  e.kind = TraceEvent::Kind::kDevice;
-  e.name = op.kind == Call::Kind::kSend   ? "send"
-           : op.kind == Call::Kind::kRecv ? "recv"
-                                          : algo::collectiveName(op.collective);
-  e.executor = executor;
-  e.bytes = op.count * datatypeSize(op.datatype);
-  e.datatype = static_cast<int16_t>(op.datatype);
-  e.sendPeer = op.kind == Call::Kind::kSend ? op.peer : -1;
-  e.recvPeer = op.kind == Call::Kind::kRecv ? op.peer : -1;
-  e.seq = comm->comm->postedSeq();
-  e.issuedNs = op.issuedNs != 0 ? op.issuedNs : startNs;
-  e.startNs = startNs;
+    e.kind = TraceEvent::Kind::kDevice;
+    e.name = op.kind == Call::Kind::kSend   ? "send"
+             : op.kind == Call::Kind::kRecv ? "recv"
+                                            : algo::collectiveName(op.collective);
+    e.executor = executor;
+    e.bytes = op.count * datatypeSize(op.datatype);
+    e.datatype = static_cast<int16_t>(op.datatype);
+    e.sendPeer = op.kind == Call::Kind::kSend ? op.peer : -1;
+    e.recvPeer = op.kind == Call::Kind::kRecv ? op.peer : -1;
+    e.seq = comm->comm->postedSeq();
+    e.issuedNs = op.issuedNs != 0 ? op.issuedNs : startNs;
+    e.startNs = startNs;
     out.push_back(e);
   }
   return out;

@@ -32,7 +32,9 @@ std::string freshDir(const char* what) {
   return dir;
 }
 
-std::string checker() { return std::string(BRAID_SOURCE_DIR) + "/tests/integration/trace_check.py"; }
+std::string checker() {
+  return std::string(BRAID_SOURCE_DIR) + "/tests/integration/trace_check.py";
+}
 
 // kCalls all-reduces of integers, checked exactly, a marker before each; the delayed rank
 // sleeps before call kDelayedCall. Exit 0 when every sum is right.
@@ -122,9 +124,8 @@ TEST(TraceFailures, KilledRanksPeersNameTheCallTheyWereIn) {
     }
   }
   std::string out;
-  EXPECT_EQ(check("failed " + dir + " " + std::to_string(kRanks) + " " + std::to_string(victim),
-                  &out),
-            0)
+  EXPECT_EQ(
+      check("failed " + dir + " " + std::to_string(kRanks) + " " + std::to_string(victim), &out), 0)
       << out;
   std::filesystem::remove_all(dir);
 }
@@ -157,9 +158,8 @@ TEST(TraceFailures, StoppedRanksPeersWriteOnSignalAndTimeout) {
     }
   }
   std::string out;
-  EXPECT_EQ(check("failed " + dir + " " + std::to_string(kRanks) + " " + std::to_string(victim),
-                  &out),
-            0)
+  EXPECT_EQ(
+      check("failed " + dir + " " + std::to_string(kRanks) + " " + std::to_string(victim), &out), 0)
       << out;
   std::filesystem::remove_all(dir);
 }

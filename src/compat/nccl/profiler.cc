@@ -92,8 +92,8 @@ struct DescrV4 {
   };
 };
 
-using Logger = void (*)(int level, unsigned long flags, const char* file, int line,
-                        const char* fmt, ...);
+using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt,
+                        ...);
 using InitV5 = ncclResult_t (*)(void** context, uint64_t commId, int* mask, const char* commName,
                                 int nNodes, int nranks, int rank, Logger log);
 using InitV4 = ncclResult_t (*)(void** context, int* mask, const char* commName, uint64_t commHash,
@@ -156,34 +156,56 @@ const Plugin& plugin() {
 
 const char* funcName(Kind k) {
   switch (k) {
-    case Kind::kAllReduce: return "AllReduce";
-    case Kind::kAllGather: return "AllGather";
-    case Kind::kReduceScatter: return "ReduceScatter";
-    case Kind::kBroadcast: return "Broadcast";
-    case Kind::kReduce: return "Reduce";
-    case Kind::kGather: return "Gather";
-    case Kind::kScatter: return "Scatter";
-    case Kind::kAlltoAll: return "AlltoAll";
-    case Kind::kSend: return "Send";
-    case Kind::kRecv: return "Recv";
+    case Kind::kAllReduce:
+      return "AllReduce";
+    case Kind::kAllGather:
+      return "AllGather";
+    case Kind::kReduceScatter:
+      return "ReduceScatter";
+    case Kind::kBroadcast:
+      return "Broadcast";
+    case Kind::kReduce:
+      return "Reduce";
+    case Kind::kGather:
+      return "Gather";
+    case Kind::kScatter:
+      return "Scatter";
+    case Kind::kAlltoAll:
+      return "AlltoAll";
+    case Kind::kSend:
+      return "Send";
+    case Kind::kRecv:
+      return "Recv";
   }
   return "";
 }
 
 const char* typeName(braidDataType_t t) {
   switch (t) {
-    case braidInt8: return "ncclInt8";
-    case braidUint8: return "ncclUint8";
-    case braidInt32: return "ncclInt32";
-    case braidUint32: return "ncclUint32";
-    case braidInt64: return "ncclInt64";
-    case braidUint64: return "ncclUint64";
-    case braidFloat16: return "ncclFloat16";
-    case braidFloat32: return "ncclFloat32";
-    case braidFloat64: return "ncclFloat64";
-    case braidBfloat16: return "ncclBfloat16";
-    case braidFloat8e4m3: return "ncclFloat8e4m3";
-    default: return "ncclFloat8e5m2";
+    case braidInt8:
+      return "ncclInt8";
+    case braidUint8:
+      return "ncclUint8";
+    case braidInt32:
+      return "ncclInt32";
+    case braidUint32:
+      return "ncclUint32";
+    case braidInt64:
+      return "ncclInt64";
+    case braidUint64:
+      return "ncclUint64";
+    case braidFloat16:
+      return "ncclFloat16";
+    case braidFloat32:
+      return "ncclFloat32";
+    case braidFloat64:
+      return "ncclFloat64";
+    case braidBfloat16:
+      return "ncclBfloat16";
+    case braidFloat8e4m3:
+      return "ncclFloat8e4m3";
+    default:
+      return "ncclFloat8e5m2";
   }
 }
 
@@ -285,8 +307,8 @@ ProfiledCalls::ProfiledCalls(ncclComm* comm, braidComm_t inner, const Call* call
       d.p2p = {funcName(c.kind), buff, typeName(c.datatype), c.count, c.root, 1, group_};
     } else {
       const uint64_t seq = comm->profilerSeq[static_cast<size_t>(c.kind)]++;
-      d.coll = {seq, funcName(c.kind), c.send, c.recv, c.count, c.root, typeName(c.datatype),
-                1, 0, "braid", "braid", group_};
+      d.coll = {seq, funcName(c.kind), c.send,  c.recv, c.count, c.root, typeName(c.datatype), 1,
+                0,   "braid",          "braid", group_};
     }
     calls_[i] = start(context, &d);
   }

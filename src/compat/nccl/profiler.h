@@ -32,8 +32,8 @@ class ProfiledCalls {
   void stop(void*& handle);
   static constexpr size_t kMaxEvents = 64;  // a larger group reports its first calls only
   void* plugin_ = nullptr;
-  void* api_ = nullptr;      // group API event (v5+)
-  void* group_ = nullptr;    // group event
+  void* api_ = nullptr;    // group API event (v5+)
+  void* group_ = nullptr;  // group event
   void* calls_[kMaxEvents] = {};
   void* callApis_[kMaxEvents] = {};
   size_t n_ = 0;

@@ -1,10 +1,10 @@
 // TraceSink (core/trace.h): the ring keeps the last N events oldest first, counts what it
 // dropped, holds the call in flight apart, and bounds the names it keeps.
-#include "core/trace.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "core/trace.h"
 
 namespace braid {
 namespace {
