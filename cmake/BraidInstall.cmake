@@ -99,7 +99,8 @@ list(TRANSFORM BRAID_STATIC_DEPS PREPEND "-l" OUTPUT_VARIABLE _braid_pc_private)
 list(JOIN _braid_pc_private " " BRAID_PC_LIBS_PRIVATE)
 
 install(TARGETS braidrun braid-topo braid-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/braid-tune DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/braid-tune ${PROJECT_BINARY_DIR}/tools/braid-trace
+        DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET nccl_dropin)
   install(TARGETS nccl_dropin LIBRARY DESTINATION ${BRAID_INSTALL_NCCLDIR})
 endif()

@@ -106,6 +106,7 @@ bool parseTrainArgs(const std::vector<std::string>& args, TrainConfig* out, std:
        {"--capacity-factor", &cf}},
       {{"--data", &c.data},
        {"--log-json", &c.logJson},
+       {"--trace", &c.trace},
        {"--save", &c.save},
        {"--resume", &c.resume},
        {"--model", &modelName},

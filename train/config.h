@@ -65,6 +65,7 @@ struct TrainConfig {
   uint64_t seed = 1234;
   std::string data;  // a text file; empty: the fortunes corpus
   std::string logJson;
+  std::string trace;  // --trace DIR: BRAID_TRACE for every communicator of the job
   std::string save;
   std::string resume;
   std::string dumpParams;

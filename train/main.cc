@@ -24,7 +24,8 @@ constexpr const char* kUsage =
     "           --capacity-factor C (0: dropless)]\n"
     "training:  --steps S --seed N --lr 3e-3 --warmup 10 --clip 1 --weight-decay 0.01\n"
     "           --data FILE (default: the fortunes corpus)\n"
-    "output:    --log-json run.jsonl --save PREFIX --resume PREFIX --dump-params FILE --quiet\n           --log-every N (print every N-th step)\n";
+    "output:    --log-json run.jsonl --save PREFIX --resume PREFIX --dump-params FILE --quiet\n           --log-every N (print every N-th step)\n"
+    "           --trace DIR (BRAID_TRACE: every rank's calls, a marker per step; braid-trace)\n";
 
 // Whether a launcher (braidrun, torchrun, mpirun, MPICH's mpiexec, srun) started this process.
 bool launched() {
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid-train: %s\n%s", error.c_str(), kUsage);
     return 2;
   }
+  // Before the first communicator: each traces from its init (runtime reads BRAID_TRACE there).
+  if (!cfg.trace.empty()) setenv("BRAID_TRACE", cfg.trace.c_str(), 1);
   braidComm_t world = nullptr;
   if (!launched()) {
     // Run directly, without a launcher: a job of one rank.

@@ -140,6 +140,8 @@ StepReport Trainer::trainStep(int step) {
     v->resize(micro);
     for (auto& b : *v) b.resize(act);
   }
+  // The step's start on the trace's timeline (nothing when the job does not trace).
+  braidTraceMarker(worldComm_, ("step " + std::to_string(step)).c_str());
   const int perRank = cfg_.globalBatch / l.dataParallel();
   for (int m = 0; m < micro; ++m) {
     corpus_.batch(cfg_.seed, step, cfg_.globalBatch, mesh_.dataRank() * perRank + m * microBatch_,

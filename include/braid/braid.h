@@ -171,6 +171,11 @@ braidResult_t braidCommUserRank(const braidComm_t comm, int* rank);
  * failed): braidSuccess, or the error; its text is braidGetLastError(comm). */
 braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError);
 
+/* Marks this moment on comm's BRAID_TRACE timeline as `name` (a training step's start,
+ * a phase): an instant on this rank's row that braid-trace shows against the calls.
+ * Does nothing when comm does not trace; name is copied (at most 255 bytes kept). */
+braidResult_t braidTraceMarker(braidComm_t comm, const char* name);
+
 /* A reduction for comm's all-reduce, reduce-scatter and reduce on `datatype`:
  * the sum over ranks of each rank's input times its own scalar (NCCL's
  * ncclRedOpCreatePreMulSum). The scalar is one element of `datatype`; each

@@ -78,6 +78,7 @@ _PROTOTYPES = [
     ("braidCommCount", [Comm, ctypes.POINTER(ctypes.c_int)]),
     ("braidCommUserRank", [Comm, ctypes.POINTER(ctypes.c_int)]),
     ("braidCommGetAsyncError", [Comm, ctypes.POINTER(ctypes.c_int)]),
+    ("braidTraceMarker", [Comm, ctypes.c_char_p]),
     ("braidCommSplit",
      [Comm, ctypes.c_int, ctypes.c_int, ctypes.POINTER(Comm), ctypes.POINTER(Config)]),
     ("braidAllReduce", _BUFS + _INT + _ON),  # op

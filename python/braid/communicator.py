@@ -125,6 +125,11 @@ class Communicator:
 
     # ---- identity and life cycle ------------------------------------------------------
 
+    def trace_marker(self, name):
+        """Marks this moment as `name` on the BRAID_TRACE timeline (a training step's start);
+        nothing when the job does not trace."""
+        _lib.check(_lib.lib.braidTraceMarker(self._handle, name.encode()), self._handle)
+
     @property
     def rank(self):
         """This process's rank in the communicator, 0 .. size-1."""

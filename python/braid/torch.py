@@ -22,6 +22,7 @@ _torch_extra, the Work objects in _torch_work.
 """
 
 import inspect
+import os
 
 import torch
 import torch.distributed as dist
@@ -35,6 +36,7 @@ from ._torch_extra import Extras
 from ._torch_p2p import PointToPoint
 from ._torch_work import BraidWork
 from .communicator import _counts, _displacements
+from .errors import BraidError
 
 BACKEND_NAME = "braid"
 
@@ -54,6 +56,7 @@ class ProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
                                name=f"torch-pg-{id(self):x}")
         self._init_p2p(store)
         self._premul = {}  # (factor, braid dtype) -> braid.PreMulSum, kept with the group
+        _mark_steps(self._comm)
 
     def getBackendName(self):
         return BACKEND_NAME
@@ -286,6 +289,29 @@ class ProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
                                  f"over {self.size()} ranks")
             splits = [rows // self.size()] * self.size()
         return [s * per_row for s in splits]
+
+
+_step_marks = {}
+
+
+def _mark_steps(comm):
+    """Under BRAID_TRACE, a marker "step N" on the first group's timeline at every optimizer
+    step (torch's global optimizer step pre-hook), so the trace shows steps against calls."""
+    import torch.optim.optimizer as optimizer_module  # the attribute may name something else
+    hook = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
+    if not os.environ.get("BRAID_TRACE") or _step_marks or hook is None:
+        return
+    _step_marks["comm"] = comm
+    _step_marks["step"] = 0
+
+    def mark(optimizer, args, kwargs):
+        try:
+            _step_marks["comm"].trace_marker(f"step {_step_marks['step']}")
+        except BraidError:
+            pass  # the group is gone: no timeline to mark
+        _step_marks["step"] += 1
+
+    _step_marks["handle"] = hook(mark)
 
 
 def _create(store, rank, size, timeout):

@@ -4,6 +4,7 @@
 #include "runtime/communicator_ops.h"
 #include "runtime/last_error.h"
 #include "runtime/live_handles.h"
+#include "runtime/tracing.h"
 
 using namespace braid;
 
@@ -114,6 +115,14 @@ braidResult_t braidCommDestroy(braidComm_t comm) {
   Status st = checkComm(comm);
   if (!st.isOk()) return finish(comm, st);
   destroyComm(comm);
+  return braidSuccess;
+}
+
+braidResult_t braidTraceMarker(braidComm_t comm, const char* name) {
+  Status st = checkComm(comm);
+  if (st.isOk() && name == nullptr) st = invalidArgument("name (the marker's) is NULL");
+  if (!st.isOk()) return finish(comm, st);
+  traceMarker(comm, name);
   return braidSuccess;
 }
 

@@ -23,6 +23,9 @@ constexpr uint32_t kMsgFailed = 3;  // leaving after an error caused by rank (no
 // (reply).
 constexpr uint32_t kMsgQuery = 4;
 constexpr uint32_t kMsgReply = 5;
+// Clock ping-pong with rank 0: posted = the ping's local time, completed = rank 0's.
+constexpr uint32_t kMsgClockPing = 6;
+constexpr uint32_t kMsgClockPong = 7;
 
 }  // namespace
 
@@ -417,6 +420,47 @@ void Comm::onProgressMessage(int slot, const ControlMsg& msg) {
   }
 }
 
+void Comm::onClockMessage(int slot, const ControlMsg& msg) {
+  if (msg.type == kMsgClockPing) {
+    if (rank_ != 0) return;
+    ControlMsg pong = msg;
+    pong.type = kMsgClockPong;
+    pong.completed = nowNs();
+    (void)sendControl(slot, pong);
+    return;
+  }
+  const uint64_t arrived = nowNs();
+  std::lock_guard<std::mutex> lock(progressMu_);
+  pong_ = Pong{msg.posted, msg.completed, arrived};
+  progressCv_.notify_all();
+}
+
+TraceClock Comm::measureClock(int rounds) {
+  TraceClock best;
+  if (rank_ == 0) return best;
+  uint64_t bestRtt = UINT64_MAX;
+  for (int i = 0; i < rounds; ++i) {
+    ControlMsg ping{};
+    ping.type = kMsgClockPing;
+    ping.rank = rank_;
+    ping.posted = nowNs();
+    if (!sendControl(0, ping).isOk()) break;
+    std::unique_lock<std::mutex> lock(progressMu_);
+    if (!progressCv_.wait_for(lock, std::chrono::milliseconds(1000),
+                              [&] { return pong_.sentNs == ping.posted; })) {
+      break;
+    }
+    const uint64_t rtt = pong_.arrivedNs - pong_.sentNs;
+    ++best.samples;
+    if (rtt >= bestRtt) continue;
+    bestRtt = rtt;
+    best.offsetNs = static_cast<int64_t>(pong_.remoteNs) -
+                    static_cast<int64_t>(pong_.sentNs + rtt / 2);
+    best.errorNs = rtt / 2;
+  }
+  return best;
+}
+
 std::string Comm::describeLag(int peer, uint64_t seq, const std::string& mine) {
   std::optional<Progress> p = askProgress(peer, 1000);
   const std::string who = "rank " + std::to_string(peer);
@@ -473,6 +517,8 @@ void Comm::watchLoop() {
       bool valid = n == sizeof(msg) && msg.rank >= 0 && msg.rank < nranks_;
       if (valid && (msg.type == kMsgQuery || msg.type == kMsgReply)) {
         onProgressMessage(slot, msg);
+      } else if (valid && (msg.type == kMsgClockPing || msg.type == kMsgClockPong)) {
+        onClockMessage(slot, msg);
       } else if (valid && msg.type == kMsgBye) {
         saidBye_[slot] = true;
       } else if (valid && (msg.type == kMsgDead || msg.type == kMsgFailed)) {

@@ -23,6 +23,7 @@
 
 #include "core/bootstrap.h"
 #include "core/link_hello.h"
+#include "core/trace.h"
 #include "core/transport.h"
 
 namespace braid {
@@ -130,6 +131,15 @@ class Comm {
   // Says goodbye to the liveness watch so leaving is not taken for a death.
   void finalize();
 
+  // BRAID_TRACE's recorder (core/trace.h), null when tracing is off: callers test it once
+  // per call or step. Set at init, before any operation.
+  TraceSink* trace() const { return trace_.get(); }
+  void setTrace(std::unique_ptr<TraceSink> sink) { trace_ = std::move(sink); }
+  // Rank 0's clock against this one's, from `rounds` ping-pongs over the control connection
+  // (the fastest one's midpoint); every rank must call it (rank 0 only answers, through its
+  // watch thread, and gets offset 0).
+  TraceClock measureClock(int rounds);
+
  private:
   // An accepted connection whose hello has not fully arrived.
   struct PendingLink {
@@ -152,6 +162,7 @@ class Comm {
   struct ControlMsg;
   Status sendControl(int slot, const ControlMsg& msg);
   void onProgressMessage(int slot, const ControlMsg& msg);
+  void onClockMessage(int slot, const ControlMsg& msg);
   ControlMsg progressMessage(uint32_t type, int rank) const;
 
   int rank_ = 0;
@@ -201,6 +212,12 @@ class Comm {
   std::mutex progressMu_;          // answers to askProgress, by peer
   std::condition_variable progressCv_;
   std::map<int, Progress> progressAnswers_;
+  // The last clock pong (under progressMu_): the ping's time, rank 0's, and its arrival.
+  struct Pong {
+    uint64_t sentNs = 0, remoteNs = 0, arrivedNs = 0;
+  };
+  Pong pong_;
+  std::unique_ptr<TraceSink> trace_;
 };
 
 }  // namespace braid

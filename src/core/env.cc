@@ -91,6 +91,16 @@ const std::vector<EnvVar>& envTable() {
        "signal that prints every communicator's in-flight operation to stderr (default "
        "SIGUSR1 when the program does not handle it; 0 turns it off); braid-info --dump PID "
        "sends it"},
+      {"BRAID_TRACE", nullptr, nullptr,
+       "record every call and its steps and write a Chrome trace (Perfetto) per rank and "
+       "communicator into this directory at destroy, abort, BRAID_DUMP_SIGNAL and the first "
+       "error (braid-trace merges and reports)"},
+      {"BRAID_TRACE_EVENTS", nullptr, "4096",
+       "events each rank's trace keeps per communicator: the last N (a ring, 88 B each; a "
+       "larger ring costs calls more, as its writes evict their data from the caches)"},
+      {"BRAID_NVTX", nullptr, "0",
+       "1: NVTX ranges (named as NCCL's) on host calls too; device calls have them whenever "
+       "an NVTX library (libnvToolsExt.so.1, or NVTX_INJECTION64_PATH's) loads"},
       {"BRAID_CHECK", nullptr, "0",
        "1: before each collective the ranks compare their calls (collective, count, type, op, "
        "root) and fail alike, naming both, when they differ"},

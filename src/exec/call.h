@@ -36,6 +36,7 @@ struct Call {
   int peer = -1;                                                         // send / recv
   std::vector<uint64_t> sendCounts, sendDispls, recvCounts, recvDispls;  // all-to-all-v
   PreMulScale preMul;                                                    // with op braidSum
+  uint64_t issuedNs = 0;  // when the program made the call, under BRAID_TRACE (else 0)
 };
 
 // A group's sends and receives (collectives ignored): invalid usage when a receive buffer

@@ -19,6 +19,7 @@
 #include "runtime/last_error.h"
 #include "runtime/live_handles.h"
 #include "runtime/shared_memory.h"
+#include "runtime/tracing.h"
 #include "select/tuning.h"
 #include "topo/view.h"
 #include "transports/registry.h"
@@ -104,6 +105,13 @@ void drain(braidComm* comm) {
   while (comm->inflight.load() > 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
+// BRAID_TRACE's file, as the communicator goes.
+void writeTrace(braidComm* comm, const char* why) {
+  if (comm->comm->trace() == nullptr) return;
+  Status st = writeTraceFile(comm, why);
+  if (!st.isOk()) BRAID_WARN("%s", st.message().c_str());
+}
+
 // Frees comm, once nothing runs on it, with its CUDA device current (runtime/device_calls.h).
 void freeComm(braidComm* comm) {
   dropRegistrations(comm);
@@ -135,6 +143,7 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   auto handle = std::make_unique<braidComm>();
   BRAID_ASSIGN_OR_RETURN(handle->comm, Comm::create(id, nranks, rank, cfg, std::move(transports)));
   BRAID_TRY(setUpSelector(*handle, transportList));
+  BRAID_TRY(setUpTracing(handle.get()));
   handle->checkCalls = envInt("BRAID_CHECK", 0) != 0;
   handle->exec = std::make_unique<HostExecutor>(*handle->comm);
   handle->windows = std::make_unique<NodeWindows>(*handle->comm, *handle->exec);
@@ -194,6 +203,7 @@ void destroyComm(braidComm* comm) {
   {
     std::lock_guard<std::mutex> lock(comm->opMu);  // no operation runs past here
   }
+  writeTrace(comm, "destroy");
   freeComm(comm);
 }
 
@@ -204,6 +214,7 @@ void abortComm(braidComm* comm) {
   waitForCalls(comm);
   { std::lock_guard<std::mutex> lock(comm->opMu); }
   drain(comm);
+  writeTrace(comm, "abort");
   freeComm(comm);
 }
 

@@ -19,6 +19,7 @@
 #include "exec/host/fifo_executor.h"
 #include "exec/host/shared_windows.h"
 #include "runtime/call_executor.h"
+#include "runtime/trace_file.h"
 #include "select/select.h"
 #include "topo/view.h"
 
@@ -96,6 +97,9 @@ struct braidComm {
     braid::algo::Schedule schedule;
   };
   std::list<CachedSchedule> schedules;
+  // BRAID_TRACE's file (runtime/trace_file.h): its directory and names; the sink is the Comm's.
+  braid::TraceFileInfo traceInfo;
+  mutable std::mutex traceFileMu;
   braid::algo::Schedule allToAllv;  // the last all-to-all-v's (runtime/schedule_cache.h)
 };
 

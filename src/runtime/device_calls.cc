@@ -16,8 +16,10 @@
 #include "runtime/dispatch.h"
 #include "runtime/last_error.h"
 #include "runtime/live_handles.h"
+#include "runtime/nvtx.h"
 #include "runtime/premul.h"
 #include "runtime/schedule_cache.h"
+#include "runtime/tracing.h"
 
 namespace braid {
 
@@ -195,7 +197,13 @@ Status runOn(braidComm* comm, Executor kind, std::vector<Call>* calls, braidStre
   ctx.stream = stream;
   ctx.captured = captured;
   ctx.calls = calls;
-  return executorFor(comm, kind).run(calls->data(), calls->size(), ctx);
+  CallExecutor& executor = executorFor(comm, kind);
+  NvtxRange range(calls->front());
+  if (comm->comm->trace() == nullptr) return executor.run(calls->data(), calls->size(), ctx);
+  std::vector<TraceEvent> events = deviceEvents(comm, *calls, executor.name());
+  Status st = executor.run(calls->data(), calls->size(), ctx);
+  traceDeviceCalls(comm, &events);
+  return st;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The in-flight dump: on BRAID_DUMP_SIGNAL (default SIGUSR1, when the process
 // has not claimed it) every live communicator of this process prints its
-// rank, what it last posted and completed, and the operation it is in. The
+// rank, what it last posted and completed, and the operation it is in, and
+// writes its BRAID_TRACE file when it traces. The
 // handler only writes a byte to a pipe; a thread made at the first init reads
 // it and prints under the handle registry's lock, so a communicator cannot be
 // freed mid-print.
@@ -20,6 +21,7 @@
 #include "core/logging.h"
 #include "runtime/communicator.h"
 #include "runtime/live_handles.h"
+#include "runtime/trace_file.h"
 
 namespace braid {
 namespace {
@@ -64,6 +66,14 @@ std::string describeLiveComms() {
   return out.empty() ? "no live communicator\n" : out;
 }
 
+void writeLiveTraces() {
+  forEachLiveComm([](const braidComm* c) {
+    if (c->comm->trace() == nullptr) return;
+    Status st = writeTraceFile(c, "signal");
+    if (!st.isOk()) BRAID_WARN("%s", st.message().c_str());
+  });
+}
+
 void installDumpSignal() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -86,6 +96,7 @@ void installDumpSignal() {
         const std::string text = describeLiveComms();
         std::fprintf(stderr, "[braid dump pid %d]\n%s", static_cast<int>(getpid()), text.c_str());
         std::fflush(stderr);
+        writeLiveTraces();
       }
     }).detach();
     struct sigaction sa {};

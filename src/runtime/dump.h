@@ -12,6 +12,8 @@ std::string describeLiveComms();
 // SIGUSR1, "USR2" SIGUSR2, a number itself; 0 for "0"/"off"/"none"; -1 when
 // unreadable.
 int parseDumpSignal(const std::string& spec);
+// Writes every live communicator's BRAID_TRACE file (the dump signal does, after the text).
+void writeLiveTraces();
 // Installs the BRAID_DUMP_SIGNAL handler once per process (at the first init).
 void installDumpSignal();
 

@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/logging.h"
 #include "exec/reduce.h"
 #include "runtime/call_executor.h"
 #include "runtime/dispatch.h"
+#include "runtime/nvtx.h"
 #include "runtime/premul.h"
 #include "runtime/schedule_cache.h"
+#include "runtime/tracing.h"
 
 namespace braid {
 namespace {
@@ -164,13 +167,24 @@ Status runCollective(braidComm* comm, const Call& op) {
   ctx.algorithm = alg;
   ctx.buffers = b;
   ctx.desc = &desc;
-  BRAID_TRY(executorFor(comm, kind).run(&op, 1, ctx));
+  CallExecutor& executor = executorFor(comm, kind);
+  std::optional<NvtxRange> range;
+  if (nvtxHostRanges()) range.emplace(op);
+  if (c.trace() != nullptr) {
+    traceCallStarts(comm, &op, desc, executor.name());
+    Status st = executor.run(&op, 1, ctx);
+    traceCallEnds(comm, st);
+    BRAID_TRY(st);
+  } else {
+    BRAID_TRY(executor.run(&op, 1, ctx));
+  }
   c.opCompleted(desc.seq);
   return Status::ok();
 }
 
-// A group's sends and receives to other ranks, schedule `s`, on the FIFO executor.
-Status runBatch(braidComm* comm, algo::Schedule* s) {
+// A group's sends and receives to other ranks, schedule `s`, on the FIFO executor;
+// `first` is the group's first call, which names the batch on a trace.
+Status runBatch(braidComm* comm, algo::Schedule* s, const Call* first) {
   Comm& c = *comm->comm;
   s->steps.back().batchWithNext = false;
   OpDesc desc;
@@ -185,7 +199,11 @@ Status runBatch(braidComm* comm, algo::Schedule* s) {
   ctx.buffers = ExecBuffers{nullptr, nullptr};
   ctx.desc = &desc;
   ctx.schedule = s;
-  BRAID_TRY(executorFor(comm, Executor::kHostFifo).run(nullptr, 0, ctx));  // all in ctx.schedule
+  CallExecutor& executor = executorFor(comm, Executor::kHostFifo);
+  if (c.trace() != nullptr) traceCallStarts(comm, first, desc, executor.name());
+  Status st = executor.run(nullptr, 0, ctx);  // all in ctx.schedule
+  if (c.trace() != nullptr) traceCallEnds(comm, st);
+  BRAID_TRY(st);
   c.opCompleted(desc.seq);
   return Status::ok();
 }
@@ -207,7 +225,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   s.rank = c.rank();
   s.nranks = c.nranks();
   for (const Call& op : plan.remote) s.steps.push_back(pointToPointStep(op));
-  if (!s.steps.empty()) BRAID_TRY(runBatch(comm, &s));
+  if (!s.steps.empty()) BRAID_TRY(runBatch(comm, &s, ops.front()));
   for (const PointToPointPlan::Copy& copy : plan.after) {
     std::memcpy(copy.dst, copy.src, copy.bytes);
   }

@@ -4,6 +4,7 @@
 #include <string>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/stream.h"
 #include "core/stream_lanes.h"
 #include "cuda/device.h"
@@ -58,10 +59,12 @@ braidResult_t issueCounted(braidComm* comm, std::vector<Call> ops, braidStream_t
 }  // namespace
 
 braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream) {
-  // The common case, a host call on the NULL stream, allocates nothing.
+  // The common case, a host call on the NULL stream, allocates nothing (and starts as it is
+  // issued: a trace reads the clock once).
   if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
     return finish(comm, runOps(comm, &op, 1));
   }
+  if (comm->comm->trace() != nullptr) op.issuedNs = nowNs();
   std::vector<Call> ops;
   ops.push_back(std::move(op));
   return issueOps(comm, std::move(ops), stream);
@@ -80,6 +83,7 @@ braidResult_t issueOps(braidComm* comm, std::vector<Call> ops, braidStream_t str
 
 bool queueInGroup(braidComm* comm, Call&& op, braidStream_t stream) {
   if (tGroupDepth == 0) return false;
+  if (comm->comm->trace() != nullptr) op.issuedNs = nowNs();
   tGroup.push_back({comm, std::move(op), stream});
   return true;
 }

@@ -870,9 +870,34 @@ static void sendrecv(int rank, int n) {
   printf("rank %d: sendrecv ok\n", rank);
 }
 
+/* Calls of known sizes for a profiler plugin (NCCL_PROFILER_PLUGIN) to report: four
+ * collectives alone, a send/receive pair in a group, two all-reduces in a group. */
+static void profiled(int rank, int n) {
+  ncclComm_t comm = initComm(rank, n);
+  int32_t* a = calloc(4096, sizeof(int32_t));
+  int32_t* b = calloc(4096 * n, sizeof(int32_t));
+  CHECK(a && b);
+  NCCLCHECK(ncclAllReduce(a, b, 1000, ncclInt32, ncclSum, comm, NULL));
+  NCCLCHECK(ncclAllGather(a, b, 300, ncclFloat32, comm, NULL));
+  NCCLCHECK(ncclBroadcast(a, b, 77, ncclInt32, n - 1, comm, NULL));
+  NCCLCHECK(ncclReduceScatter(a, b, 50, ncclFloat32, ncclSum, comm, NULL));
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclSend(a, 11, ncclInt32, (rank + 1) % n, comm, NULL));
+  NCCLCHECK(ncclRecv(b, 11, ncclInt32, (rank + n - 1) % n, comm, NULL));
+  NCCLCHECK(ncclGroupEnd());
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclAllReduce(a, b, 5, ncclInt32, ncclSum, comm, NULL));
+  NCCLCHECK(ncclAllReduce(a, b + 5, 6, ncclInt32, ncclMax, comm, NULL));
+  NCCLCHECK(ncclGroupEnd());
+  NCCLCHECK(ncclCommDestroy(comm));
+  free(a);
+  free(b);
+  printf("rank %d: profiled ok\n", rank);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s collectives|dtypes|nonblocking|split|premul|abort|sendrecv|badargs|strings|initall "
+    fprintf(stderr, "usage: %s collectives|dtypes|nonblocking|split|premul|abort|sendrecv|profiled|badargs|strings|initall "
             "[nranks]\n", argv[0]);
     return 2;
   }
@@ -890,6 +915,7 @@ int main(int argc, char** argv) {
   if (strcmp(name, "premul") == 0) body = premul;
   if (strcmp(name, "abort") == 0) body = abortscenario;
   if (strcmp(name, "sendrecv") == 0) body = sendrecv;
+  if (strcmp(name, "profiled") == 0) body = profiled;
   if (body == NULL) {
     fprintf(stderr, "unknown scenario %s\n", name);
     return 2;

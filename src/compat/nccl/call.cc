@@ -1,5 +1,7 @@
 #include "compat/nccl/call.h"
 
+#include "compat/nccl/profiler.h"
+
 namespace braid::nccl {
 namespace {
 
@@ -68,6 +70,7 @@ ncclResult_t runCall(Kind kind, ncclComm_t comm, const void* send, void* recv, s
   if (r != ncclSuccess) return r;
   if (queueInGroup(call)) return ncclSuccess;
   const DeviceScope scope(comm->device);
+  const ProfiledCalls profiled(comm, inner, &call, 1, false);
   return fromBraid(comm, issueCall(inner, call));
 }
 

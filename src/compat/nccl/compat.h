@@ -71,6 +71,14 @@ struct ncclComm {
   std::string lastError;
   std::vector<braid::nccl::PreMulOp> preMulOps;
   std::vector<ncclWindow_t> windows;  // freed with the communicator
+  // NCCL_PROFILER_PLUGIN's context for this communicator (compat/nccl/profiler.h), made at
+  // its first call; the plugin's activation mask (it may change it); sequence numbers per
+  // function (NCCL numbers each collective function apart).
+  bool profilerTried = false;
+  void* profilerContext = nullptr;
+  int profilerMask = 0;
+  int profilerRank = 0;
+  uint64_t profilerSeq[16] = {};
 };
 
 namespace braid::nccl {

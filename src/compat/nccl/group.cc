@@ -5,6 +5,7 @@
 #include <functional>
 #include <thread>
 
+#include "compat/nccl/profiler.h"
 #include "core/stream_lanes.h"
 
 namespace braid::nccl {
@@ -51,6 +52,7 @@ ncclResult_t runBucket(const Bucket& b) {
   braidComm_t inner = guard.ready(&r);
   if (inner == nullptr) return r;
   const DeviceScope scope(b.comm->device);  // a thread of runBuckets' starts on device 0
+  const ProfiledCalls profiled(b.comm, inner, b.calls.data(), b.calls.size(), true);
   braidResult_t first = braidGroupStart();
   for (const Call& c : b.calls) {
     braidResult_t one = issueCall(inner, c);

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "compat/nccl/group.h"
+#include "compat/nccl/profiler.h"
 
 namespace braid::nccl {
 namespace {
@@ -252,6 +253,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   braidComm_t inner = comm->inner.load();
   braidResult_t r = inner != nullptr ? braidCommDestroy(inner) : braidSuccess;
   ncclResult_t result = fromBraid(nullptr, r);
+  finalizeProfiler(comm);
   freeWindows(comm);
   delete comm;
   return result;
@@ -282,6 +284,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   braidComm_t inner = comm->inner.load();
   braidResult_t r = inner != nullptr ? braidCommAbort(inner) : braidSuccess;
   waitIdle(comm);
+  finalizeProfiler(comm);
   freeWindows(comm);
   delete comm;
   return fromBraid(nullptr, r);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/clock.h"
 #include "core/logging.h"
 #include "exec/reduce.h"
 #include "exec/stream_copy.h"
@@ -307,7 +308,30 @@ bool HostExecutor::eligible(size_t i) const {
   return true;
 }
 
+// Under BRAID_TRACE, a batch is one step of the trace: its steps move together, so apart
+// they would overlap on the rank's timeline.
+void HostExecutor::traceBatch(TraceSink& trace, size_t begin, size_t end, const OpDesc& desc,
+                              uint64_t startNs, uint64_t waitedNs) const {
+  TraceEvent e;
+  e.kind = TraceEvent::Kind::kStep;
+  e.name = end - begin == 1 ? algo::opKindName(schedule_->steps[begin].op) : "batch";
+  e.seq = desc.seq;
+  for (size_t i = begin; i < end; ++i) {
+    const Step& st = schedule_->steps[i];
+    e.bytes += st.count * elemSize_;
+    if (e.sendPeer < 0) e.sendPeer = st.sendPeer;
+    if (e.recvPeer < 0) e.recvPeer = st.recvPeer;
+  }
+  e.startNs = startNs;
+  e.endNs = nowNs();
+  e.waitNs = waitedNs;
+  trace.record(e);
+}
+
 Status HostExecutor::runBatch(size_t begin, size_t end, const OpDesc& desc) {
+  TraceSink* trace = comm_.trace();
+  const uint64_t startNs = trace != nullptr ? nowNs() : 0;
+  uint64_t waitedNs = 0;
   batch_.clear();
   for (size_t i = begin; i < end; ++i) {
     const Step& step = schedule_->steps[i];
@@ -345,8 +369,15 @@ Status HostExecutor::runBatch(size_t begin, size_t end, const OpDesc& desc) {
       Status st = active_[i]->progress();
       if (!st.isOk()) return endpointError(activePeers_[i], st, desc);
     }
+    if (trace == nullptr) {
+      BRAID_TRY(pause(desc));
+      continue;
+    }
+    const uint64_t pausedNs = nowNs();
     BRAID_TRY(pause(desc));
+    waitedNs += nowNs() - pausedNs;
   }
+  if (trace != nullptr) traceBatch(*trace, begin, end, desc, startNs, waitedNs);
   return Status::ok();
 }
 

@@ -74,6 +74,8 @@ class HostExecutor {
   };
 
   Status runBatch(size_t begin, size_t end, const OpDesc& desc);
+  void traceBatch(TraceSink& trace, size_t begin, size_t end, const OpDesc& desc,
+                  uint64_t startNs, uint64_t waitedNs) const;
   bool eligible(size_t i) const;
   // Moves one slice of `s` if its slots are ready: 1 moved, 0 not ready.
   Expected<int> advance(StepRun& s, const OpDesc& desc);

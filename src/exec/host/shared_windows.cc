@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/clock.h"
 #include "exec/host/shared_windows_layout.h"
 #include "exec/reduce.h"
 #include "exec/stream_copy.h"
@@ -77,6 +78,23 @@ inline Status NodeWindows::beginRound(bool writes, const OpDesc& desc) {
   return Status::ok();
 }
 
+// One interpreted step on BRAID_TRACE's timeline, ending now (returned); a wait is all
+// waiting.
+uint64_t NodeWindows::traceStep(TraceSink& trace, const Step& st, const OpDesc& desc,
+                                uint64_t startNs) const {
+  TraceEvent e;
+  e.kind = TraceEvent::Kind::kStep;
+  e.name = algo::opKindName(st.op);
+  e.seq = desc.seq;
+  e.bytes = st.count * es_;
+  e.recvPeer = st.recvPeer;
+  e.startNs = startNs;
+  e.endNs = nowNs();
+  e.waitNs = st.op == OpKind::kWait ? e.endNs - startNs : 0;
+  trace.record(e);
+  return e.endNs;
+}
+
 Status NodeWindows::execute(const Plan& plan, const ExecBuffers& b, const OpDesc& desc) {
   if (comm_.failed()) return comm_.asyncError().withContext(desc.describe() + ": ");
   if (!plan.schedule.windowed) {
@@ -86,6 +104,8 @@ Status NodeWindows::execute(const Plan& plan, const ExecBuffers& b, const OpDesc
   const algo::Schedule* oneShot = plan.hasOneShot && zin_.on ? &plan.oneShot : nullptr;
   const Step* it = plan.schedule.steps.data();
   const Step* end = it + plan.schedule.steps.size();
+  TraceSink* trace = comm_.trace();
+  uint64_t stepStartNs = trace != nullptr ? nowNs() : 0;  // each step starts as the last ends
   while (it != end) {
     const Step& st = *it++;
     switch (st.op) {
@@ -126,6 +146,7 @@ Status NodeWindows::execute(const Plan& plan, const ExecBuffers& b, const OpDesc
         return internalError(desc.describe() + ": the shared windows cannot run a " +
                              algo::opKindName(st.op) + " step");
     }
+    if (trace != nullptr) stepStartNs = traceStep(*trace, st, desc, stepStartNs);
   }
   // Peers read the lent buffers until they finish: they stay untouched until then.
   if (zin_.on || zout_.on) BRAID_TRY(waitAll(Flag::kFinished, epoch_, desc));

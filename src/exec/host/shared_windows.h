@@ -164,6 +164,8 @@ class NodeWindows {
   // The interpreter (shared_windows.cc): runs plan.schedule, continuing with plan.oneShot
   // where the rules say so.
   Status execute(const Plan& plan, const ExecBuffers& b, const OpDesc& desc);
+  uint64_t traceStep(TraceSink& trace, const algo::Step& st, const OpDesc& desc,
+                     uint64_t startNs) const;
   // kReducePeers `st`, fused with the kPut at *next when that one copies its result into
   // this rank's window (then *next moves past it).
   Status reduceStep(const algo::Step& st, const algo::Step** next, const algo::Step* end,

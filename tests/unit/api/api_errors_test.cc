@@ -161,7 +161,19 @@ TEST_F(ApiErrors, QueriesOnBadComms) {
        "live communicator"},
       {"Abort made-up", [&] { return braidCommAbort(madeUp); }, braidInvalidArgument,
        "live communicator"},
+      {"TraceMarker made-up", [&] { return braidTraceMarker(madeUp, "step"); },
+       braidInvalidArgument, "live communicator"},
   });
+}
+
+// A marker needs a name; on a communicator that does not trace it does nothing.
+TEST_F(ApiErrors, TraceMarkerArguments) {
+  braidComm_t c = comm_;
+  runTable({
+      {"TraceMarker NULL name", [c] { return braidTraceMarker(c, nullptr); },
+       braidInvalidArgument, "name", c},
+  });
+  EXPECT_EQ(braidTraceMarker(comm_, "step 1"), braidSuccess);
 }
 
 TEST_F(ApiErrors, InitRankArguments) {
