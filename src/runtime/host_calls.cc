@@ -189,6 +189,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   OpDesc desc;
   desc.collective = "sendrecv";
   desc.algorithm = "p2p";
+  desc.pointToPoint = true;
   desc.seq = c.postedSeq() + 1;
   for (const algo::Step& st : s.steps) desc.bytes += st.count;
   desc.datatype = braidUint8;
