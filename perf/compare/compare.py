@@ -335,17 +335,19 @@ def run_probe(runner, ranks, sizes):
     if 2 in ranks and cpus() >= 2 and exchanges:  # floor B: 2 ranks on 2 cores
         cmd += ["--exchange", ",".join(str(s) for s in exchanges)]
         cmd += ["--inplace", ",".join(str(s) for s in exchanges)]  # floor C
+        singles = sorted({b for s in exchanges for b in (s, s // 2)})  # the single-copy floor
+        cmd += ["--single-copy", ",".join(str(s) for s in singles)]
     cmd += [str(s) for s in sets]
     rc, output = runner.run("floor_probe", cmd)
     if rc != 0:
         failed(runner, "floor_probe", "-", 0, rc, output)
         return None
-    probe = {"latency": {}, "stream": {}, "exchange": {}, "inplace": {}}
+    probe = {"latency": {}, "stream": {}, "exchange": {}, "inplace": {}, "single_copy": {}}
     for line in output.splitlines():
         f = line.split()
         if len(f) == 3 and f[0] == "latency" and float(f[2]) > 0:
             probe["latency"][f[1]] = float(f[2])
-        elif len(f) == 3 and f[0] in ("exchange", "inplace") and float(f[2]) > 0:
+        elif len(f) == 3 and f[0] in ("exchange", "inplace", "single_copy") and float(f[2]) > 0:
             probe[f[0]][f[1]] = float(f[2])  # str keys: the probe goes to JSON
         elif len(f) == 5 and f[0] == "stream":
             key = f"{f[1]}/{f[2]}"
@@ -355,9 +357,9 @@ def run_probe(runner, ranks, sizes):
 
 def best_probe(probes):
     """Lowest latency and highest bandwidth over the reps (STREAM's best-of rule)."""
-    best = {"latency": {}, "stream": {}, "exchange": {}, "inplace": {}}
+    best = {"latency": {}, "stream": {}, "exchange": {}, "inplace": {}, "single_copy": {}}
     for p in probes:
-        for kind in ("latency", "exchange", "inplace"):
+        for kind in ("latency", "exchange", "inplace", "single_copy"):
             for k, v in p.get(kind, {}).items():
                 best[kind][k] = min(best[kind].get(k, math.inf), v)
         for k, v in p["stream"].items():

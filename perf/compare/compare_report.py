@@ -80,6 +80,8 @@ class Report:
         is_ar = coll == "allreduce"
         head = ["size"] + (["floor A", "issue's floor A"] if is_ar else []) + libs
         head += (["braid / floor A (issue's)"] if is_ar else [])
+        single = p == 2 and any(self.single_copy_floor(coll, p, s) for s in self.args.sizes)
+        head += ["single-copy floor", "braid / it"] if single else []
         head += ["braid / best peer (time)", "best peer"]
         lines = [f"#### {COLL_TITLES[coll]}, {p} ranks" +
                  (f" on {self.meta['cpus']} cores" if p > self.meta["cpus"] else ""),
@@ -101,6 +103,9 @@ class Report:
                 cells.append(ratio_name(braid["time_us"] / floor) + (
                     f" ({ratio_name(braid['time_us'] / issue_floor)})" if issue_floor else "")
                     if braid and floor else "-")
+            if single:
+                sc = self.single_copy_floor(coll, p, s)
+                cells += [time_name(sc), ratio_name(braid["time_us"] / sc) if braid and sc else "-"]
             lib, peer = self.best_peer(coll, p, s)
             cells.append(ratio_name(braid["time_us"] / peer["time_us"]) if braid and peer else "-")
             cells.append(lib or "-")
@@ -225,6 +230,15 @@ class Report:
             return None
         return self.probe.get(kind, {}).get(str(s))
 
+    def single_copy_floor(self, coll, p, s):
+        """What a call of 2 ranks that moves each byte once takes: floor_probe's single-copy
+        round, each rank reading with one process_vm_readv what it needs of the peer's
+        private input (S/2 for the collectives whose size is the whole array, S for
+        all-reduce (its two halves, one read each) and broadcast); None where
+        not measured."""
+        half = coll in ("allgather", "alltoall", "reduce_scatter")
+        return self.two_rank_floor(p, s // 2 if half else s, "single_copy")
+
     @staticmethod
     def by(factor):
         return f"; missed by {factor:.2f}x" if factor > 1 else ""
@@ -258,7 +272,11 @@ class Report:
                  "copied out by the peer, both ways at once; floor_probe --exchange): "),
                 ("inplace", "Floor C, the same for buffers peers read in place (each rank flags "
                  "its input ready, sums the peer's and its own into a private output, and "
-                 "waits until the peer is done with its input; floor_probe --inplace): ")):
+                 "waits until the peer is done with its input; floor_probe --inplace): "),
+                ("single_copy", "Single-copy floor, 2 ranks on 2 cores with private buffers "
+                 "(each rank flags its input ready, reads the peer's n bytes with one "
+                 "process_vm_readv and waits until the peer has read its own; floor_probe "
+                 "--single-copy): ")):
             got = self.probe.get(kind, {})
             if got:
                 line += " " + what + ", ".join(

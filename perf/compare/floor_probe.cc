@@ -30,17 +30,25 @@
 // (float32), then flags it is done with the peer's input and waits for the
 // peer's flag (a caller may change its input once the call returns).
 //
+// And the single-copy floor, what a collective of private buffers that moves
+// each byte once cannot beat: each round of the single-copy probe flags its input
+// ready, waits for the peer's, reads the peer's private input with one
+// process_vm_readv (cross-memory attach, no shared mapping), flags it is done and
+// waits for the peer's flag. Both ways at once, like an all-gather of 2 ranks.
+//
 // Output, one fact a line (perf/compare/compare.py parses it):
 //   stream <threads> <working set bytes> <kernel> <GB/s>
 //   latency spin|yield <one-way us>
 //   exchange <bytes per rank> <us per round>
 //   # exchange <bytes>: plain stores <us>, streaming <us>   (both, for the reader)
 //   inplace <bytes per rank> <us per round>
+//   single_copy <bytes per rank> <us per round>      (absent where the system refuses it)
 //
 //   floor_probe [--quick] [--latency-only | --stream-only] [--exchange n,n,...]
-//               [--inplace n,n,...] [working set bytes ...]
+//               [--inplace n,n,...] [--single-copy n,n,...] [working set bytes ...]
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -343,6 +351,54 @@ double inPlaceUs(size_t bytes, int batches) {
       [&](int) { return out[0] == 3.0F && out[count - 1] == 3.0F; });
 }
 
+// ---- single copy ---------------------------------------------------------
+
+// One process's side of `rounds` single-copy rounds: `src` lies at the same address
+// in both processes (allocated before the fork), each filled by its owner.
+bool singleCopyRounds(int me, pid_t peer, Counters* ctr, size_t bytes, const char* src, char* dst,
+                      long rounds, uint64_t base) {
+  Counters& mine = ctr[me];
+  Counters& theirs = ctr[1 - me];
+  bool ok = true;
+  for (long r = 1; r <= rounds; ++r) {
+    uint64_t round = base + static_cast<uint64_t>(r);
+    mine.written.store(round, std::memory_order_release);
+    while (theirs.written.load(std::memory_order_acquire) < round) {
+    }
+    iovec local{dst, bytes};
+    iovec remote{const_cast<char*>(src), bytes};
+    ok = ok && process_vm_readv(peer, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
+    mine.read.store(round, std::memory_order_release);
+    while (theirs.read.load(std::memory_order_acquire) < round) {
+    }
+  }
+  return ok;
+}
+
+// Microseconds per single-copy round of `bytes` each way (best batch), or -1.
+double singleCopyUs(size_t bytes, int batches) {
+  bytes = std::max<size_t>(bytes / 64 * 64, 64);
+  std::vector<char> src(bytes, 0), dst(bytes, 0);
+  const pid_t parent = getpid();
+  pid_t child = -1;  // the parent learns it through the shared page
+  bool ok = true;
+  return pairedRoundsUs(
+      sizeof(pid_t), bytes, batches,
+      [&](int me, Counters* ctr, char* shared, long n, uint64_t base) {
+        auto* childPid = reinterpret_cast<std::atomic<pid_t>*>(shared);
+        if (src[0] == 0) {
+          std::fill(src.begin(), src.end(), static_cast<char>(me + 2));
+          if (me == 1) childPid->store(getpid());
+          while (childPid->load() == 0) {
+          }
+          child = childPid->load();
+        }
+        ok = singleCopyRounds(me, me == 0 ? child : parent, ctr, bytes, src.data(), dst.data(), n,
+                              base) && ok;
+      },
+      [&](int me) { return ok && dst[bytes - 1] == (me == 0 ? 3 : 2); });
+}
+
 // Restores the affinity the program started with (the latency probe pins).
 class AffinityGuard {
  public:
@@ -356,7 +412,8 @@ class AffinityGuard {
 int usage() {
   std::fprintf(stderr,
                "usage: floor_probe [--quick] [--latency-only | --stream-only] "
-               "[--exchange n,n,...] [--inplace n,n,...] [working-set bytes ...]\n");
+               "[--exchange n,n,...] [--inplace n,n,...] [--single-copy n,n,...] "
+               "[working-set bytes ...]\n");
   return 2;
 }
 
@@ -364,7 +421,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   bool quick = false, stream = true, latency = true;
-  std::vector<size_t> sets, exchanges, inplaces;
+  std::vector<size_t> sets, exchanges, inplaces, singles;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") {
@@ -373,8 +430,10 @@ int main(int argc, char** argv) {
       stream = false;
     } else if (a == "--stream-only") {
       latency = false;
-    } else if ((a == "--exchange" || a == "--inplace") && i + 1 < argc) {
-      std::vector<size_t>& into = a == "--exchange" ? exchanges : inplaces;
+    } else if ((a == "--exchange" || a == "--inplace" || a == "--single-copy") && i + 1 < argc) {
+      std::vector<size_t>& into = a == "--exchange" ? exchanges
+                                  : a == "--inplace" ? inplaces
+                                                     : singles;
       for (const char* p = argv[++i]; *p != '\0';) {
         char* end = nullptr;
         unsigned long long v = std::strtoull(p, &end, 10);
@@ -425,6 +484,15 @@ int main(int argc, char** argv) {
     int batches = quick ? 3 : 10;
     for (size_t n : inplaces) {
       std::printf("inplace %zu %.3f\n", n, inPlaceUs(n, batches));
+      std::fflush(stdout);
+    }
+  }
+  if (cpus >= 2 && !singles.empty()) {
+    AffinityGuard guard;
+    int batches = quick ? 3 : 10;
+    for (size_t n : singles) {
+      const double us = singleCopyUs(n, batches);
+      if (us > 0) std::printf("single_copy %zu %.3f\n", n, us);
       std::fflush(stdout);
     }
   }

@@ -44,6 +44,10 @@ struct CommConfig {
   int slots = 8;
   int spinUs = 1000;
   int yieldUs = 2000;
+  // The smallest send the host executor posts by single copy where an endpoint
+  // can (Endpoint::canPostAt): BRAID_SHM_CMA_MIN_BYTES, else the cost model's
+  // price of the transport's probe; UINT64_MAX: never.
+  uint64_t singleCopyMinBytes = UINT64_MAX;
   // What this rank tells its peers at bootstrap (PeerInfo::place, nodeBlob).
   std::string place;
   std::string nodeBlob;

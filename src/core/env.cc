@@ -36,6 +36,13 @@ const std::vector<EnvVar>& envTable() {
        "hex secret every bootstrap connection presents (set by braidrun)"},
       {"BRAID_SHM_SLOT_BYTES", nullptr, "131072", "bytes per slot of a shared-memory FIFO"},
       {"BRAID_SHM_SLOTS", nullptr, "8", "slots per shared-memory FIFO (one per peer direction)"},
+      {"BRAID_SHM_CMA", nullptr, "1",
+       "1: a shm receiver may copy a private send buffer straight from the sender's memory "
+       "(process_vm_readv), where the system allows it and the cost model prices it cheaper; "
+       "0: every byte goes through the shared-memory FIFOs"},
+      {"BRAID_SHM_CMA_MIN_BYTES", nullptr, nullptr,
+       "smallest read the shm FIFOs and windows hand over by single copy (BRAID_SHM_CMA); unset: priced "
+       "from the probe at init"},
       {"BRAID_SHM_WINDOW_BYTES", nullptr, "1048576",
        "bytes per rank one round of a direct algorithm moves through the node's shared windows "
        "(each rank maps 4x this from every peer); 0 turns the windows off"},

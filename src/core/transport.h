@@ -52,6 +52,32 @@ class Endpoint {
   virtual const void* recvSlot(size_t* bytes) = 0;
   virtual void recvRelease() = 0;
 
+  // Single-copy transfers (shm over cross-memory attach, where the connect-time
+  // probe found the peer may read this process's memory and the reverse). A
+  // sender with a free slot (sendSlot() not null) may post, instead of payload,
+  // where `bytes` of its own memory lie (sendPostAt); the receiver copies them
+  // from there (recvRead) and releases the slot as usual. The sender must leave
+  // those bytes unchanged until sendsConsumed(). The FIFO order is unchanged.
+  virtual bool canPostAt() const { return false; }
+  virtual Status sendPostAt(const void* at, size_t bytes) {
+    return internalError("this transport cannot post where bytes lie");
+  }
+  // Whether the receiver has released every slot posted so far.
+  virtual bool sendsConsumed() const { return true; }
+  // For the slot recvSlot() returned: whether it describes bytes in the
+  // sender's memory (its pointer must not be read then) ...
+  virtual bool recvAtPeer() const { return false; }
+  // ... and copies [offset, offset + bytes) of them into `dst`. An error means
+  // the sender is gone or posted memory it does not have.
+  virtual Status recvRead(void* dst, size_t offset, size_t bytes) {
+    return internalError("this transport cannot read a peer's memory");
+  }
+  // Where canPostAt(): copies `bytes` at `at` in the peer's memory, an address the
+  // peer published some other way (a shared window's header), into `dst`.
+  virtual Status readAt(uint64_t at, void* dst, size_t bytes) {
+    return internalError("this transport cannot read a peer's memory");
+  }
+
   // Moves bytes that are in flight (socket: to and from the kernel). An error
   // means the connection is broken.
   virtual Status progress() = 0;
@@ -81,6 +107,17 @@ class SharedRegion {
   // child's writes stay its own, and lets go of the region (no unlink, no
   // unmap). True if it did; other regions stay shared with the child.
   virtual bool privatizeInForkedChild() { return false; }
+};
+
+// What one read of another process's memory costs on this node, next to a plain
+// copy of the same bytes: the shm transport measures both once per process
+// (Transport::singleCopyProbe), and the cost model prices single-copy sends from
+// them (select/cost_model.h).
+struct SingleCopyProbe {
+  double latencyUs = 0;   // a one-line read
+  double gbps = 0;        // a slice-sized read (GB/s, 1e9 bytes/s)
+  double copyGBps = 0;    // memcpy of the same slice, for the comparison
+  size_t probeBytes = 0;  // the slice size both were measured at
 };
 
 // Settings a transport needs to build endpoints; equal on both sides.
@@ -118,6 +155,13 @@ class Transport {
   virtual Expected<std::unique_ptr<SharedRegion>> shareRegion(void* at, size_t bytes) {
     return invalidUsage(std::string(name()) + " cannot share memory");
   }
+
+  // Single-copy transfers (Endpoint::canPostAt): what one costs here, measured
+  // the first time anyone asks (a few hundred microseconds, once per process),
+  // or nullptr where this transport has none, BRAID_SHM_CMA=0 turned them off,
+  // or the system refuses them. Whether a pair of ranks may use them is probed
+  // again when the pair connects.
+  virtual const SingleCopyProbe* singleCopyProbe() { return nullptr; }
 };
 
 }  // namespace braid

@@ -20,6 +20,7 @@
 #include "runtime/live_handles.h"
 #include "runtime/shared_memory.h"
 #include "runtime/tracing.h"
+#include "select/cost_model.h"
 #include "select/tuning.h"
 #include "topo/view.h"
 #include "transports/registry.h"
@@ -118,6 +119,34 @@ void freeComm(braidComm* comm) {
   deleteOnItsDevice(comm);
 }
 
+// The smallest send posted by single copy (CommConfig::singleCopyMinBytes):
+// BRAID_SHM_CMA_MIN_BYTES, else priced from the probe of the first transport
+// that has one. Probes only where a rank has peers.
+Expected<uint64_t> singleCopyMinBytes(const std::vector<std::unique_ptr<Transport>>& transports,
+                                      int nranks) {
+  const std::string forced = envString("BRAID_SHM_CMA_MIN_BYTES");
+  const int64_t forcedBytes = forced.empty() ? 0 : parseSize(forced);
+  if (forcedBytes < 0) {
+    return invalidArgument("BRAID_SHM_CMA_MIN_BYTES=" + forced +
+                           " is not a size (bytes, or with K, M or G)");
+  }
+  if (nranks < 2) return UINT64_MAX;
+  const SingleCopyProbe* probe = nullptr;
+  for (const auto& t : transports) {
+    if ((probe = t->singleCopyProbe()) != nullptr) break;
+  }
+  if (probe == nullptr) return UINT64_MAX;
+  const uint64_t bytes = forced.empty() ? singleCopyMinBytes(*probe) : forcedBytes;
+  if (bytes == UINT64_MAX) {
+    BRAID_INFO("shm: single-copy reads cost more than the two copies they replace here; not used");
+  } else {
+    BRAID_INFO("shm: sends of %llu bytes and up go by single copy where a peer allows it (%s)",
+               static_cast<unsigned long long>(bytes),
+               forced.empty() ? "priced from the probe" : "BRAID_SHM_CMA_MIN_BYTES");
+  }
+  return bytes;
+}
+
 }  // namespace
 
 Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int rank,
@@ -138,6 +167,7 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   cfg.place = topo::localPlace(cuda::boundDeviceBusId());
   BRAID_ASSIGN_OR_RETURN(auto transports,
                          makeTransports(transportList, {topo::localNearestNic(cfg.place)}));
+  BRAID_ASSIGN_OR_RETURN(cfg.singleCopyMinBytes, singleCopyMinBytes(transports, nranks));
   BRAID_TRY(AlgoPolicy::parse(envString("BRAID_ALGO")).status());  // before anyone waits on us
   cfg.nodeBlob = topo::localNodeBlob();
   auto handle = std::make_unique<braidComm>();

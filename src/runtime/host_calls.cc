@@ -190,6 +190,7 @@ Status runBatch(braidComm* comm, algo::Schedule* s, const Call* first) {
   OpDesc desc;
   desc.collective = "sendrecv";
   desc.algorithm = "p2p";
+  desc.pointToPoint = true;
   desc.seq = c.postedSeq() + 1;
   for (const algo::Step& st : s->steps) desc.bytes += st.count;
   desc.datatype = braidUint8;

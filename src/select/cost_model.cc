@@ -44,6 +44,12 @@ struct Constants {
   // Measured on the 2-core VM (perf/compare, issue 5's sweep): ring and the
   // window algorithms tie where 2.5 prices them alike.
   double fifoCopyFactor = 2.5;
+  // Copies a single-copy read replaces (singleCopyMinBytes): into the slot or window and
+  // out. Not fifoCopyFactor: the posts and lent inputs keep every hand-off, and a lender
+  // waits for its readers. On the 2-core VM (load ~20, braidrun all_gather_perf and
+  // broadcast_perf, 2 ranks, 1 MiB, BRAID_SHM_CMA=0/1 interleaved) reads at 1/2.1-1/2.9 of
+  // memcpy lost: broadcast 106-122 us copied, 148-152 read.
+  double singleCopyCopies = 2.0;
   // Ranks sharing one GPU (cost_model.h): a barrier waits a turn of each other rank's
   // context, 175 us on an H200 without MPS (CHANGELOG, perf tools' small all-reduce on
   // device buffers: 175 us at 2 ranks, 527-540 us at 4).
@@ -415,6 +421,15 @@ std::vector<std::pair<Algorithm, double>> rankAlgorithms(Collective c, uint64_t 
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& x, const auto& y) { return x.second < y.second; });
   return out;
+}
+
+uint64_t singleCopyMinBytes(const SingleCopyProbe& probe) {
+  if (probe.gbps <= 0 || probe.copyGBps <= 0) return UINT64_MAX;
+  // Microseconds per byte (GB/s = 1e3 bytes/us) saved by the read, once it is paid for.
+  const double savedPerByte = kC.singleCopyCopies / (probe.copyGBps * 1e3) - 1 / (probe.gbps * 1e3);
+  if (savedPerByte <= 0) return UINT64_MAX;
+  const double bytes = std::ceil(std::max(probe.latencyUs, 0.0) / savedPerByte);
+  return std::max<uint64_t>(static_cast<uint64_t>(bytes), 1);
 }
 
 uint64_t modelBytes(Collective c, uint64_t rankBytes, int nranks) {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "core/transport.h"
 #include "topo/paths.h"
 #include "topo/topology.h"
 
@@ -116,6 +117,14 @@ double predictUs(algo::Algorithm a, algo::Collective c, uint64_t bytes, const Co
 // only fitted algorithms when `in` has fits for `c`.
 std::vector<std::pair<algo::Algorithm, double>> rankAlgorithms(algo::Collective c, uint64_t bytes,
                                                                const CostInputs& in);
+
+// The smallest send that a single-copy read (shm over cross-memory attach,
+// Endpoint::sendPostAt, or a window input lent by address) carries more cheaply
+// than the two copies it replaces (into a FIFO slot or window, and out of it),
+// from the transport's probe: the read costs latencyUs + b / gbps, the copies
+// 2 b / copyGBps. UINT64_MAX where the read never wins (a read slower than two
+// copies, as on VMs whose page pinning is slow).
+uint64_t singleCopyMinBytes(const SingleCopyProbe& probe);
 
 // S for the model from a call's per-rank buffer bytes (count x element size):
 // times nranks for the collectives whose S is the whole array.

@@ -19,14 +19,18 @@
 #include "core/logging.h"
 #include "core/proc_maps.h"
 #include "core/shm_segment_name.h"
+#include "transports/shm/single_copy.h"
 
 namespace braid::transport::shm {
 namespace {
 
 constexpr uint32_t kFifoMagic = 0x42534846;  // "BSHF"
 
+// A slot's size, and where its bytes lie in the sender's memory when it carries
+// none (Endpoint::sendPostAt; 0 when they are in the slot).
 struct alignas(64) SlotSize {
   uint64_t bytes;
+  uint64_t at;
 };
 
 struct FifoHeader {
@@ -122,8 +126,14 @@ Status openFifo(const std::string& name, const ConnectOptions& o, Mapping* m) {
 
 class ShmEndpoint : public Endpoint {
  public:
-  ShmEndpoint(const ConnectOptions& o, std::unique_ptr<Mapping> in, std::unique_ptr<Mapping> out)
-      : slots_(o.slots), slice_(o.sliceBytes), in_(std::move(in)), out_(std::move(out)) {}
+  ShmEndpoint(const ConnectOptions& o, std::unique_ptr<Mapping> in, std::unique_ptr<Mapping> out,
+              pid_t peerPid, bool singleCopy)
+      : slots_(o.slots),
+        slice_(o.sliceBytes),
+        in_(std::move(in)),
+        out_(std::move(out)),
+        peerPid_(peerPid),
+        singleCopy_(singleCopy) {}
 
   bool slotsShared() const override { return true; }
   void* sendSlot() override {
@@ -135,9 +145,20 @@ class ShmEndpoint : public Endpoint {
     return out_->data(slots_) + (sendHead_ % slots_) * slice_;
   }
 
-  Status sendPost(size_t bytes) override {
+  Status sendPost(size_t bytes) override { return post(bytes, 0); }
+
+  bool canPostAt() const override { return singleCopy_; }
+  Status sendPostAt(const void* at, size_t bytes) override {
+    if (!singleCopy_ || at == nullptr) return internalError("shm: sendPostAt without single copy");
+    return post(bytes, reinterpret_cast<uint64_t>(at));
+  }
+  bool sendsConsumed() const override {
+    return out_->header()->tail.load(std::memory_order_acquire) == sendHead_;
+  }
+
+  Status post(size_t bytes, uint64_t at) {
     FifoHeader* h = out_->header();
-    out_->sizes()[sendHead_ % slots_].bytes = bytes;
+    out_->sizes()[sendHead_ % slots_] = SlotSize{bytes, at};
     ++sendHead_;
     h->head.store(sendHead_, std::memory_order_release);
     h->dataSignal.notify();
@@ -150,8 +171,21 @@ class ShmEndpoint : public Endpoint {
       cachedHead_ = h->head.load(std::memory_order_acquire);
       if (recvTail_ == cachedHead_) return nullptr;
     }
-    *bytes = in_->sizes()[recvTail_ % slots_].bytes;
+    const SlotSize& size = in_->sizes()[recvTail_ % slots_];
+    *bytes = size.bytes;
+    recvAt_ = size.at;
     return in_->data(slots_) + (recvTail_ % slots_) * slice_;
+  }
+
+  bool recvAtPeer() const override { return recvAt_ != 0; }
+  Status recvRead(void* dst, size_t offset, size_t bytes) override {
+    // Only a peer that passed the pair probe posts addresses (its flag says it may).
+    if (recvAt_ == 0 || !singleCopy_) return internalError("shm: recvRead of a slot with payload");
+    return readPeer(peerPid_, recvAt_ + offset, dst, bytes);
+  }
+  Status readAt(uint64_t at, void* dst, size_t bytes) override {
+    if (!singleCopy_ || at == 0) return internalError("shm: readAt without single copy");
+    return readPeer(peerPid_, at, dst, bytes);
   }
 
   void recvRelease() override {
@@ -171,13 +205,13 @@ class ShmEndpoint : public Endpoint {
       h->dataSignal.wait([&] { return h->head.load(std::memory_order_acquire) != recvTail_; },
                          timeoutUs);
     } else if (wantSend) {
+      // Room in a full FIFO, or (single copy) the release of a posted slot: both
+      // move the tail on.
       FifoHeader* h = out_->header();
-      h->spaceSignal.wait(
-          [&] {
-            return sendHead_ - h->tail.load(std::memory_order_acquire) <
-                   static_cast<uint64_t>(slots_);
-          },
-          timeoutUs);
+      const uint64_t seen = h->tail.load(std::memory_order_acquire);
+      if (seen == sendHead_) return;
+      h->spaceSignal.wait([&] { return h->tail.load(std::memory_order_acquire) != seen; },
+                          timeoutUs);
     }
   }
 
@@ -190,6 +224,9 @@ class ShmEndpoint : public Endpoint {
   uint64_t cachedTail_ = 0;
   uint64_t recvTail_ = 0;
   uint64_t cachedHead_ = 0;
+  uint64_t recvAt_ = 0;  // the current receive slot's SlotSize::at
+  const pid_t peerPid_;
+  const bool singleCopy_;  // both sides passed the pair probe (connect)
 };
 
 // A region this rank made or a peer's, mapped; see SharedRegion.
@@ -332,9 +369,17 @@ class ShmRegion : public SharedRegion {
   size_t bytes_ = 0;
 };
 
+// What each side sends at connect: its FIFO's name, and for the single-copy
+// pair probe a random token and where it lies in the sender's memory (0: off).
 struct NameMsg {
   char name[64];
+  uint64_t tokenAt;
+  Secret token;
 };
+
+// Ack bits of a connect.
+constexpr char kMapped = 1;
+constexpr char kReadsPeer = 2;  // this side read the peer's token by process_vm_readv
 
 class ShmTransport : public Transport {
  public:
@@ -356,6 +401,8 @@ class ShmTransport : public Transport {
     BRAID_TRY(r->share(at, bytes));
     return std::unique_ptr<SharedRegion>(std::move(r));
   }
+  const SingleCopyProbe* singleCopyProbe() override { return shm::singleCopyProbe(); }
+
   Expected<std::unique_ptr<SharedRegion>> openRegion(const std::string& regionName,
                                                      size_t bytes) override {
     if (regionName.compare(0, 7, "/braid-") != 0 || regionName.find('/', 1) != std::string::npos) {
@@ -378,6 +425,13 @@ Expected<std::unique_ptr<Endpoint>> ShmTransport::connect(int linkFd, const Peer
   NameMsg msg{};
   NameMsg theirs{};
   std::memcpy(msg.name, mine.c_str(), mine.size());
+  // Stays alive (and unchanged) until the peer's ack: it probes before it acks.
+  const Secret token = randomSecret();
+  const bool singleCopy = singleCopyEnabled();
+  if (singleCopy) {
+    msg.tokenAt = reinterpret_cast<uint64_t>(token.data());
+    msg.token = token;
+  }
   if (st.isOk()) st = sendAll(linkFd, &msg, sizeof(msg), deadline, "shm name exchange");
   if (st.isOk()) st = recvAll(linkFd, &theirs, sizeof(theirs), deadline, "shm name exchange");
   if (st.isOk()) {
@@ -388,15 +442,25 @@ Expected<std::unique_ptr<Endpoint>> ShmTransport::connect(int linkFd, const Peer
       st = openFifo(theirs.name, o, out.get());
     }
   }
-  char ack = st.isOk() ? 1 : 0;
+  char ack = st.isOk() ? kMapped : 0;
+  if (st.isOk() && singleCopy && theirs.tokenAt != 0 && peer.pid > 0 &&
+      canReadPeer(peer.pid, theirs.tokenAt, theirs.token.data(), theirs.token.size(),
+                  "rank " + std::to_string(peer.rank))) {
+    ack |= kReadsPeer;
+  }
   char peerAck = 0;
   if (st.isOk()) st = sendAll(linkFd, &ack, 1, deadline, "shm mapping ack");
   if (st.isOk()) st = recvAll(linkFd, &peerAck, 1, deadline, "shm mapping ack");
-  if (st.isOk() && peerAck != 1) st = remoteError("the peer could not map this rank's FIFO");
+  if (st.isOk() && (peerAck & kMapped) == 0) {
+    st = remoteError("the peer could not map this rank's FIFO");
+  }
   shm_unlink(mine.c_str());  // normally the peer has unlinked it already
   close(linkFd);
   if (!st.isOk()) return st;
-  return std::unique_ptr<Endpoint>(new ShmEndpoint(o, std::move(in), std::move(out)));
+  // Both directions or neither: each side then reads what the other posts.
+  const bool both = (ack & kReadsPeer) != 0 && (peerAck & kReadsPeer) != 0;
+  return std::unique_ptr<Endpoint>(
+      new ShmEndpoint(o, std::move(in), std::move(out), static_cast<pid_t>(peer.pid), both));
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ HostExecutor::HostExecutor(Comm& comm) : comm_(comm) {
     spinUs_ = 0;
   }
   spinBudgetUs_ = spinUs_;
+  singleCopyMin_ = comm.config().singleCopyMinBytes;
 }
 
 char* HostExecutor::address(BufRef ref, uint64_t offset) const {
@@ -195,10 +196,105 @@ void HostExecutor::copyStep(const Step& step, const OpDesc& desc) {
   if (step.final || src != dst) k.finalize(dst, src, step.count, divisor);
 }
 
+Status HostExecutor::sizeMismatch(const Step& step, size_t got, size_t expected,
+                                  const OpDesc& desc) {
+  if (comm_.failed()) return stalled(desc, "failed");
+  return invalidUsage(desc.describe() + ": " + comm_.describePeer(step.recvPeer) + " sent " +
+                      std::to_string(got) + " bytes where this rank expected " +
+                      std::to_string(expected) +
+                      ": did every rank call the same collective with the same count, "
+                      "datatype and root?");
+}
+
+bool HostExecutor::unread(Posted* which) {
+  while (!posted_.empty()) {
+    if (!posted_.back().ep->sendsConsumed()) {
+      *which = posted_.back();
+      return true;
+    }
+    posted_.pop_back();
+  }
+  return false;
+}
+
+Status HostExecutor::awaitPostedReads(const OpDesc& desc) {
+  Posted p{};
+  if (!unread(&p)) return Status::ok();
+  do {
+    waits_.clear();
+    waits_.push_back({p.ep, p.peer, false, p.stepIndex});
+    BRAID_TRY(pause(desc));
+  } while (unread(&p));
+  stallStartNs_ = 0;
+  stallPolls_ = 0;
+  return Status::ok();
+}
+
+bool HostExecutor::writtenLater(uintptr_t lo, uintptr_t hi) const {
+  const size_t first = batch_.empty() ? 0 : batch_.front().index;
+  for (size_t i = first; i < schedule_->steps.size(); ++i) {
+    const Step& t = schedule_->steps[i];
+    if (t.count == 0 || t.dst == BufRef::kNone || t.op == OpKind::kSend) continue;
+    const auto d = reinterpret_cast<uintptr_t>(address(t.dst, t.dstOffset));
+    if (d < hi && lo < d + t.count * elemSize_) return true;
+  }
+  return false;
+}
+
+Expected<int> HostExecutor::postAt(StepRun& s, const OpDesc& desc) {
+  const Step& step = *s.step;
+  const uint64_t left = (step.count - s.done) * elemSize_;
+  const size_t bytes = std::min<uint64_t>(left, kPostMaxBytes);
+  if (bytes < singleCopyMin_) return 0;
+  // A send the FIFO holds whole would complete before the peer receives it (OpDesc).
+  const CommConfig& cfg = comm_.config();
+  if (desc.pointToPoint && s.done == 0 && left <= cfg.sliceBytes * cfg.slots) return 0;
+  const char* src = address(step.src, step.srcOffset + s.done);
+  if (s.postable < 0) {
+    // A range the schedule writes later is sent through the slots: posted, the write
+    // would wait for the receiver, which may itself wait for this rank (an in-place
+    // exchange), where the slots let both go on.
+    const auto lo = reinterpret_cast<uintptr_t>(address(step.src, step.srcOffset));
+    s.postable = writtenLater(lo, lo + step.count * elemSize_) ? 0 : 1;
+  }
+  if (s.postable == 0) return 0;
+  Status st = s.sendEp->sendPostAt(src, bytes);
+  if (!st.isOk()) return endpointError(step.sendPeer, st, desc);
+  if (posted_.empty() || posted_.back().ep != s.sendEp) {
+    posted_.push_back({s.sendEp, step.sendPeer, s.index});
+  }
+  s.done += bytes / elemSize_;
+  s.finished = s.done == step.count;
+  return 1;
+}
+
+Status HostExecutor::takeFromPeer(StepRun& s, size_t slotBytes, char* dst, uint64_t* n,
+                                  const void** in, const OpDesc& desc) {
+  const Step& step = *s.step;
+  const size_t left = slotBytes - s.peerTaken;
+  if (left % elemSize_ != 0 || left > (step.count - s.done) * elemSize_) {
+    return sizeMismatch(step, slotBytes, std::min<uint64_t>(kPostMaxBytes, step.count * elemSize_),
+                        desc);
+  }
+  // A plain receive takes the whole range at once; the rest a slice at a time,
+  // as their reduction or send slot does.
+  if (step.op == OpKind::kRecv) {
+    *n = left / elemSize_;
+  } else {
+    *n = std::min<uint64_t>(*n, left / elemSize_);
+  }
+  const bool direct = step.op == OpKind::kRecv || step.op == OpKind::kRecvCopySend;
+  if (!direct && peerStage_.size() < *n * elemSize_) peerStage_.resize(*n * elemSize_);
+  char* into = direct ? dst : peerStage_.data();
+  Status st = s.recvEp->recvRead(into, s.peerTaken, *n * elemSize_);
+  if (!st.isOk()) return endpointError(step.recvPeer, st, desc);
+  *in = into;
+  return Status::ok();
+}
+
 Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
   const Step& step = *s.step;
-  const uint64_t n = std::min<uint64_t>(comm_.config().sliceBytes / elemSize_, step.count - s.done);
-  const size_t bytes = n * elemSize_;
+  uint64_t n = std::min<uint64_t>(comm_.config().sliceBytes / elemSize_, step.count - s.done);
   const void* in = nullptr;
   size_t inBytes = 0;
   void* out = nullptr;
@@ -219,20 +315,25 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       waits_.push_back({s.sendEp, step.sendPeer, false, s.index});
       return 0;
     }
+    if (step.op == OpKind::kSend && s.sendEp->canPostAt()) {
+      BRAID_ASSIGN_OR_RETURN(int posted, postAt(s, desc));
+      if (posted > 0) return posted;
+    }
   }
-  if (s.recvEp != nullptr && inBytes != bytes) {
-    if (comm_.failed()) return stalled(desc, "failed");
-    return invalidUsage(desc.describe() + ": " + comm_.describePeer(step.recvPeer) + " sent " +
-                        std::to_string(inBytes) + " bytes where this rank expected " +
-                        std::to_string(bytes) +
-                        ": did every rank call the same collective with the same count, "
-                        "datatype and root?");
+  const bool atPeer = s.recvEp != nullptr && s.recvEp->recvAtPeer();
+  if (atPeer && step.op == OpKind::kRecv) {
+    n = std::min<uint64_t>(inBytes - s.peerTaken, (step.count - s.done) * elemSize_) / elemSize_;
+  }
+  if (s.recvEp != nullptr && !atPeer && inBytes != n * elemSize_) {
+    return sizeMismatch(step, inBytes, n * elemSize_, desc);
   }
   const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
   const int divisor = step.final ? comm_.nranks() : 1;
   const char* src =
       step.src != BufRef::kNone ? address(step.src, step.srcOffset + s.done) : nullptr;
   char* dst = step.dst != BufRef::kNone ? address(step.dst, step.dstOffset + s.done) : nullptr;
+  if (atPeer) BRAID_TRY(takeFromPeer(s, inBytes, dst, &n, &in, desc));
+  const size_t bytes = n * elemSize_;
   // A slot a peer reads where it lies is filled with streaming stores from
   // kStreamMinBytes up (exec/stream_copy.h); results bound for it are made in
   // private memory first (dst, or L1-sized blocks of block_).
@@ -246,7 +347,7 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       }
       break;
     case OpKind::kRecv:
-      std::memcpy(dst, in, bytes);
+      if (in != dst) std::memcpy(dst, in, bytes);
       break;
     case OpKind::kRecvReduce:
       if (step.final) {
@@ -275,7 +376,7 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       }
       break;
     case OpKind::kRecvCopySend:
-      std::memcpy(dst, in, bytes);
+      if (in != dst) std::memcpy(dst, in, bytes);
       if (stream) {
         streamLines(out, in, bytes);
       } else {
@@ -285,7 +386,13 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
     default:
       break;  // local steps (copyStep); window steps never reach the FIFOs (run())
   }
-  if (s.recvEp != nullptr) s.recvEp->recvRelease();
+  if (s.recvEp != nullptr) {
+    s.peerTaken = atPeer ? s.peerTaken + bytes : 0;
+    if (!atPeer || s.peerTaken == inBytes) {
+      s.recvEp->recvRelease();
+      s.peerTaken = 0;
+    }
+  }
   if (s.sendEp != nullptr) {
     Status st = s.sendEp->sendPost(bytes);
     if (!st.isOk()) return endpointError(step.sendPeer, st, desc);
@@ -394,11 +501,13 @@ Status HostExecutor::flushSends(const OpDesc& desc) {
         waits_.push_back({active_[i], activePeers_[i], false, schedule_->steps.size() - 1});
       }
     }
-    if (!pending) return Status::ok();
+    if (!pending) break;
     if (comm_.failed()) return stalled(desc, "failed");
     if (deadline().expired()) return stalled(desc, "timed out flushing sends");
     blockOnce();
   }
+  // The caller may change its buffers once run() returns: every posted range must be read.
+  return awaitPostedReads(desc);
 }
 
 const Deadline& HostExecutor::deadline() {
@@ -419,6 +528,7 @@ Status HostExecutor::run(const algo::Schedule& s, const ExecBuffers& b, const Op
   stallStartNs_ = 0;
   stallPolls_ = 0;
   lookedAfterFailure_ = false;
+  posted_.clear();
   if (scratch_.size() < s.scratchElems * elemSize_) scratch_.resize(s.scratchElems * elemSize_);
   activePeers_.clear();
   for (const Step& st : s.steps) {

@@ -9,6 +9,14 @@
 // for BRAID_YIELD_US, then sleep in the kernel (futex for shm, poll for
 // sockets), checking the deadline, the communicator's sticky error and abort as
 // they go. No allocation per slice; scratch is kept between calls.
+//
+// Single copy: a send step of a private buffer whose endpoint can
+// (Endpoint::canPostAt) posts where its bytes lie, up to kPostMaxBytes a slot,
+// from CommConfig::singleCopyMinBytes up; the receiver copies them from the
+// sender's memory straight into its destination, or a slice at a time into
+// peerStage_ for a reduction or a forward, then releases the slot. A range the
+// schedule writes later is not posted, and run() returns once every posted slot
+// is released.
 // Used by one thread at a time.
 #pragma once
 
@@ -37,6 +45,10 @@ struct OpDesc {
   size_t bytes = 0;
   braidDataType_t datatype = braidFloat32;
   braidRedOp_t op = braidSum;
+  // Sends and receives of a group (not a collective): a call may return with sends in
+  // the FIFOs, and callers rely on it (two ranks that both send, then both receive),
+  // so single copy holds back sends that the FIFO holds whole.
+  bool pointToPoint = false;
   std::string describe() const;  // "allreduce #12 (1048576 B float32 sum, ring)"
   OpLabel label() const;
   static std::string describeLabel(const OpLabel& label);  // as describe()
@@ -64,6 +76,14 @@ class HostExecutor {
     Endpoint* recvEp = nullptr;
     Endpoint* sendEp = nullptr;
     bool finished = false;
+    size_t peerTaken = 0;  // bytes of the receive slot at the peer copied so far
+    int8_t postable = -1;  // single copy: whether this send may post (-1: not asked yet)
+  };
+  // An endpoint this operation posted on by single copy (Endpoint::sendPostAt).
+  struct Posted {
+    Endpoint* ep;
+    int peer;
+    size_t stepIndex;
   };
   // What a stalled step waits for.
   struct WaitTarget {
@@ -80,6 +100,20 @@ class HostExecutor {
   // Moves one slice of `s` if its slots are ready: 1 moved, 0 not ready.
   Expected<int> advance(StepRun& s, const OpDesc& desc);
   void copyStep(const algo::Step& step, const OpDesc& desc);
+  // Whether an endpoint posted on has a slot its receiver has not released (*which);
+  // drops those with none.
+  bool unread(Posted* which);
+  // Waits until every receiver has released every posted slot.
+  Status awaitPostedReads(const OpDesc& desc);
+  // Whether a step of the batch or after it writes into [lo, hi).
+  bool writtenLater(uintptr_t lo, uintptr_t hi) const;
+  // Posts up to kPostMaxBytes of a send step by single copy: 1 posted, 0 not worth it.
+  Expected<int> postAt(StepRun& s, const OpDesc& desc);
+  // The bytes of a receive slot at the peer this advance takes (*n elements), copied into
+  // the step's destination or peerStage_; *in points at them.
+  Status takeFromPeer(StepRun& s, size_t slotBytes, char* dst, uint64_t* n, const void** in,
+                      const OpDesc& desc);
+  Status sizeMismatch(const algo::Step& step, size_t got, size_t expected, const OpDesc& desc);
   Status pause(const OpDesc& desc);
   void blockOnce();
   Status flushSends(const OpDesc& desc);
@@ -114,6 +148,11 @@ class HostExecutor {
   uint32_t stallPolls_ = 0;
   bool lookedAfterFailure_ = false;  // pause() gave the steps one pass after a failure
   std::vector<char> scratch_;
+  // Single copy (see the class comment).
+  static constexpr size_t kPostMaxBytes = 1 << 20;
+  uint64_t singleCopyMin_;
+  std::vector<Posted> posted_;
+  std::vector<char> peerStage_;
 };
 
 }  // namespace braid

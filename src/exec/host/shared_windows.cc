@@ -42,7 +42,12 @@ inline void NodeWindows::prepare(const Plan& plan, const ExecBuffers& b) {
   line_ = plan.line;
   zin_.on = false;
   zout_.on = false;
-  if (s.lendsInput && !line_ && scale_ == nullptr) lend(in_, plan.inputBytes, &zin_);
+  zin_.address = 0;
+  zout_.address = 0;
+  if (s.lendsInput && !line_ && scale_ == nullptr) {
+    lend(in_, plan.inputBytes, &zin_);
+    if (!zin_.on && !s.lendsOutput) lendByAddress(plan, in_, &zin_);
+  }
   // An output is lent only along with the input (two-shot: in place or scaled, every
   // rank copies).
   if (s.lendsOutput && !line_ && (zin_.on || !s.lendsInput)) {
@@ -241,6 +246,9 @@ Status NodeWindows::reducePeers(const Step& st, const Step* fusedPut, const OpDe
 
 Status NodeWindows::copyPeer(const Step& st, const OpDesc& desc) {
   const char* src = dataOf(st.recvPeer, st);
+  if (src == nullptr && lentAddress(st.recvPeer, st)) {
+    return readLent(st.recvPeer, st, ownAt(st.dst, st.dstOffset), desc);
+  }
   if (src == nullptr) {
     BRAID_ASSIGN_OR_RETURN(src, lentDataOf(st.recvPeer, st, desc));
   }

@@ -38,6 +38,12 @@
 //     one-shot schedule from the first reduction: one hand-off fewer for the same bytes
 //     read across the cores (shared_windows_plans.cc).
 //
+// Lending by address (single copy): a private input of at least
+// CommConfig::singleCopyMinBytes a read, in a schedule with no reduction (all-gather,
+// broadcast, all-to-all), is described by its address instead; a peer copies it straight
+// into its output through the shm endpoint (Endpoint::readAt, process_vm_readv), and the
+// rank returns after kFinished as for any lent buffer.
+//
 // Lending (zero copy): where the schedule allows it (lendsInput, lendsOutput) and the
 // buffer lies in memory from braidMemAlloc (core/shared_alloc.h) of at least
 // zeroCopyMin_, a rank skips the kPuts from it and describes it in its header instead
@@ -118,12 +124,14 @@ class NodeWindows {
   using Flag = algo::WinFlag;
   struct Header;
   struct ShareDesc;
-  // A call's buffer in a shared allocation: region name and its offset.
+  // A call's buffer in a shared allocation: region name and its offset; or, lent by
+  // address (single copy), where it lies in this process.
   struct Zero {
     bool on = false;
     std::string name;
     size_t regionBytes = 0;
     size_t offset = 0;
+    uint64_t address = 0;
   };
 
   // A window schedule of a recent call and what the interpreter derives from it.
@@ -138,6 +146,7 @@ class NodeWindows {
     bool used = false;
     algo::Schedule schedule;
     bool line = false;         // its round rides in a header line (rules above)
+    bool copiesOnly = false;   // no kReducePeers: peers' data is only copied (single copy)
     bool hasOneShot = false;   // oneShot is built (two-shot calls that may run one-shot)
     algo::Schedule oneShot;
     uint64_t inputBytes = 0, outputBytes = 0;
@@ -216,6 +225,14 @@ class NodeWindows {
 
   // Zero copy (see above): *z says whether [p, p + bytes) may be read in place, and where.
   void lend(const void* p, size_t bytes, Zero* z) const;
+  // Single copy: a private input of a plan that only copies peers' data is lent by
+  // address, which peers read through their endpoint (Endpoint::readAt), from
+  // CommConfig::singleCopyMinBytes a read up, where every peer's endpoint can.
+  void lendByAddress(const Plan& plan, const void* p, Zero* z) const;
+  // Whether rank q lent the data of copy step `st` by address (this round).
+  bool lentAddress(int q, const algo::Step& st) const;
+  // Reads rank q's data of copy step `st` at the address it lent into `dst`.
+  Status readLent(int q, const algo::Step& st, char* dst, const OpDesc& desc);
   // This rank's buffer of `half` (input or output) is `zero` (or in its window).
   void describe(bool output, int half, const Zero& zero);
   // Whether rank q lent its buffer (input or output) of `half` (described it).
@@ -240,6 +257,7 @@ class NodeWindows {
   bool enabled_ = true;  // BRAID_SHM_WINDOW_BYTES=0 turns the windows off
   size_t chunk_ = 0;
   size_t zeroCopyMin_ = 0;  // buffers this big and up are lent (shared_windows_plans.cc)
+  bool singleCopy_ = false;  // every peer's endpoint reads by address (setup)
   size_t regionBytes_ = 0;
   std::unique_ptr<SharedRegion> mine_;
   std::vector<std::unique_ptr<SharedRegion>> peers_;           // by rank; empty at this rank

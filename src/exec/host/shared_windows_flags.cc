@@ -135,14 +135,45 @@ void NodeWindows::lend(const void* p, size_t bytes, Zero* z) const {
   z->offset = span.offset;
 }
 
+void NodeWindows::lendByAddress(const Plan& plan, const void* p, Zero* z) const {
+  if (!singleCopy_ || !plan.copiesOnly || p == nullptr) return;
+  // What one peer reads of it per round.
+  const int n = comm_.nranks();
+  const uint64_t perPeer = plan.collective == algo::Collective::kAllToAll
+                               ? plan.inputBytes / static_cast<uint64_t>(n)
+                               : plan.inputBytes;
+  if (std::min<uint64_t>(perPeer, chunk_) < comm_.config().singleCopyMinBytes) return;
+  z->on = true;
+  z->name.clear();
+  z->address = reinterpret_cast<uint64_t>(p);
+}
+
+bool NodeWindows::lentAddress(int q, const algo::Step& st) const {
+  const bool output = st.src == algo::BufRef::kWindowOut;
+  return (output ? header(q)->output : header(q)->input)[half_].address != 0;
+}
+
+Status NodeWindows::readLent(int q, const algo::Step& st, char* dst, const OpDesc& desc) {
+  const bool output = st.src == algo::BufRef::kWindowOut;
+  const ShareDesc& d = (output ? header(q)->output : header(q)->input)[half_];
+  Status s = comm_.endpoint(q)->readAt(d.address + st.bufOffset * es_, dst, st.count * es_);
+  if (s.isOk()) return s;
+  Status reported = s.code() == braidRemoteError ? comm_.peerFailed(q, s) : s;
+  return reported.withContext(desc.describe() + ": reading " + comm_.describePeer(q) +
+                              "'s buffer: ");
+}
+
 void NodeWindows::describe(bool output, int half, const Zero& zero) {
   ShareDesc& d = (output ? header(comm_.rank())->output : header(comm_.rank())->input)[half];
   // Written only when it changes: peers read this line every round, and a store would
   // take it away from their caches.
-  if (!zero.on) {
+  if (!zero.on || zero.address != 0) {
     if (d.name[0] != '\0') d.name[0] = '\0';
+    const uint64_t address = zero.on ? zero.address : 0;
+    if (d.address != address) d.address = address;
     return;
   }
+  if (d.address != 0) d.address = 0;
   if (d.offset == zero.offset && d.regionBytes == zero.regionBytes &&
       std::strncmp(d.name, zero.name.c_str(), sizeof(d.name)) == 0) {
     return;
@@ -158,7 +189,8 @@ std::atomic<uint64_t>& NodeWindows::flagOf(int rank, Flag flag) const {
 }
 
 bool NodeWindows::described(int q, bool output, int half) const {
-  return (output ? header(q)->output : header(q)->input)[half].name[0] != '\0';
+  const ShareDesc& d = (output ? header(q)->output : header(q)->input)[half];
+  return d.name[0] != '\0' || d.address != 0;
 }
 
 Expected<const char*> NodeWindows::lentOf(int q, bool output, int half, size_t at, size_t bytes,

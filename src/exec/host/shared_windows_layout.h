@@ -33,9 +33,10 @@ inline constexpr uint64_t kLineDepth = 16;
 }  // namespace windows
 
 struct NodeWindows::ShareDesc {
-  char name[windows::kNameBytes];  // "" : the data is in the window
+  char name[windows::kNameBytes];  // "" : the data is in the window, or at `address`
   uint64_t regionBytes;
   uint64_t offset;
+  uint64_t address;  // not 0: the data is at this address in the owner's private memory
 };
 
 struct NodeWindows::Header {

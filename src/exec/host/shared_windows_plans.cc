@@ -159,7 +159,11 @@ NodeWindows::Plan& NodeWindows::newPlan(const algo::CollArgs& args, Algorithm a,
   return *p;
 }
 
-void NodeWindows::derive(Plan* plan) const { plan->line = fitsLine(plan->schedule, plan->elemSize); }
+void NodeWindows::derive(Plan* plan) const {
+  plan->line = fitsLine(plan->schedule, plan->elemSize);
+  plan->copiesOnly = std::none_of(plan->schedule.steps.begin(), plan->schedule.steps.end(),
+                                  [](const algo::Step& s) { return s.op == OpKind::kReducePeers; });
+}
 
 Expected<bool> NodeWindows::takesScale(const algo::CollArgs& args, Algorithm a,
                                        const OpDesc& desc) {

@@ -120,7 +120,10 @@ Status NodeWindows::setup(const OpDesc& desc) {
     return Status::ok();
   }
   state_ = State::kOn;
-  BRAID_INFO("rank %d: shared windows on (%zu B per round per rank)", me, chunk_);
+  singleCopy_ = comm_.config().singleCopyMinBytes != UINT64_MAX;
+  for (int p : all) singleCopy_ = singleCopy_ && comm_.endpoint(p)->canPostAt();
+  BRAID_INFO("rank %d: shared windows on (%zu B per round per rank%s)", me, chunk_,
+             singleCopy_ ? ", private inputs read by single copy" : "");
   return Status::ok();
 }
 

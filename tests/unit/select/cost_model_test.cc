@@ -235,5 +235,23 @@ TEST(CostModel, SharedWindowsRankDirectReduceScatterFirstOnOneNode) {
   }
 }
 
+// The single-copy threshold is where one read (latency + b / read GB/s) costs what
+// the two copies it replaces do (2 b / memcpy GB/s), worked out by hand here: 2 us
+// latency, both at 10 GB/s (1e4 bytes/us): 2 / (2e-4 - 1e-4) = 20000 bytes. A read
+// no faster than half a copy never wins.
+TEST(CostModel, SingleCopyPaysFromWhereTheReadBeatsTheFifosCopies) {
+  SingleCopyProbe p;
+  p.latencyUs = 2;
+  p.gbps = 10;
+  p.copyGBps = 10;
+  EXPECT_EQ(singleCopyMinBytes(p), 20000u);
+  p.latencyUs = 4;  // twice the latency, twice the bytes to pay it back
+  EXPECT_EQ(singleCopyMinBytes(p), 40000u);
+  p.gbps = 5;  // 1 / 5 = 2 / 10: never cheaper
+  EXPECT_EQ(singleCopyMinBytes(p), UINT64_MAX);
+  p.gbps = 0;  // no figure
+  EXPECT_EQ(singleCopyMinBytes(p), UINT64_MAX);
+}
+
 }  // namespace
 }  // namespace braid
