@@ -417,6 +417,8 @@ std::vector<std::pair<Algorithm, double>> rankAlgorithms(Collective c, uint64_t 
   return out;
 }
 
+double fifoCopyFactor() { return kC.fifoCopyFactor; }
+
 uint64_t modelBytes(Collective c, uint64_t rankBytes, int nranks) {
   switch (c) {
     case Collective::kAllGather:

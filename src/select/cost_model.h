@@ -117,6 +117,10 @@ double predictUs(algo::Algorithm a, algo::Collective c, uint64_t bytes, const Co
 std::vector<std::pair<algo::Algorithm, double>> rankAlgorithms(algo::Collective c, uint64_t bytes,
                                                                const CostInputs& in);
 
+// Bytes host FIFO schedules copy per byte moved on a node with shared windows (into the
+// slot and out of it), as the closed forms price them there.
+double fifoCopyFactor();
+
 // S for the model from a call's per-rank buffer bytes (count x element size):
 // times nranks for the collectives whose S is the whole array.
 uint64_t modelBytes(algo::Collective c, uint64_t rankBytes, int nranks);
