@@ -26,8 +26,8 @@ class Reader {
       col = t_[i] == '\n' ? 1 : col + 1;
       line += t_[i] == '\n';
     }
-    return invalidArgument("JSON line " + std::to_string(line) + " column " +
-                           std::to_string(col) + ": " + what);
+    return invalidArgument("JSON line " + std::to_string(line) + " column " + std::to_string(col) +
+                           ": " + what);
   }
   void skipSpace() {
     while (at_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[at_]))) {

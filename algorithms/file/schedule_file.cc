@@ -129,8 +129,8 @@ Status sizesOf(const JsonValue& v, SizeRange* s) {
 Expected<BufRef> bufOf(const JsonValue& v) {
   BufRef b = BufRef::kNone;
   if (v.kind != Kind::kString || !byName(v.text, 6, bufRefName, &b)) {
-    return bad(v, "unknown buffer '" + v.text +
-                      "' (none, input, output, scratch, windowIn, windowOut)");
+    return bad(
+        v, "unknown buffer '" + v.text + "' (none, input, output, scratch, windowIn, windowOut)");
   }
   return b;
 }
@@ -218,8 +218,8 @@ Status checkStep(const AlgoFile& f, const FileProgram& p, int r, const Step& s) 
     const uint64_t have = chunksIn(b, f, p, r);
     if (first > have || s.count > have - first) {
       return invalidArgument(std::string(key) + " chunks [" + std::to_string(first) + ", " +
-                             std::to_string(first + s.count) + ") lie outside " +
-                             bufRefName(b) + "'s " + std::to_string(have) + " chunks");
+                             std::to_string(first + s.count) + ") lie outside " + bufRefName(b) +
+                             "'s " + std::to_string(have) + " chunks");
     }
     return Status::ok();
   };
@@ -286,7 +286,8 @@ Expected<FileProgram> programOf(const JsonValue& v, const AlgoFile& f) {
       Step s;
       s.count = 1;  // "chunks" left out: one
       for (const auto& [k, x] : sv.members) BRAID_TRY(stepField(k, x, &s).withContext(where));
-      BRAID_TRY(checkStep(f, p, r, s).withContext("line " + std::to_string(sv.line) + ": " + where));
+      BRAID_TRY(
+          checkStep(f, p, r, s).withContext("line " + std::to_string(sv.line) + ": " + where));
       p.ranks.back().push_back(s);
     }
   }
@@ -419,8 +420,9 @@ Expected<AlgoFile> parseAlgoFile(const std::string& text) {
   for (const auto& [k, x] : doc.members) BRAID_TRY(headerField(k, x, &f));
   // avg divides once, at the step marked final; the proof checks sums, not that marking.
   if (std::find(f.ops.begin(), f.ops.end(), "avg") != f.ops.end()) {
-    return invalidArgument("\"ops\" lists avg, which files of version 1 do not serve "
-                           "(\"any\" means every op but avg)");
+    return invalidArgument(
+        "\"ops\" lists avg, which files of version 1 do not serve "
+        "(\"any\" means every op but avg)");
   }
   if (!f.inPlace && !f.outOfPlace) {
     return invalidArgument("the file serves neither in place nor out of place calls");

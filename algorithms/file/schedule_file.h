@@ -56,7 +56,7 @@ struct FileProgram {
   uint64_t chunksPerBlock = 1;
   uint64_t scratchChunks = 0;
   bool windowed = false;
-  std::vector<bool> lendsInput;   // per rank (window programs); empty: none lends
+  std::vector<bool> lendsInput;  // per rank (window programs); empty: none lends
   std::vector<bool> lendsOutput;
   // ranks[r]: rank r's steps; srcOffset, dstOffset, bufOffset: first chunk; count: chunks.
   std::vector<std::vector<Step>> ranks;

@@ -57,7 +57,8 @@ std::string writeAlgoFile(const AlgoFile& f) {
   key(out, "name", jsonQuote(f.name));
   key(out, "collective", jsonQuote(collectiveName(f.collective)));
   std::string ranks = "[";
-  for (size_t i = 0; i < f.nranks.size(); ++i) ranks += (i ? ", " : "") + std::to_string(f.nranks[i]);
+  for (size_t i = 0; i < f.nranks.size(); ++i)
+    ranks += (i ? ", " : "") + std::to_string(f.nranks[i]);
   key(out, "ranks", ranks + "]");
   out += ",\n \"sizes\": {\"min\": " + std::to_string(f.sizes.min) +
          ", \"minInclusive\": " + boolText(f.sizes.minInclusive) +
@@ -75,8 +76,8 @@ std::string writeAlgoFile(const AlgoFile& f) {
            ", \"chunksPerBlock\": " + std::to_string(pr.chunksPerBlock) +
            ", \"scratchChunks\": " + std::to_string(pr.scratchChunks);
     if (pr.windowed) out += ", \"windowed\": true";
-    for (const auto& [k, lends] : {std::pair{"lendsInput", &pr.lendsInput},
-                                   std::pair{"lendsOutput", &pr.lendsOutput}}) {
+    for (const auto& [k, lends] :
+         {std::pair{"lendsInput", &pr.lendsInput}, std::pair{"lendsOutput", &pr.lendsOutput}}) {
       if (lends->empty() || !pr.windowed) continue;
       out += std::string(", \"") + k + "\": [";
       for (size_t r = 0; r < lends->size(); ++r) out += (r ? ", " : "") + boolText((*lends)[r]);

@@ -106,8 +106,8 @@ uint64_t largestStep(const FileProgram& prog, uint64_t count, uint64_t sub, bool
 
 }  // namespace
 
-Expected<Schedule> instantiate(const AlgoFile& file, const FileProgram& prog,
-                               const CollArgs& args, std::vector<size_t>* origin) {
+Expected<Schedule> instantiate(const AlgoFile& file, const FileProgram& prog, const CollArgs& args,
+                               std::vector<size_t>* origin) {
   if (args.nranks != prog.nranks || args.rank < 0 || args.rank >= prog.nranks) {
     return invalidArgument("the program for " + std::to_string(prog.nranks) +
                            " ranks cannot serve rank " + std::to_string(args.rank) + " of " +
@@ -122,16 +122,17 @@ Expected<Schedule> instantiate(const AlgoFile& file, const FileProgram& prog,
   s.lendsOutput = !prog.lendsOutput.empty() && prog.lendsOutput[args.rank];
   const uint64_t c = args.count;
   const uint64_t C = prog.chunksPerBlock;
-  s.scratchElems = (prog.scratchChunks / C) * c +
-                   static_cast<uint64_t>((static_cast<unsigned __int128>(prog.scratchChunks % C) *
-                                          c) / C);
+  s.scratchElems =
+      (prog.scratchChunks / C) * c +
+      static_cast<uint64_t>((static_cast<unsigned __int128>(prog.scratchChunks % C) * c) / C);
   // Passes: as many as the largest step of any rank needs (alike on every rank, so
   // senders and receivers cut alike), more where rounding leaves a step over the limit.
   const uint64_t limit = std::max<uint64_t>(1, args.maxStepElems);
   const uint64_t most = largestStep(prog, c, c, true);
   // A window program moves a round at a time (the window simulator bounds its areas).
   uint64_t passes = prog.windowed ? 1 : std::max<uint64_t>(1, (most + limit - 1) / limit);
-  while (passes > 1 && passes < c && largestStep(prog, c, (c + passes - 1) / passes, false) > limit) {
+  while (passes > 1 && passes < c &&
+         largestStep(prog, c, (c + passes - 1) / passes, false) > limit) {
     ++passes;
   }
   for (uint64_t q = 0; q < passes; ++q) {

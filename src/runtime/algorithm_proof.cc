@@ -207,12 +207,14 @@ Status proveAlgorithm(const algo::AlgoFile& f, int nranks, const std::string& wh
   const std::vector<uint64_t> counts = proofCounts(f, nranks);
   if (counts.empty()) {
     return invalidArgument(head + "its sizes " + f.sizes.describe() + " hold no count of " +
-                           std::to_string(elemSizeOf(f)) + "-byte elements, so no call would use it");
+                           std::to_string(elemSizeOf(f)) +
+                           "-byte elements, so no call would use it");
   }
   for (bool inPlace : {false, true}) {
     if (!(inPlace ? f.inPlace : f.outOfPlace)) continue;
     for (uint64_t count : counts) {
-      std::vector<Probe> probes = {{count, inPlace, 1 << 16, 0x5a}, {count, inPlace, 1 << 16, 0xc3}};
+      std::vector<Probe> probes = {{count, inPlace, 1 << 16, 0x5a},
+                                   {count, inPlace, 1 << 16, 0xc3}};
       if (count >= kLargeOddCount) probes.push_back({count, inPlace, kSmallStep, 0x3c});
       for (const Probe& p : probes) {
         const Status st = runProbe(f, *prog, p);

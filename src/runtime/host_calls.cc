@@ -1,8 +1,8 @@
 #include "runtime/host_calls.h"
 
 #include <algorithm>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "core/logging.h"
@@ -107,8 +107,7 @@ Status checkCallsMatch(braidComm* comm, const Call& op, uint64_t seq) {
 // copy the input in; otherwise the input is scaled into a copy now and *args no longer
 // counts the call as in place.
 Status placeScale(braidComm* comm, const Call& op, algo::Algorithm alg, Windows windows,
-                  const OpDesc& desc, algo::CollArgs* args, ExecBuffers* b,
-                  unsigned char* scalar) {
+                  const OpDesc& desc, algo::CollArgs* args, ExecBuffers* b, unsigned char* scalar) {
   bool fused = false;
   if (windows == Windows::kRunIt) {
     BRAID_ASSIGN_OR_RETURN(fused, comm->windows->takesScale(*args, alg, desc));
@@ -144,8 +143,8 @@ Status runUserAlgorithm(braidComm* comm, const Call& op, const algo::AlgoFile& f
   ExecBuffers b{op.send, op.recv};
   unsigned char scalar[8];
   if (op.preMul.on) {
-    BRAID_TRY(placeScale(comm, op, algo::Algorithm::kRing, Windows::kDoNot, desc, &args, &b,
-                         scalar));
+    BRAID_TRY(
+        placeScale(comm, op, algo::Algorithm::kRing, Windows::kDoNot, desc, &args, &b, scalar));
   }
   BRAID_ASSIGN_OR_RETURN(const algo::Schedule* s, userScheduleFor(comm, args, file));
   CallContext ctx;
@@ -176,9 +175,10 @@ Status runCollective(braidComm* comm, const Call& op) {
   c.nextSeq(desc.label());
   // INFO says which algorithm a collective runs, and why, each time that changes.
   uint8_t& logged = comm->loggedAlgorithm[static_cast<size_t>(op.collective)];
-  const uint8_t shown = choice.user != nullptr
-                            ? static_cast<uint8_t>(100 + std::hash<std::string>()(choice.user->name) % 100)
-                            : static_cast<uint8_t>(alg) + 1;
+  const uint8_t shown =
+      choice.user != nullptr
+          ? static_cast<uint8_t>(100 + std::hash<std::string>()(choice.user->name) % 100)
+          : static_cast<uint8_t>(alg) + 1;
   if (logLevel() >= LogLevel::kInfo && logged != shown) {
     logged = shown;
     BRAID_INFO("%s: %s, predicted %.1f us (%s; ranking: %s)", desc.describe().c_str(),

@@ -36,7 +36,7 @@ const algo::Schedule& scheduleFor(braidComm* comm, const algo::CollArgs& args, a
 }
 
 Expected<const algo::Schedule*> userScheduleFor(braidComm* comm, const algo::CollArgs& args,
-                                               const algo::AlgoFile& file) {
+                                                const algo::AlgoFile& file) {
   auto& cache = comm->schedules;
   for (auto it = cache.begin(); it != cache.end(); ++it) {
     if (it->user == &file && it->count == args.count && it->elemSize == args.elemSize &&

@@ -50,7 +50,8 @@ Status checkNames(const algo::AlgoFile& f) {
     for (int i = 0; i < braidNumTypes; ++i) {
       known |= t == datatypeName(static_cast<braidDataType_t>(i));
     }
-    if (!known) return invalidArgument("\"dtypes\" names '" + t + "', not a Braid type (float32, ...)");
+    if (!known)
+      return invalidArgument("\"dtypes\" names '" + t + "', not a Braid type (float32, ...)");
   }
   for (const std::string& o : f.ops) {
     bool known = false;

@@ -132,13 +132,15 @@ Expected<AlgoPolicy::Rule> AlgoPolicy::parseItem(const std::string& item) {
       continue;
     }
     bool nameLike = !a.empty() && std::isalpha(static_cast<unsigned char>(a[0]));
-    for (char ch : a) nameLike &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ||
-                                  ch == '-' || ch == '.';
+    for (char ch : a)
+      nameLike &=
+          std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
     if (!nameLike || rule.collective < 0) {
       return bad("unknown algorithm '" + a +
                  "' (built-in: ring, tree, halving_doubling, bruck, pairwise, linear, direct, "
                  "two_shot, hierarchical; a loaded algorithm is named with its collective, "
-                 "e.g. allreduce:" + (nameLike ? a : std::string("my2d")) + ")");
+                 "e.g. allreduce:" +
+                 (nameLike ? a : std::string("my2d")) + ")");
     }
     rule.users.push_back(a);
   }
@@ -255,8 +257,8 @@ Expected<Selector::Choice> Selector::chooseUser(Collective c, uint64_t rankBytes
     }
     why += (why.empty() ? "" : "; ") + name + ": " + no;
   }
-  return invalidArgument("BRAID_ALGO='" + policy_.spec() + "' asks for " +
-                         algo::collectiveName(c) + " of " + std::to_string(rankBytes) +
+  return invalidArgument("BRAID_ALGO='" + policy_.spec() + "' asks for " + algo::collectiveName(c) +
+                         " of " + std::to_string(rankBytes) +
                          " bytes to run a loaded algorithm, and none serves it: " + why);
 }
 
@@ -303,8 +305,8 @@ Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes,
 Expected<Selector::Choice> Selector::chooseForCall(Collective c, uint64_t rankBytes,
                                                    const CallFit* fit) {
   // Whether a loaded algorithm serves a call depends on more than its size.
-  const bool plain = std::none_of(users_.begin(), users_.end(),
-                                  [&](const auto& u) { return u->collective == c; });
+  const bool plain =
+      std::none_of(users_.begin(), users_.end(), [&](const auto& u) { return u->collective == c; });
   Recent& r = recent_[static_cast<size_t>(c) % recent_.size()];
   if (plain && r.valid && r.bytes == rankBytes) return r.choice;
   BRAID_ASSIGN_OR_RETURN(Choice choice, choose(c, rankBytes, fit));

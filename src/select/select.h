@@ -84,7 +84,9 @@ class Selector {
     bool named = false;      // ... by naming the algorithm (not by a '^' exclusion)
     // A loaded algorithm (then `algorithm` means nothing); owned by the selector.
     const algo::AlgoFile* user = nullptr;
-    const char* name() const { return user != nullptr ? user->name.c_str() : algo::algorithmName(algorithm); }
+    const char* name() const {
+      return user != nullptr ? user->name.c_str() : algo::algorithmName(algorithm);
+    }
   };
   Selector() = default;
   Selector(AlgoPolicy policy, CostInputs inputs)
@@ -99,8 +101,7 @@ class Selector {
                                  const CallFit* fit = nullptr);
   // "ring 12.3 us; tree 15.0 us; direct 20.1 us": the ranking, for logs; then each
   // loaded algorithm of `c`, priced, or why it does not serve the call.
-  std::string explain(algo::Collective c, uint64_t rankBytes,
-                      const CallFit* fit = nullptr) const;
+  std::string explain(algo::Collective c, uint64_t rankBytes, const CallFit* fit = nullptr) const;
   // A proven schedule file's algorithm joins the choice (one of that name is replaced).
   void addUserAlgorithm(std::shared_ptr<const algo::AlgoFile> file);
   const std::vector<std::shared_ptr<const algo::AlgoFile>>& userAlgorithms() const {

@@ -73,9 +73,8 @@ double priceProgramUs(const algo::AlgoFile& f, uint64_t rankBytes, const CostInp
         bool blocked = false;
         for (size_t j = l.begin; j < i && !blocked; ++j) {
           const algo::Step& e = steps[j];
-          blocked = !l.done[j - l.begin] &&
-                    ((s.sendPeer >= 0 && e.sendPeer == s.sendPeer) ||
-                     (s.recvPeer >= 0 && e.recvPeer == s.recvPeer));
+          blocked = !l.done[j - l.begin] && ((s.sendPeer >= 0 && e.sendPeer == s.sendPeer) ||
+                                             (s.recvPeer >= 0 && e.recvPeer == s.recvPeer));
         }
         double t = l.start;
         if (!blocked && algo::needsRecv(s.op)) {

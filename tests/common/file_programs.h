@@ -41,8 +41,8 @@ inline void ringReduceScatter(algo::FileProgram* p, const std::vector<int>& memb
     const int r = members[pos], next = members[(pos + 1) % m], prev = members[(pos + m - 1) % m];
     for (int s = 0; s < m - 1; ++s) {
       const Group out = groups[((pos - s) % m + m) % m], in = groups[((pos - s - 1) % m + m) % m];
-      p->ranks[r].push_back(fileStep(OpKind::kSend, BufRef::kOutput, out.first, BufRef::kNone, 0,
-                                     out.second, next));
+      p->ranks[r].push_back(
+          fileStep(OpKind::kSend, BufRef::kOutput, out.first, BufRef::kNone, 0, out.second, next));
       p->ranks[r].push_back(fileStep(OpKind::kRecvReduce, BufRef::kOutput, in.first,
                                      BufRef::kOutput, in.first, in.second, -1, prev));
     }
@@ -56,8 +56,8 @@ inline void ringAllGather(algo::FileProgram* p, const std::vector<int>& members,
     const int r = members[pos], next = members[(pos + 1) % m], prev = members[(pos + m - 1) % m];
     for (int s = 0; s < m - 1; ++s) {
       const Group out = groups[((pos + 1 - s) % m + m) % m], in = groups[((pos - s) % m + m) % m];
-      p->ranks[r].push_back(fileStep(OpKind::kSend, BufRef::kOutput, out.first, BufRef::kNone, 0,
-                                     out.second, next));
+      p->ranks[r].push_back(
+          fileStep(OpKind::kSend, BufRef::kOutput, out.first, BufRef::kNone, 0, out.second, next));
       p->ranks[r].push_back(fileStep(OpKind::kRecv, BufRef::kNone, 0, BufRef::kOutput, in.first,
                                      in.second, -1, prev));
     }

@@ -95,7 +95,8 @@ braid::Expected<AlgoFile> readFile(const std::string& path) {
 }
 
 bool writeOut(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") return std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  if (path.empty() || path == "-")
+    return std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
   std::ofstream out(path, std::ios::binary);
   out << text;
   if (!out) {
@@ -177,8 +178,9 @@ int show(const Args& a) {
                  a.target.c_str(), n, f.value().ranksSpec.c_str());
     return 1;
   }
-  return writeOut(a.output.empty() ? "algo.svg" : a.output,
-                  braid::tools::programSvg(f.value(), *p)) ? 0 : 1;
+  return writeOut(a.output.empty() ? "algo.svg" : a.output, braid::tools::programSvg(f.value(), *p))
+             ? 0
+             : 1;
 }
 
 int price(const Args& a) {
@@ -198,14 +200,13 @@ int price(const Args& a) {
   }
   const AlgoFile& file = f.value();
   const int n = a.lo > 0 ? a.lo : file.nranks.back();
-  const braid::CostInputs in =
-      braid::costInputsFor(topo.value(), n, a.perNode > 0 ? a.perNode : n);
+  const braid::CostInputs in = braid::costInputsFor(topo.value(), n, a.perNode > 0 ? a.perNode : n);
   std::printf("# %s (%s) on %s, %d ranks, %d per node; times in us\n", file.name.c_str(),
               braid::algo::collectiveName(file.collective), a.topo.c_str(), n, in.ranksPerNode);
   std::printf("%12s %12s  %-18s %s\n", "bytes", file.name.c_str(), "best built-in", "serves");
   for (uint64_t bytes = 1024; bytes <= (1ull << 30); bytes *= 4) {
-    const auto ranked = braid::rankAlgorithms(
-        file.collective, braid::modelBytes(file.collective, bytes, n), in);
+    const auto ranked =
+        braid::rankAlgorithms(file.collective, braid::modelBytes(file.collective, bytes, n), in);
     const double mine = braid::priceProgramUs(file, bytes, in);
     const std::string why = braid::whyNotServed(file, file.collective, bytes, n, nullptr);
     char best[64] = "-";

@@ -8,9 +8,9 @@
 namespace braid::tools {
 namespace {
 
-constexpr int kLane = 60;     // pixels between lanes
-constexpr int kColumn = 90;   // pixels between columns
-constexpr int kLeft = 80;     // room for the lane names
+constexpr int kLane = 60;    // pixels between lanes
+constexpr int kColumn = 90;  // pixels between columns
+constexpr int kLeft = 80;    // room for the lane names
 constexpr int kTop = 50;
 
 struct Placed {
@@ -61,7 +61,8 @@ std::vector<std::vector<int>> columns(const algo::FileProgram& p, std::vector<Ar
           q.pop_front();
         }
         col[r].push_back(c);
-        if (algo::needsSend(s.op)) sent[static_cast<size_t>(r) * n + s.sendPeer].push_back({r, next[r], c});
+        if (algo::needsSend(s.op))
+          sent[static_cast<size_t>(r) * n + s.sendPeer].push_back({r, next[r], c});
         ++next[r];
         moved = true;
       }
@@ -112,8 +113,7 @@ std::string programSvg(const algo::AlgoFile& file, const algo::FileProgram& p) {
                   "marker-end=\"url(#a)\"><title>%s %s</title></line>\n"
                   "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n",
                   x1, y1, x2, y2, colorOf(d.op), algo::opKindName(d.op),
-                  runText(s, s.srcOffset).c_str(), (x1 + x2) / 2 + 3, (y1 + y2) / 2,
-                  colorOf(d.op),
+                  runText(s, s.srcOffset).c_str(), (x1 + x2) / 2 + 3, (y1 + y2) / 2, colorOf(d.op),
                   runText(d, algo::needsDst(d.op) ? d.dstOffset : d.srcOffset).c_str());
     out += buf;
   }

@@ -119,7 +119,8 @@ TEST(ScheduleFile, WindowSchedulesRoundTripWithIdenticalSteps) {
             ranks.push_back(buildWindowSchedule(alg, args));
           }
           args.rank = 0;
-          ASSERT_EQ(roundTrip(ranks, args), "") << algorithmName(alg) << " " << collectiveName(coll);
+          ASSERT_EQ(roundTrip(ranks, args), "")
+              << algorithmName(alg) << " " << collectiveName(coll);
           ++checked;
         }
       }
@@ -173,31 +174,40 @@ std::string parseError(const std::string& text) {
 
 std::string withHeader(const std::string& header, const std::string& steps) {
   return "{\"format\": \"braid-schedule\", \"version\": 1, \"name\": \"t\", "
-         "\"collective\": \"allreduce\", " + header +
-         "\"programs\": [{\"nranks\": 2, \"chunksPerBlock\": 2, \"ranks\": [" + steps + "]}]}";
+         "\"collective\": \"allreduce\", " +
+         header + "\"programs\": [{\"nranks\": 2, \"chunksPerBlock\": 2, \"ranks\": [" + steps +
+         "]}]}";
 }
 
 TEST(ScheduleFile, MalformedFilesAreRefusedNamingWhatIsWrong) {
-  const std::string ok0 = "[{\"op\": \"send\", \"src\": \"input\", \"srcChunk\": 0, \"sendPeer\": 1}]";
-  const std::string ok1 = "[{\"op\": \"recv\", \"dst\": \"output\", \"dstChunk\": 0, \"recvPeer\": 0}]";
+  const std::string ok0 =
+      "[{\"op\": \"send\", \"src\": \"input\", \"srcChunk\": 0, \"sendPeer\": 1}]";
+  const std::string ok1 =
+      "[{\"op\": \"recv\", \"dst\": \"output\", \"dstChunk\": 0, \"recvPeer\": 0}]";
   EXPECT_EQ(parseError(withHeader("\"ranks\": [2], ", ok0 + "," + ok1)), "");
-  EXPECT_NE(parseError(withHeader("\"ranks\": [2, 4], ", ok0 + "," + ok1))
-                .find("no program for 4 ranks"), std::string::npos);
+  EXPECT_NE(
+      parseError(withHeader("\"ranks\": [2, 4], ", ok0 + "," + ok1)).find("no program for 4 ranks"),
+      std::string::npos);
   EXPECT_NE(parseError(withHeader("\"ranks\": [2], \"sizes\": {\"min\": 8, \"minInclusive\": "
                                   "true, \"max\": 8, \"maxInclusive\": false}, ",
-                                  ok0 + "," + ok1)).find("contains no size"), std::string::npos);
+                                  ok0 + "," + ok1))
+                .find("contains no size"),
+            std::string::npos);
   EXPECT_NE(parseError(withHeader("\"ranks\": [2], \"sizes\": {\"max\": 8}, ", ok0 + "," + ok1))
-                .find("without \"maxInclusive\""), std::string::npos);
+                .find("without \"maxInclusive\""),
+            std::string::npos);
   const std::string outside =
       "[{\"op\": \"send\", \"src\": \"input\", \"srcChunk\": 2, \"sendPeer\": 1}]";
   const std::string err = parseError(withHeader("\"ranks\": [2], ", outside + "," + ok1));
   EXPECT_NE(err.find("rank 0, step 0"), std::string::npos) << err;
   EXPECT_NE(err.find("lie outside input's 2 chunks"), std::string::npos) << err;
   const std::string unknown = "[{\"op\": \"nop\"}]";
-  EXPECT_NE(parseError(withHeader("\"ranks\": [2], ", unknown + "," + ok1)).find("unknown op 'nop'"),
-            std::string::npos);
-  EXPECT_NE(parseError(withHeader("\"ranks\": [2], \"ops\": [\"avg\"], ", ok0 + "," + ok1))
-                .find("avg"), std::string::npos);
+  EXPECT_NE(
+      parseError(withHeader("\"ranks\": [2], ", unknown + "," + ok1)).find("unknown op 'nop'"),
+      std::string::npos);
+  EXPECT_NE(
+      parseError(withHeader("\"ranks\": [2], \"ops\": [\"avg\"], ", ok0 + "," + ok1)).find("avg"),
+      std::string::npos);
   std::string v2 = withHeader("\"ranks\": [2], ", ok0 + "," + ok1);
   v2.replace(v2.find("\"version\": 1"), 12, "\"version\": 2");
   EXPECT_NE(parseError(v2).find("version 2 is not one this Braid reads"), std::string::npos)
@@ -206,8 +216,9 @@ TEST(ScheduleFile, MalformedFilesAreRefusedNamingWhatIsWrong) {
 }
 
 TEST(ScheduleFile, RankRulesExpandToTheirCounts) {
-  const std::string two = "[{\"op\": \"copy\", \"src\": \"input\", \"srcChunk\": 0, \"dst\": "
-                          "\"output\", \"dstChunk\": 0, \"chunks\": 1}]";
+  const std::string two =
+      "[{\"op\": \"copy\", \"src\": \"input\", \"srcChunk\": 0, \"dst\": "
+      "\"output\", \"dstChunk\": 0, \"chunks\": 1}]";
   auto rule = [&](const std::string& spec) {
     std::string progs;
     for (int n : {1, 2, 4}) {
@@ -216,9 +227,10 @@ TEST(ScheduleFile, RankRulesExpandToTheirCounts) {
       progs += std::string(progs.empty() ? "" : ",") + "{\"nranks\": " + std::to_string(n) +
                ", \"ranks\": [" + ranks + "]}";
     }
-    return parseAlgoFile("{\"format\": \"braid-schedule\", \"version\": 1, \"name\": \"t\", "
-                         "\"collective\": \"allreduce\", \"ranks\": \"" + spec +
-                         "\", \"programs\": [" + progs + "]}");
+    return parseAlgoFile(
+        "{\"format\": \"braid-schedule\", \"version\": 1, \"name\": \"t\", "
+        "\"collective\": \"allreduce\", \"ranks\": \"" +
+        spec + "\", \"programs\": [" + progs + "]}");
   };
   Expected<AlgoFile> pow2 = rule("pow2:1..4");
   ASSERT_TRUE(pow2.isOk()) << pow2.status().message();

@@ -86,7 +86,8 @@ TEST(AlgorithmProof, AReadOfScratchBeforeItsWriteIsRefused) {
   f.programs[0].scratchChunks = 2;
   for (auto& steps : f.programs[0].ranks) {
     // Reduce scratch (never written) into the output: its garbage is in the result.
-    steps.push_back(test::fileStep(OpKind::kReduceLocal, BufRef::kScratch, 0, BufRef::kOutput, 0, 2));
+    steps.push_back(
+        test::fileStep(OpKind::kReduceLocal, BufRef::kScratch, 0, BufRef::kOutput, 0, 2));
   }
   EXPECT_NE(refusal(f, 2).find("wrong result"), std::string::npos);
 }

@@ -55,8 +55,7 @@ TEST(UserChoice, WhyNotNamesRangeRanksAndMode) {
             std::string::npos);
   fit.inPlace = false;
   fit.op = "avg";
-  EXPECT_NE(whyNotServed(f, Collective::kAllReduce, 1024, 4, &fit).find("avg"),
-            std::string::npos);
+  EXPECT_NE(whyNotServed(f, Collective::kAllReduce, 1024, 4, &fit).find("avg"), std::string::npos);
 }
 
 // On the DGX H100 file, 8 ranks: the 2-D all-reduce (2 x 4) takes 8 steps where the ring
@@ -67,7 +66,8 @@ TEST(UserChoice, TheGridIsChosenExactlyWhereItIsCheapestAndInsideItsRange) {
   const auto topo = test::loadTopoFile("dgx_h100.xml", &why);
   if (!topo) GTEST_SKIP() << why;
   const CostInputs in = costInputsFor(*topo, 8, 8);
-  auto file = std::make_shared<algo::AlgoFile>(test::allReduceFile("grid", test::gridAllReduce(2, 4)));
+  auto file =
+      std::make_shared<algo::AlgoFile>(test::allReduceFile("grid", test::gridAllReduce(2, 4)));
   file->sizes = algo::SizeRange{0, true, uint64_t{256} << 20, false};
   Selector sel(AlgoPolicy(), in);
   sel.addUserAlgorithm(file);
@@ -80,9 +80,9 @@ TEST(UserChoice, TheGridIsChosenExactlyWhereItIsCheapestAndInsideItsRange) {
     Expected<Selector::Choice> c = sel.choose(Collective::kAllReduce, bytes);
     ASSERT_TRUE(c.isOk()) << c.status().message();
     const bool want = inside && grid < ranked[0].second;
-    EXPECT_EQ(c.value().user != nullptr, want) << bytes << " B: grid " << grid << " us, "
-                                               << algo::algorithmName(ranked[0].first) << " "
-                                               << ranked[0].second << " us";
+    EXPECT_EQ(c.value().user != nullptr, want)
+        << bytes << " B: grid " << grid << " us, " << algo::algorithmName(ranked[0].first) << " "
+        << ranked[0].second << " us";
     chosen += c.value().user != nullptr;
     cheaperOutside += !inside && grid < ranked[0].second;
     if (c.value().user != nullptr) EXPECT_STREQ(c.value().name(), "grid");
@@ -95,7 +95,8 @@ TEST(UserChoice, TheGridIsChosenExactlyWhereItIsCheapestAndInsideItsRange) {
 }
 
 TEST(UserChoice, BraidAlgoForcesALoadedAlgorithmOrSaysWhyItCannot) {
-  auto file = std::make_shared<algo::AlgoFile>(test::allReduceFile("grid", test::gridAllReduce(2, 2)));
+  auto file =
+      std::make_shared<algo::AlgoFile>(test::allReduceFile("grid", test::gridAllReduce(2, 2)));
   file->sizes = algo::SizeRange{0, true, 1 << 20, true};
   Selector sel(AlgoPolicy::parse("allreduce:grid").value(), oneNode(4));
   Expected<Selector::Choice> none = sel.choose(Collective::kAllReduce, 1024);
