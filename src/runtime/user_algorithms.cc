@@ -93,6 +93,15 @@ Status ranksAgree(braidComm* comm, uint64_t hash, const std::string& what) {
   return Status::ok();
 }
 
+// Whether a file that reads well claims `nranks` (one that does not read is refused by the
+// proof, naming why).
+bool claimsRankCount(const std::string& path, int nranks) {
+  Expected<std::string> text = readText(path);
+  if (!text.isOk()) return true;
+  Expected<algo::AlgoFile> f = algo::parseAlgoFile(text.value());
+  return !f.isOk() || f.value().claims(nranks);
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<const algo::AlgoFile>> provenAlgorithm(const std::string& pathOrJson,
@@ -121,7 +130,12 @@ Status loadAlgorithmFiles(braidComm* comm) {
   while (start <= list.size()) {
     const size_t colon = list.find(':', start);
     const std::string path = list.substr(start, colon == std::string::npos ? colon : colon - start);
-    if (!path.empty()) {
+    if (!path.empty() && !claimsRankCount(path, comm->comm->nranks())) {
+      if (comm->comm->rank() == 0) {
+        BRAID_INFO("BRAID_ALGO_FILES: %s does not claim %d ranks; not loaded here", path.c_str(),
+                   comm->comm->nranks());
+      }
+    } else if (!path.empty()) {
       Expected<std::shared_ptr<const algo::AlgoFile>> f =
           provenAlgorithm(path, comm->comm->nranks());
       if (!f.isOk()) return f.status().withContext("BRAID_ALGO_FILES: ");

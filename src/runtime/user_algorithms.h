@@ -26,7 +26,9 @@ namespace braid {
 Expected<std::shared_ptr<const algo::AlgoFile>> provenAlgorithm(const std::string& pathOrJson,
                                                                 int nranks);
 
-// BRAID_ALGO_FILES (paths separated by ':') on a new communicator, before its first call.
+// BRAID_ALGO_FILES (paths separated by ':') on a new communicator, before its first call;
+// a file that does not claim the communicator's rank count is left out (INFO says so), so
+// splits of other sizes start.
 Status loadAlgorithmFiles(braidComm* comm);
 
 // braidCommRegisterAlgorithm: one file on a live communicator; every rank calls it.

@@ -81,6 +81,15 @@ class UserAlgorithms(unittest.TestCase):
         self.assertIn("alltoall_node_pairs, predicted", out)
         self.perf("alltoall_perf", 4, "socket", files, algo)
 
+    def test_a_file_that_does_not_claim_the_rank_count_is_left_out(self):
+        env = dict(os.environ, BRAID_ALGO_FILES=self.files["alltoall_node_pairs"],
+                   BRAID_TRANSPORTS="shm", BRAID_DEBUG="INFO")
+        rc, out = run([BRAIDRUN, "-n", "3", "--no-prefix", "--timeout", "60",
+                       os.path.join(BUILD, "perf", "coll", "alltoall_perf"), "-b", "96",
+                       "-e", "96", "-n", "1", "-w", "0"], env=env)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("does not claim 3 ranks; not loaded here", out)
+
     def test_a_broken_file_is_refused_at_init_naming_the_step(self):
         broken = os.path.join(self.dir, "broken.json")
         with open(self.files["allreduce_2d"]) as f:
