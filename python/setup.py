@@ -84,7 +84,7 @@ setup(
     name="braid",
     version=version(),
     description="Braid collective communication from Python, and a torch.distributed backend",
-    packages=["braid"],
+    packages=["braid", "braid.algorithms"],
     package_data={"braid": ["py.typed", "*.pyi"]},
     python_requires=">=3.8",
     install_requires=["numpy"],

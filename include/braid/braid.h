@@ -303,7 +303,8 @@ typedef enum BRAID_ENUM_BASE {
  * elements this rank sends to one peer) runs on comm, and the cost model's
  * predicted time in microseconds. *algorithm is a static string ("ring",
  * "tree", "halving_doubling", "bruck", "pairwise", "linear", "direct",
- * "two_shot", "hierarchical"). BRAID_ALGO applies as it does to the call.
+ * "two_shot", "hierarchical"), or a registered algorithm's name (valid while comm
+ * lives). BRAID_ALGO applies as it does to the call.
  * Once comm's device calls run on its device windows (from its first device
  * collective on one node), the answer is a device call's: "direct" and
  * "two_shot" are the windows' one-shot and two-shot programs, the others
@@ -312,6 +313,17 @@ typedef enum BRAID_ENUM_BASE {
 braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collective, size_t count,
                                     braidDataType_t datatype, const char** algorithm,
                                     double* predictedUs);
+
+/* Registers a user's algorithm on comm: a schedule file (docs/algorithms.md) given as a
+ * path, or as the JSON text itself when pathOrJson starts with '{'. The file is refused
+ * (braidInvalidArgument, braidGetLastError naming the file, the rank count, the count, the
+ * rank, the step and the fault) unless the simulator proves it for comm's rank count; then
+ * it competes in comm's choice of algorithm for the calls it serves, and BRAID_ALGO may
+ * name it ("allreduce:<name>"). A file of a name already registered replaces it.
+ * Collective: every rank calls it with the same file, with no operation of comm in
+ * flight (braidInvalidUsage where the ranks' files differ). BRAID_ALGO_FILES loads files
+ * alike at init. */
+braidResult_t braidCommRegisterAlgorithm(braidComm_t comm, const char* pathOrJson);
 
 #define BRAID_SPLIT_NOCOLOR -1
 /* Splits comm: ranks passing the same color form a new communicator, ordered

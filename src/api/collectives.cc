@@ -345,7 +345,7 @@ braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collecti
   }
   Expected<Selector::Choice> choice = comm->selector.choose(c, bytes);
   if (!choice.isOk()) return finish(comm, choice.status());
-  if (algorithm != nullptr) *algorithm = algo::algorithmName(choice.value().algorithm);
+  if (algorithm != nullptr) *algorithm = choice.value().name();
   if (predictedUs != nullptr) *predictedUs = choice.value().predictedUs;
   return braidSuccess;
 }

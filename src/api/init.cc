@@ -5,6 +5,7 @@
 #include "runtime/last_error.h"
 #include "runtime/live_handles.h"
 #include "runtime/tracing.h"
+#include "runtime/user_algorithms.h"
 
 using namespace braid;
 
@@ -103,6 +104,19 @@ braidResult_t braidCommGetAsyncError(braidComm_t comm, braidResult_t* asyncError
   if (!err.isOk()) finish(comm, err);
   *asyncError = err.code();
   return braidSuccess;
+}
+
+braidResult_t braidCommRegisterAlgorithm(braidComm_t comm, const char* pathOrJson) {
+  Status st = checkComm(comm);
+  if (st.isOk() && pathOrJson == nullptr) st = invalidArgument("pathOrJson is NULL");
+  if (st.isOk() && *pathOrJson == '\0') st = invalidArgument("pathOrJson is empty");
+  if (st.isOk() && comm->inflight.load() > 0) {
+    st = invalidUsage(
+        "braidCommRegisterAlgorithm while operations of comm are queued on streams: "
+        "synchronize them first (every rank must register at the same point)");
+  }
+  if (!st.isOk()) return finish(comm, st);
+  return finish(comm, registerAlgorithm(comm, pathOrJson));
 }
 
 braidResult_t braidCommFinalize(braidComm_t comm) {

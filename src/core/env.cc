@@ -115,7 +115,11 @@ const std::vector<EnvVar>& envTable() {
        "price algorithms with this braid-tune file (measured alpha, beta and per-algorithm fits)"},
       {"BRAID_ALGO", nullptr, nullptr,
        "force algorithms: 'ring', 'allreduce:ring,tree', "
-       "'allreduce:0-64k:tree#allreduce:64k-inf:ring', '^tree'"},
+       "'allreduce:0-64k:tree#allreduce:64k-inf:ring', '^tree'; a loaded algorithm by "
+       "collective and name: 'allreduce:my2d'"},
+      {"BRAID_ALGO_FILES", nullptr, nullptr,
+       "schedule files (docs/algorithms.md) every communicator loads at init, separated by "
+       "':'; each is proven by the simulator for the communicator's rank count or init fails"},
   };
   return table;
 }

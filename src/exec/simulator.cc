@@ -35,7 +35,7 @@ Status Simulator::checkArgs() {
                              std::to_string(sched_[r].nranks) + ", expected rank " +
                              std::to_string(r) + " of " + std::to_string(n_));
     }
-    scratch_.emplace_back(sched_[r].scratchElems * es_);
+    scratch_.emplace_back(sched_[r].scratchElems * es_, opts_.scratchFill);
     const std::vector<Step>& steps = sched_[r].steps;
     for (size_t i = 0; i < steps.size(); ++i) BRAID_TRY(checkStep(r, i));
     for (size_t b = 0; b < steps.size(); b = batchEnd(steps, b)) {

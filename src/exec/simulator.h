@@ -62,6 +62,9 @@ struct SimOptions {
   // Messages a directed pair's FIFO holds; small values expose schedules that
   // deadlock on real, bounded FIFOs. Must be >= 1.
   size_t fifoMessages = 2;
+  // Every byte of every rank's scratch at the start: a schedule that reads scratch before
+  // writing it computes different results under different fills.
+  uint8_t scratchFill = 0;
 };
 
 // Runs schedules[r] on ranks[r] for every r; on success every rank's output

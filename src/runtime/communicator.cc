@@ -21,6 +21,7 @@
 #include "runtime/shared_memory.h"
 #include "runtime/tracing.h"
 #include "select/cost_model.h"
+#include "runtime/user_algorithms.h"
 #include "select/tuning.h"
 #include "topo/view.h"
 #include "transports/registry.h"
@@ -177,6 +178,7 @@ Status initComm(braidComm_t* out, int nranks, const braidUniqueId& commId, int r
   handle->checkCalls = envInt("BRAID_CHECK", 0) != 0;
   handle->exec = std::make_unique<HostExecutor>(*handle->comm);
   handle->windows = std::make_unique<NodeWindows>(*handle->comm, *handle->exec);
+  BRAID_TRY(loadAlgorithmFiles(handle.get()));  // refused files fail init, before any call
   BRAID_INFO("rank %d of %d ready (reduction kernels: %s)", rank, nranks, reduceIsa());
   installDumpSignal();
   braidComm* raw = handle.release();

@@ -94,6 +94,7 @@ struct braidComm {
     uint64_t maxStepElems;  // host FIFO steps or the CUDA executor's slots
     uint64_t windowElems;   // window schedules (algo::CollArgs::windowElems), else 0
     bool scaledPut;
+    const braid::algo::AlgoFile* user;  // a loaded algorithm's (runtime/user_algorithms.h)
     braid::algo::Schedule schedule;
   };
   std::list<CachedSchedule> schedules;

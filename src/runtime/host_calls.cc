@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -109,8 +110,7 @@ Status checkCallsMatch(braidComm* comm, const Call& op, uint64_t seq) {
 // copy the input in; otherwise the input is scaled into a copy now and *args no longer
 // counts the call as in place.
 Status placeScale(braidComm* comm, const Call& op, algo::Algorithm alg, Windows windows,
-                  const OpDesc& desc, algo::CollArgs* args, ExecBuffers* b,
-                  unsigned char* scalar) {
+                  const OpDesc& desc, algo::CollArgs* args, ExecBuffers* b, unsigned char* scalar) {
   bool fused = false;
   if (windows == Windows::kRunIt) {
     BRAID_ASSIGN_OR_RETURN(fused, comm->windows->takesScale(*args, alg, desc));
@@ -127,17 +127,50 @@ Status placeScale(braidComm* comm, const Call& op, algo::Algorithm alg, Windows 
   return Status::ok();
 }
 
+// What a loaded algorithm must serve of `op` besides its collective and size.
+CallFit fitOf(const Call& op, const algo::CollArgs& args) {
+  const bool reduces = op.collective == Collective::kAllReduce ||
+                       op.collective == Collective::kReduceScatter ||
+                       op.collective == Collective::kReduce;
+  CallFit fit;
+  fit.inPlace = args.inPlace;
+  fit.dtype = datatypeName(op.datatype);
+  if (reduces) fit.op = op.preMul.on ? "sum" : redOpName(op.op);  // premul: scaled, then summed
+  fit.root = op.root;
+  return fit;
+}
+
+// A loaded algorithm's schedule (runtime/user_algorithms.h) on the host FIFOs.
+Status runUserAlgorithm(braidComm* comm, const Call& op, const algo::AlgoFile& file,
+                        algo::CollArgs args, const OpDesc& desc) {
+  ExecBuffers b{op.send, op.recv};
+  unsigned char scalar[8];
+  if (op.preMul.on) {
+    BRAID_TRY(
+        placeScale(comm, op, algo::Algorithm::kRing, Windows::kDoNot, desc, &args, &b, scalar));
+  }
+  BRAID_ASSIGN_OR_RETURN(const algo::Schedule* s, userScheduleFor(comm, args, file));
+  CallContext ctx;
+  ctx.comm = comm;
+  ctx.args = &args;
+  ctx.buffers = b;
+  ctx.desc = &desc;
+  ctx.schedule = s;
+  return executorFor(comm, Executor::kHostFifo).run(&op, 1, ctx);
+}
+
 Status runCollective(braidComm* comm, const Call& op) {
   Comm& c = *comm->comm;
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args = argsFor(c, op);
+  const CallFit fit = fitOf(op, args);
   BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
-                         comm->selector.chooseForCall(op.collective, op.count * es));
+                         comm->selector.chooseForCall(op.collective, op.count * es, &fit));
   const algo::Algorithm alg = choice.algorithm;
   OpDesc desc;
   desc.collective = algo::collectiveName(op.collective);
-  desc.algorithm = algo::algorithmName(alg);
+  desc.algorithm = choice.name();
   desc.seq = c.postedSeq() + 1;
   desc.bytes = op.count * es;
   desc.datatype = op.datatype;
@@ -145,14 +178,23 @@ Status runCollective(braidComm* comm, const Call& op) {
   c.nextSeq(desc.label());
   // INFO says which algorithm a collective runs, and why, each time that changes.
   uint8_t& logged = comm->loggedAlgorithm[static_cast<size_t>(op.collective)];
-  if (logLevel() >= LogLevel::kInfo && logged != static_cast<uint8_t>(alg) + 1) {
-    logged = static_cast<uint8_t>(alg) + 1;
+  const uint8_t shown =
+      choice.user != nullptr
+          ? static_cast<uint8_t>(100 + std::hash<std::string>()(choice.user->name) % 100)
+          : static_cast<uint8_t>(alg) + 1;
+  if (logLevel() >= LogLevel::kInfo && logged != shown) {
+    logged = shown;
     BRAID_INFO("%s: %s, predicted %.1f us (%s; ranking: %s)", desc.describe().c_str(),
                desc.algorithm, choice.predictedUs, choice.forced ? "BRAID_ALGO" : "cost model",
-               comm->selector.explain(op.collective, desc.bytes).c_str());
+               comm->selector.explain(op.collective, desc.bytes, &fit).c_str());
   } else {
     BRAID_TRACE("%s: algorithm %s, predicted %.1f us", desc.describe().c_str(), desc.algorithm,
                 choice.predictedUs);
+  }
+  if (choice.user != nullptr && c.nranks() > 1) {
+    BRAID_TRY(runUserAlgorithm(comm, op, *choice.user, args, desc));
+    c.opCompleted(desc.seq);
+    return Status::ok();
   }
   ExecBuffers b{op.send, op.recv};
   unsigned char scalar[8];

@@ -13,5 +13,8 @@ namespace braid {
 
 void dumpSchedule(const algo::Schedule& schedule, const algo::CollArgs& args,
                   algo::Algorithm algorithm, const char* executor);
+// A loaded algorithm's schedule (runtime/user_algorithms.h), named as its file names it.
+void dumpUserSchedule(const algo::Schedule& schedule, const algo::CollArgs& args,
+                      const char* name);
 
 }  // namespace braid

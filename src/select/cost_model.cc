@@ -432,6 +432,8 @@ uint64_t singleCopyMinBytes(const SingleCopyProbe& probe) {
   return std::max<uint64_t>(static_cast<uint64_t>(bytes), 1);
 }
 
+double fifoCopyFactor() { return kC.fifoCopyFactor; }
+
 uint64_t modelBytes(Collective c, uint64_t rankBytes, int nranks) {
   switch (c) {
     case Collective::kAllGather:

@@ -126,6 +126,10 @@ std::vector<std::pair<algo::Algorithm, double>> rankAlgorithms(algo::Collective 
 // copies, as on VMs whose page pinning is slow).
 uint64_t singleCopyMinBytes(const SingleCopyProbe& probe);
 
+// Bytes host FIFO schedules copy per byte moved on a node with shared windows (into the
+// slot and out of it), as the closed forms price them there.
+double fifoCopyFactor();
+
 // S for the model from a call's per-rank buffer bytes (count x element size):
 // times nranks for the collectives whose S is the whole array.
 uint64_t modelBytes(algo::Collective c, uint64_t rankBytes, int nranks);

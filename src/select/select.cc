@@ -127,13 +127,22 @@ Expected<AlgoPolicy::Rule> AlgoPolicy::parseItem(const std::string& item) {
   }
   for (const std::string& a : split(algos, ",")) {
     Algorithm alg;
-    if (!algo::parseAlgorithm(a, &alg)) {
-      return bad(
-          "unknown algorithm '" + a +
-          "' (known: ring, tree, halving_doubling, bruck, pairwise, linear, direct, two_shot, "
-          "hierarchical)");
+    if (algo::parseAlgorithm(a, &alg)) {
+      rule.algos.push_back(alg);
+      continue;
     }
-    rule.algos.push_back(alg);
+    bool nameLike = !a.empty() && std::isalpha(static_cast<unsigned char>(a[0]));
+    for (char ch : a)
+      nameLike &=
+          std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+    if (!nameLike || rule.collective < 0) {
+      return bad("unknown algorithm '" + a +
+                 "' (built-in: ring, tree, halving_doubling, bruck, pairwise, linear, direct, "
+                 "two_shot, hierarchical; a loaded algorithm is named with its collective, "
+                 "e.g. allreduce:" +
+                 (nameLike ? a : std::string("my2d")) + ")");
+    }
+    rule.users.push_back(a);
   }
   return rule;
 }
@@ -163,6 +172,16 @@ bool AlgoPolicy::overrides(Collective c, uint64_t bytes) const {
   return false;
 }
 
+bool AlgoPolicy::namesBuiltIn(Collective c, uint64_t bytes) const {
+  for (const Rule& r : rules_) {
+    if ((r.collective < 0 || r.collective == static_cast<int>(c)) && bytes >= r.lo &&
+        bytes < r.hi) {
+      return !r.exclude && !r.algos.empty();
+    }
+  }
+  return false;
+}
+
 bool AlgoPolicy::names(Collective c, uint64_t bytes) const {
   for (const Rule& r : rules_) {
     if ((r.collective < 0 || r.collective == static_cast<int>(c)) && bytes >= r.lo &&
@@ -171,6 +190,18 @@ bool AlgoPolicy::names(Collective c, uint64_t bytes) const {
     }
   }
   return false;
+}
+
+const std::vector<std::string>* AlgoPolicy::userNames(Collective c, uint64_t bytes,
+                                                      bool* exclude) const {
+  for (const Rule& r : rules_) {
+    if ((r.collective < 0 || r.collective == static_cast<int>(c)) && bytes >= r.lo &&
+        bytes < r.hi) {
+      *exclude = r.exclude;
+      return r.users.empty() ? nullptr : &r.users;
+    }
+  }
+  return nullptr;
 }
 
 Expected<Algorithm> AlgoPolicy::chooseFrom(Collective c, uint64_t bytes,
@@ -192,6 +223,7 @@ Expected<Algorithm> AlgoPolicy::chooseFrom(Collective c, uint64_t bytes,
     }
     std::string names;
     for (Algorithm a : r.algos) names += std::string(names.empty() ? "" : ", ") + algorithmName(a);
+    for (const std::string& u : r.users) names += (names.empty() ? "" : ", ") + u;
     return invalidArgument(
         std::string("BRAID_ALGO='") + spec_ + "' asks for " + names + " for " +
         algo::collectiveName(c) + ", which " +
@@ -203,7 +235,42 @@ Expected<Algorithm> AlgoPolicy::chooseFrom(Collective c, uint64_t bytes,
   return candidates.front();
 }
 
-Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes) const {
+Expected<Selector::Choice> Selector::chooseUser(Collective c, uint64_t rankBytes,
+                                                const CallFit* fit,
+                                                const std::vector<std::string>& names) const {
+  std::string why;
+  for (const std::string& name : names) {
+    const algo::AlgoFile* file = nullptr;
+    for (const auto& u : users_) {
+      if (u->name == name) file = u.get();
+    }
+    const std::string no =
+        file == nullptr
+            ? "no algorithm of that name is loaded (BRAID_ALGO_FILES, braidCommRegisterAlgorithm)"
+            : whyNotServed(*file, c, rankBytes, inputs_.nranks, fit);
+    if (no.empty()) {
+      Choice choice;
+      choice.user = file;
+      choice.forced = choice.named = true;
+      choice.predictedUs = priceProgramUs(*file, rankBytes, inputs_);
+      return choice;
+    }
+    why += (why.empty() ? "" : "; ") + name + ": " + no;
+  }
+  return invalidArgument("BRAID_ALGO='" + policy_.spec() + "' asks for " + algo::collectiveName(c) +
+                         " of " + std::to_string(rankBytes) +
+                         " bytes to run a loaded algorithm, and none serves it: " + why);
+}
+
+Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes,
+                                            const CallFit* fit) const {
+  bool exclude = false;
+  const std::vector<std::string>* named = policy_.userNames(c, rankBytes, &exclude);
+  if (named != nullptr && !exclude) {
+    Expected<Choice> user = chooseUser(c, rankBytes, fit, *named);
+    // A list that names built-ins too falls back to them.
+    if (user.isOk() || !policy_.namesBuiltIn(c, rankBytes)) return user;
+  }
   const uint64_t S = modelBytes(c, rankBytes, inputs_.nranks);
   std::vector<Algorithm> candidates;
   for (const auto& [a, us] : rankAlgorithms(c, S, inputs_)) candidates.push_back(a);
@@ -218,24 +285,62 @@ Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes) co
   choice.forced = policy_.overrides(c, rankBytes);
   choice.named = policy_.names(c, rankBytes);
   choice.predictedUs = predictUs(choice.algorithm, c, S, inputs_);
+  if (choice.named) return choice;
+  // The cost model decides: loaded algorithms compete within the calls they serve.
+  for (const auto& u : users_) {
+    if (!whyNotServed(*u, c, rankBytes, inputs_.nranks, fit).empty()) continue;
+    if (exclude && named != nullptr &&
+        std::find(named->begin(), named->end(), u->name) != named->end()) {
+      continue;
+    }
+    const double us = priceProgramUs(*u, rankBytes, inputs_);
+    if (us < choice.predictedUs) {
+      choice.user = u.get();
+      choice.predictedUs = us;
+    }
+  }
   return choice;
 }
 
-Expected<Selector::Choice> Selector::chooseForCall(Collective c, uint64_t rankBytes) {
+Expected<Selector::Choice> Selector::chooseForCall(Collective c, uint64_t rankBytes,
+                                                   const CallFit* fit) {
+  // Whether a loaded algorithm serves a call depends on more than its size.
+  const bool plain =
+      std::none_of(users_.begin(), users_.end(), [&](const auto& u) { return u->collective == c; });
   Recent& r = recent_[static_cast<size_t>(c) % recent_.size()];
-  if (r.valid && r.bytes == rankBytes) return r.choice;
-  BRAID_ASSIGN_OR_RETURN(Choice choice, choose(c, rankBytes));
-  r = Recent{true, rankBytes, choice};
+  if (plain && r.valid && r.bytes == rankBytes) return r.choice;
+  BRAID_ASSIGN_OR_RETURN(Choice choice, choose(c, rankBytes, fit));
+  if (plain) r = Recent{true, rankBytes, choice};
   return choice;
 }
 
-std::string Selector::explain(Collective c, uint64_t rankBytes) const {
+void Selector::addUserAlgorithm(std::shared_ptr<const algo::AlgoFile> file) {
+  for (auto& u : users_) {
+    if (u->name == file->name) {
+      u = std::move(file);
+      return;
+    }
+  }
+  users_.push_back(std::move(file));
+}
+
+std::string Selector::explain(Collective c, uint64_t rankBytes, const CallFit* fit) const {
   std::string out;
   char buf[64];
   for (const auto& [a, us] : rankAlgorithms(c, modelBytes(c, rankBytes, inputs_.nranks), inputs_)) {
     std::snprintf(buf, sizeof(buf), "%s%s %.1f us", out.empty() ? "" : "; ", algo::algorithmName(a),
                   us);
     out += buf;
+  }
+  for (const auto& u : users_) {
+    if (u->collective != c) continue;
+    const std::string no = whyNotServed(*u, c, rankBytes, inputs_.nranks, fit);
+    if (no.empty()) {
+      std::snprintf(buf, sizeof(buf), " %.1f us", priceProgramUs(*u, rankBytes, inputs_));
+      out += "; " + u->name + " (loaded)" + buf;
+    } else {
+      out += "; " + u->name + " (loaded) does not serve this call: " + no;
+    }
   }
   return out;
 }

@@ -12,16 +12,20 @@
 // "^tree". The first item that matches a call's collective and size decides:
 // a list picks its first algorithm that implements the collective (none is an
 // error, never a silent fallback); '^' removes algorithms from the default
-// choice. Immutable after parse; thread-safe.
+// choice. A name that is no built-in names a loaded schedule file's algorithm
+// (select/user_choice.h, "allreduce:my2d"): a list tries those first, and one that
+// does not serve the call is an error naming why. Immutable after parse; thread-safe.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "algorithms/registry.h"
 #include "core/status.h"
 #include "select/cost_model.h"
+#include "select/user_choice.h"
 
 namespace braid {
 
@@ -40,6 +44,12 @@ class AlgoPolicy {
   bool overrides(algo::Collective c, uint64_t bytes) const;
   // Whether that rule names the algorithms (not a '^' exclusion from the default choice).
   bool names(algo::Collective c, uint64_t bytes) const;
+  // The loaded algorithms' names that rule lists (nullptr: no rule, or it lists none);
+  // *exclude: whether it is a '^' rule.
+  // Whether that rule lists built-in algorithms (not a '^' rule).
+  bool namesBuiltIn(algo::Collective c, uint64_t bytes) const;
+  const std::vector<std::string>* userNames(algo::Collective c, uint64_t bytes,
+                                            bool* exclude) const;
   const std::string& spec() const { return spec_; }
 
  private:
@@ -49,6 +59,7 @@ class AlgoPolicy {
     uint64_t hi = UINT64_MAX;
     bool exclude = false;
     std::vector<algo::Algorithm> algos;
+    std::vector<std::string> users;  // names of loaded algorithms
   };
   static Expected<Rule> parseItem(const std::string& item);
 
@@ -62,7 +73,8 @@ std::vector<algo::Algorithm> defaultAlgorithms(algo::Collective c, uint64_t byte
 bool parseCollective(const std::string& name, algo::Collective* out);
 
 // One communicator's choice of algorithm per call: the policy's rules first,
-// else the cost model's fastest for (collective, bytes) on `inputs`.
+// else the cost model's fastest for (collective, bytes) on `inputs`, loaded
+// algorithms (select/user_choice.h) competing within the calls they serve.
 class Selector {
  public:
   struct Choice {
@@ -70,21 +82,38 @@ class Selector {
     double predictedUs = 0;  // the cost model's time for the chosen algorithm
     bool forced = false;     // BRAID_ALGO decided
     bool named = false;      // ... by naming the algorithm (not by a '^' exclusion)
+    // A loaded algorithm (then `algorithm` means nothing); owned by the selector.
+    const algo::AlgoFile* user = nullptr;
+    const char* name() const {
+      return user != nullptr ? user->name.c_str() : algo::algorithmName(algorithm);
+    }
   };
   Selector() = default;
   Selector(AlgoPolicy policy, CostInputs inputs)
       : policy_(std::move(policy)), inputs_(std::move(inputs)) {}
-  // `rankBytes`: count x element size of the call (the per-rank buffer).
-  Expected<Choice> choose(algo::Collective c, uint64_t rankBytes) const;
+  // `rankBytes`: count x element size of the call (the per-rank buffer); `fit`: the
+  // call's mode, type, op and root where known.
+  Expected<Choice> choose(algo::Collective c, uint64_t rankBytes,
+                          const CallFit* fit = nullptr) const;
   // The same, remembering the last answer per collective (a job repeats its
   // sizes, and ranking allocates): for the operation path, one call at a time.
-  Expected<Choice> chooseForCall(algo::Collective c, uint64_t rankBytes);
-  // "ring 12.3 us; tree 15.0 us; direct 20.1 us": the ranking, for logs.
-  std::string explain(algo::Collective c, uint64_t rankBytes) const;
+  Expected<Choice> chooseForCall(algo::Collective c, uint64_t rankBytes,
+                                 const CallFit* fit = nullptr);
+  // "ring 12.3 us; tree 15.0 us; direct 20.1 us": the ranking, for logs; then each
+  // loaded algorithm of `c`, priced, or why it does not serve the call.
+  std::string explain(algo::Collective c, uint64_t rankBytes, const CallFit* fit = nullptr) const;
+  // A proven schedule file's algorithm joins the choice (one of that name is replaced).
+  void addUserAlgorithm(std::shared_ptr<const algo::AlgoFile> file);
+  const std::vector<std::shared_ptr<const algo::AlgoFile>>& userAlgorithms() const {
+    return users_;
+  }
   const AlgoPolicy& policy() const { return policy_; }
   const CostInputs& inputs() const { return inputs_; }
 
  private:
+  Expected<Choice> chooseUser(algo::Collective c, uint64_t rankBytes, const CallFit* fit,
+                              const std::vector<std::string>& names) const;
+
   AlgoPolicy policy_;
   CostInputs inputs_;
   struct Recent {
@@ -93,6 +122,7 @@ class Selector {
     Choice choice;
   };
   std::array<Recent, 16> recent_{};  // by collective
+  std::vector<std::shared_ptr<const algo::AlgoFile>> users_;
 };
 
 }  // namespace braid

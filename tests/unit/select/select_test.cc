@@ -84,7 +84,7 @@ TEST(AlgoPolicy, AnUnsupportedChoiceIsAnErrorNotAFallback) {
 
 TEST(AlgoPolicy, BadSpecsNameTheProblem) {
   for (const char* spec :
-       {"allreduce:warp", "allreduce:64k-0:ring", "allreduce:1x-2:ring", "allreduce:"}) {
+       {"warp", "allreduce:w@rp", "allreduce:64k-0:ring", "allreduce:1x-2:ring", "allreduce:"}) {
     Expected<AlgoPolicy> p = AlgoPolicy::parse(spec);
     EXPECT_FALSE(p.isOk()) << spec;
     if (!p.isOk()) {

@@ -1,0 +1,39 @@
+// Loaded schedule files (algorithms/file/schedule_file.h) as the selector sees them: which
+// calls a file serves (and, for logs, why not), and its price, found by walking its steps
+// over the communicator's links with the cost model's figures (cost_model.h): a message of
+// b bytes between ranks p and q costs the link's alpha plus b over its bandwidth; a rank's
+// sends share its link one after another; a receive waits for its message; the steps of a
+// batch start together. The predicted time is the last rank's end, so a program is priced
+// by its critical path and its busiest link, as the closed forms price the built-ins
+// (a ring program walks to 2(n-1) alpha + 2(n-1)/n S / B, the ring's form). Pure;
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "algorithms/file/schedule_file.h"
+#include "select/cost_model.h"
+
+namespace braid {
+
+// What the selector knows of a call beyond its collective and size, where it knows it
+// (braidCommGetAlgorithm does not).
+struct CallFit {
+  bool inPlace = false;
+  std::string dtype;  // "float32", ...
+  std::string op;     // "sum", ...; empty for movement collectives
+  int root = 0;
+};
+
+// "" where `f` serves a call of `c` with `rankBytes` (count x element size) on `nranks`
+// ranks (and `fit`, when given); else why not ("its sizes are [0, 65536) bytes").
+std::string whyNotServed(const algo::AlgoFile& f, algo::Collective c, uint64_t rankBytes,
+                         int nranks, const CallFit* fit);
+
+// Predicted microseconds of `f`'s program for in.nranks ranks with `rankBytes` per block;
+// +infinity where it has none. Ranks lie in blocks of in.ranksPerNode (one node each).
+double priceProgramUs(const algo::AlgoFile& f, uint64_t rankBytes, const CostInputs& in);
+
+}  // namespace braid

@@ -1,0 +1,124 @@
+"""Users' algorithms end to end (docs/algorithms.md): the three examples, written by the
+Python DSL, proven by braid-algo check, loaded by BRAID_ALGO_FILES and run by the perf
+tools as real ranks over shm and over sockets with their results checked (nccl-tests'
+#wrong column and out-of-bounds count); a broken file refused at init, before its first
+call, naming the step.
+
+    python3 user_algorithms_test.py BUILD_DIR
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from nccl_tests_format import parse_output
+
+BUILD = sys.argv.pop(1) if len(sys.argv) > 1 else "build"
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "..", "examples", "algorithms")
+BRAIDRUN = os.path.join(BUILD, "tools", "braidrun", "braidrun")
+BRAID_ALGO_TOOL = os.path.join(BUILD, "tools", "braid_algo", "braid-algo")
+
+
+def run(cmd, env=None, timeout=180):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout, env=env)
+    return p.returncode, p.stdout
+
+
+class UserAlgorithms(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="issue-47-algo-")
+        cls.files = {}
+        for name in ("allreduce_2d", "allreduce_rings", "alltoall_node_pairs"):
+            path = os.path.join(cls.dir, name + ".json")
+            rc, out = run([sys.executable, os.path.join(EXAMPLES, name + ".py"), "-o", path])
+            assert rc == 0, out
+            cls.files[name] = path
+
+    def perf(self, tool, n, transports, files, algo, extra=()):
+        env = dict(os.environ, BRAID_ALGO_FILES=files, BRAID_ALGO=algo,
+                   BRAID_TRANSPORTS=transports, BRAID_DEBUG="INFO")
+        rc, out = run([BRAIDRUN, "-n", str(n), "--no-prefix", "--timeout", "120",
+                       os.path.join(BUILD, "perf", "coll", tool), "-b", "4", "-e", "300K",
+                       "-f", "7", "-n", "2", "-w", "1", "-c", "1"] + list(extra), env=env)
+        self.assertEqual(rc, 0, out)
+        parsed = parse_output(out)
+        self.assertGreater(len(parsed.rows), 3, out)
+        for row in parsed.rows:
+            self.assertEqual(row.out_of_place.wrong, 0, out)
+            self.assertEqual(row.in_place.wrong, 0, out)
+        self.assertTrue(parsed.out_of_bounds_ok, out)
+        return out
+
+    def test_check_proves_every_example_for_its_rank_counts(self):
+        for name, path in self.files.items():
+            rc, out = run([BRAID_ALGO_TOOL, "check", path])
+            self.assertEqual(rc, 0, out)
+            self.assertIn("ranks: proven", out)
+            self.assertNotIn("refused", out)
+
+    def test_2d_allreduce_runs_exact_over_shm_and_socket(self):
+        algo = "allreduce:allreduce_2d"
+        out = self.perf("all_reduce_perf", 4, "shm", self.files["allreduce_2d"], algo)
+        self.assertIn("allreduce_2d, predicted", out)  # INFO names it
+        self.perf("all_reduce_perf", 6, "socket", self.files["allreduce_2d"], algo)
+
+    def test_k_rings_allreduce_runs_exact_over_shm_and_socket(self):
+        algo = "allreduce:allreduce_rings2"
+        self.perf("all_reduce_perf", 3, "shm", self.files["allreduce_rings"], algo,
+                  ["-o", "max"])
+        self.perf("all_reduce_perf", 2, "socket", self.files["allreduce_rings"], algo)
+
+    def test_node_pairs_alltoall_runs_exact_over_shm_and_socket(self):
+        # It serves out of place calls; the tool's in-place calls fall back to pairwise.
+        files = self.files["alltoall_node_pairs"]
+        algo = "alltoall:alltoall_node_pairs,pairwise"
+        out = self.perf("alltoall_perf", 8, "shm", files, algo)
+        self.assertIn("alltoall_node_pairs, predicted", out)
+        self.perf("alltoall_perf", 4, "socket", files, algo)
+
+    def test_a_file_that_does_not_claim_the_rank_count_is_left_out(self):
+        env = dict(os.environ, BRAID_ALGO_FILES=self.files["alltoall_node_pairs"],
+                   BRAID_TRANSPORTS="shm", BRAID_DEBUG="INFO")
+        rc, out = run([BRAIDRUN, "-n", "3", "--no-prefix", "--timeout", "60",
+                       os.path.join(BUILD, "perf", "coll", "alltoall_perf"), "-b", "96",
+                       "-e", "96", "-n", "1", "-w", "0"], env=env)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("does not claim 3 ranks; not loaded here", out)
+
+    def test_a_broken_file_is_refused_at_init_naming_the_step(self):
+        broken = os.path.join(self.dir, "broken.json")
+        with open(self.files["allreduce_2d"]) as f:
+            text = f.read()
+        # Every rank's first receive of the 4-rank program turned into a send: nobody
+        # receives what its left neighbour sends first.
+        start = text.index('"nranks": 4')
+        text = text[:start] + text[start:].replace('"op": "recvReduce"', '"op": "recvReduceX"', 1)
+        with open(broken, "w") as f:
+            f.write(text)
+        rc, out = run([BRAID_ALGO_TOOL, "check", broken])
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("unknown op 'recvReduceX'", out)
+        # A file that reads well but deadlocks: rank 0 drops its first reduction.
+        text = text.replace('"op": "recvReduceX"', '"op": "recvReduce"')
+        i = text.index('"op": "recvReduce"', start)
+        line_start = text.rindex("\n", 0, i) + 1
+        line_end = text.index("\n", i)
+        text = text[:line_start] + text[line_end + 1:]
+        with open(broken, "w") as f:
+            f.write(text)
+        env = dict(os.environ, BRAID_ALGO_FILES=broken, BRAID_TRANSPORTS="shm")
+        rc, out = run([BRAIDRUN, "-n", "4", "--no-prefix", "--timeout", "60",
+                       os.path.join(BUILD, "perf", "coll", "all_reduce_perf"), "-b", "8",
+                       "-e", "8", "-n", "1", "-w", "0"], env=env)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("BRAID_ALGO_FILES: " + broken + ": 4 ranks: count", out)
+        self.assertIn(" step ", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
