@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import unittest
 
@@ -259,7 +260,7 @@ class ImplementationChoiceTest(unittest.TestCase):
             shutil.copytree(self.package, copy, symlinks=True,
                             ignore=shutil.ignore_patterns("_pg_torch*", "__pycache__"))
             broken = os.path.join(copy, braid._torch_native.module_name() +
-                                  ".cpython-311-x86_64-linux-gnu.so")
+                                  sysconfig.get_config_var("EXT_SUFFIX"))
             with open(broken, "w") as f:
                 f.write("not an ELF file")
             out = self.probe(package_root=root)

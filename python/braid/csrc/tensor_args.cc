@@ -132,19 +132,27 @@ Reduction reductionOf(const c10d::ReduceOp& op, const at::Tensor& t) {
 }
 
 at::Device deviceOf(const std::string& what, const std::vector<at::Tensor>& tensors) {
-  std::set<std::string> names;
   at::Device device(at::kCPU);
+  bool mixed = false;
   for (const at::Tensor& t : tensors) {
     if (!t.defined() || t.numel() == 0) {
       continue;
     }
     checkDevice(t);
     if (t.is_cuda()) {
+      mixed = mixed || (device.is_cuda() && device != t.device());
       device = t.device();
+    } else {
+      mixed = mixed || device.is_cuda();
     }
-    names.insert(t.device().str());
   }
-  if (names.size() > 1 && device.is_cuda()) {
+  if (mixed) {  // the message only: the common case builds no strings
+    std::set<std::string> names;
+    for (const at::Tensor& t : tensors) {
+      if (t.defined() && t.numel() > 0) {
+        names.insert(t.device().str());
+      }
+    }
     std::string list;
     for (const std::string& n : names) {
       list += (list.empty() ? "" : ", ") + n;

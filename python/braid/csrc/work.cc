@@ -10,6 +10,15 @@
 #endif
 
 namespace braid::torch_ext {
+namespace {
+
+// The type of every Work's future value (a list of tensors), made once.
+const c10::TypePtr& tensorListType() {
+  static const c10::TypePtr type = c10::ListType::create(c10::TensorType::get());
+  return type;
+}
+
+}  // namespace
 
 std::exception_ptr callError(braidResult_t result, braidComm_t comm, const std::string& what) {
   std::string text = lastError(comm, result);
@@ -32,8 +41,7 @@ BraidWork::BraidWork(int rank, c10d::OpType type, std::string what,
       outputs_(std::move(outputs)),
       call_(std::move(call)),
       after_(std::move(after)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(c10::make_intrusive<c10::ivalue::Future>(tensorListType())) {}
 
 BraidWork::~BraidWork() = default;
 
@@ -129,8 +137,7 @@ void BraidWork::setCudaStream(const c10::cuda::CUDAStream& stream) {
   // A future on the device, done now: its value is ready for a stream once that stream
   // waits for the events the future records on the current stream (the call's).
   future_ = c10::make_intrusive<c10::ivalue::Future>(
-      c10::ListType::create(c10::TensorType::get()),
-      std::vector<c10::Device>{c10::Device(c10::kCUDA, device_)});
+      tensorListType(), std::vector<c10::Device>{c10::Device(c10::kCUDA, device_)});
   future_->markCompleted(c10::IValue(outputs_));
 }
 #endif
@@ -149,9 +156,18 @@ void Executor::submit(const WorkPtr& work) {
     throw Error(braidInvalidUsage, "braid: " + work->what() + ": process group " + name_ +
                                        (abandoned_.empty() ? " is shut down" : " " + abandoned_));
   }
+  lastSubmit_ = Clock::now();
+  work->setSubmitted(lastSubmit_);
   queue_.push_back(work);
-  if (!work->fusable()) {
-    wakeLocked();
+  if (work->fusable()) {
+    return;
+  }
+  // A worker that is polling (or waiting out a grace period) sees the call by itself: no
+  // system call on the caller's path, which is most often about to wait() inline.
+  if (!thread_.joinable()) {
+    startLocked();
+  } else if (parked_) {
+    readyCv_.notify_one();
   }
 }
 
@@ -162,10 +178,14 @@ void Executor::kick() {
   }
 }
 
-void Executor::wakeLocked() {
+void Executor::startLocked() {
   if (!thread_.joinable() && !closed_) {
     thread_ = std::thread([this] { worker(); });
   }
+}
+
+void Executor::wakeLocked() {
+  startLocked();
   awake_ = true;
   readyCv_.notify_one();
 }
@@ -314,22 +334,34 @@ void Executor::finish(std::vector<WorkPtr>& batch) {
 bool Executor::runnableLocked() {
   // Fusable work alone in the queue waits for a wait(), an isCompleted() or a call
   // behind it that is not fusable.
-  if (awake_) {
-    awake_ = false;
-    return true;
-  }
-  return std::any_of(queue_.begin(), queue_.end(), [](const WorkPtr& w) { return !w->fusable(); });
+  return awake_ || std::any_of(queue_.begin(), queue_.end(),
+                               [](const WorkPtr& w) { return !w->fusable(); });
 }
 
 void Executor::worker() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    while (busy_ || queue_.empty() || !runnableLocked()) {
+    if (busy_ || queue_.empty() || !runnableLocked()) {
       if (closed_ && queue_.empty()) {
         return;
       }
-      readyCv_.wait(lock);
+      if (Clock::now() - lastSubmit_ < kActiveWindow) {
+        readyCv_.wait_for(lock, kPoll);  // calls come often: look again soon, unasked
+      } else {
+        parked_ = true;  // quiet: the next call wakes this thread
+        readyCv_.wait(lock);
+        parked_ = false;
+      }
+      continue;
     }
+    // Unless asked (a kick, a bounded wait), a fresh call is left to its caller for a
+    // moment: a blocking call's wait() runs it inline, without two thread switches.
+    auto due = queue_.front()->submitted() + kGrace;
+    if (!awake_ && Clock::now() < due) {
+      readyCv_.wait_until(lock, due);
+      continue;
+    }
+    awake_ = false;
     std::vector<WorkPtr> batch = takeLocked();
     lock.unlock();
     finish(batch);

@@ -113,6 +113,12 @@ class BraidWork : public c10d::Work {
   bool done() const {
     return done_.load(std::memory_order_acquire);
   }
+  void setSubmitted(std::chrono::steady_clock::time_point t) {
+    submitted_ = t;
+  }
+  std::chrono::steady_clock::time_point submitted() const {
+    return submitted_;
+  }
   // Marks the work done (error or not) and completes its future; called once.
   void complete(std::exception_ptr error);
 
@@ -126,6 +132,7 @@ class BraidWork : public c10d::Work {
   bool fusable_ = false;
   OrderKey order_;
   std::atomic<bool> done_{false};
+  std::chrono::steady_clock::time_point submitted_;
   std::exception_ptr error_;
   std::shared_ptr<std::atomic<int>> source_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -166,7 +173,16 @@ class Executor {
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  // How long a fresh call is left to its caller's wait() before the worker runs it, how
+  // often an idle worker looks at the queue while calls come, and for how long after the
+  // last one it keeps looking (then it sleeps until woken).
+  static constexpr auto kGrace = std::chrono::microseconds(50);
+  static constexpr auto kPoll = std::chrono::microseconds(200);
+  static constexpr auto kActiveWindow = std::chrono::milliseconds(2);
+
   std::vector<WorkPtr> takeLocked();
+  void startLocked();
   void finish(std::vector<WorkPtr>& batch);
   void runBatch(std::vector<WorkPtr>& batch);
   void wakeLocked();
@@ -181,7 +197,9 @@ class Executor {
   std::deque<WorkPtr> queue_;
   bool busy_ = false;
   bool closed_ = false;
-  bool awake_ = false;
+  bool awake_ = false;   // asked to run now (kick, bounded wait): no grace period
+  bool parked_ = false;  // the worker sleeps until notified
+  Clock::time_point lastSubmit_;
   std::string abandoned_;
   std::thread thread_;
 };
