@@ -97,8 +97,9 @@ void ProcessGroupBraid::shutdown() {
   if (executor_ == nullptr) {
     return;
   }
-  executor_->close();
-  braidComm_t comm = executor_->comm();
+  executor_->close();  // runs what is queued; idempotent
+  braidComm_t comm = comm_;
+  comm_ = nullptr;  // a second shutdown, or one after abort(), frees nothing
   if (comm != nullptr) {
     for (auto& [key, op] : premul_) {
       (void)api().braidRedOpDestroy(op, comm);
@@ -106,7 +107,6 @@ void ProcessGroupBraid::shutdown() {
     (void)api().braidCommDestroy(comm);
   }
   premul_.clear();
-  comm_ = nullptr;
 }
 
 void ProcessGroupBraid::abort() {

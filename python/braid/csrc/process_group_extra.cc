@@ -40,6 +40,21 @@ braidResult_t grouped(const std::vector<BraidWork::Call>& calls, braidComm_t c, 
   return first != braidSuccess ? first : r;
 }
 
+#if BRAID_TORCH_2
+// outputs then inputs, one output per input (the tensor-coalesced calls of torch 2.x).
+std::vector<at::Tensor> pairedTensors(const std::vector<at::Tensor>& outputs,
+                                      const std::vector<at::Tensor>& inputs, const char* what) {
+  if (outputs.size() != inputs.size()) {
+    throw Error(braidInvalidArgument, std::string("braid: ") + what + ": " +
+                                          std::to_string(outputs.size()) + " outputs for " +
+                                          std::to_string(inputs.size()) + " inputs");
+  }
+  std::vector<at::Tensor> all = outputs;
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  return all;
+}
+#endif
+
 }  // namespace
 
 // ---- point to point -------------------------------------------------------------------------
@@ -268,11 +283,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions&) {
-  if (outputs.size() != inputs.size()) {
-    throw Error(braidInvalidArgument, "braid: allgather_into_tensor_coalesced: " +
-                                          std::to_string(outputs.size()) + " outputs for " +
-                                          std::to_string(inputs.size()) + " inputs");
-  }
+  std::vector<at::Tensor> all = pairedTensors(outputs, inputs, "allgather_into_tensor_coalesced");
   std::vector<BraidWork::Call> calls;
   for (size_t k = 0; k < inputs.size(); ++k) {
     Buffer o = bufferOf(outputs[k], "all_gather output");
@@ -283,8 +294,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather_into_tensor_coalesce
       return api().braidAllGather(i.ptr, o.ptr, i.count, i.dtype, c, s);
     });
   }
-  std::vector<at::Tensor> all = outputs;
-  all.insert(all.end(), inputs.begin(), inputs.end());
   return launch(OpType::COALESCED, "allgather_into_tensor_coalesced",
                 deviceOf("all_gather", all), outputs, inputs,
                 [calls](braidComm_t c, braidStream_t s) { return grouped(calls, c, s); });
@@ -293,11 +302,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather_into_tensor_coalesce
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  if (outputs.size() != inputs.size()) {
-    throw Error(braidInvalidArgument, "braid: reduce_scatter_tensor_coalesced: " +
-                                          std::to_string(outputs.size()) + " outputs for " +
-                                          std::to_string(inputs.size()) + " inputs");
-  }
+  std::vector<at::Tensor> all = pairedTensors(outputs, inputs, "reduce_scatter_tensor_coalesced");
   std::vector<BraidWork::Call> calls;
   for (size_t k = 0; k < inputs.size(); ++k) {
     Buffer o = bufferOf(outputs[k], "reduce_scatter output");
@@ -310,8 +315,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter_tensor_coalesce
                                       s);
     });
   }
-  std::vector<at::Tensor> all = outputs;
-  all.insert(all.end(), inputs.begin(), inputs.end());
   return launch(OpType::COALESCED, "reduce_scatter_tensor_coalesced",
                 deviceOf("reduce_scatter", all), outputs, inputs,
                 [calls](braidComm_t c, braidStream_t s) { return grouped(calls, c, s); });

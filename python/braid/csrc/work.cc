@@ -40,8 +40,7 @@ BraidWork::BraidWork(int rank, c10d::OpType type, std::string what,
       executor_(std::move(executor)),
       outputs_(std::move(outputs)),
       call_(std::move(call)),
-      after_(std::move(after)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(tensorListType())) {}
+      after_(std::move(after)) {}
 
 BraidWork::~BraidWork() = default;
 
@@ -50,17 +49,25 @@ void BraidWork::complete(std::exception_ptr error) {
   call_ = nullptr;  // the closures hold tensors and buffers: let them go now
   after_ = nullptr;
   keep_.clear();
+  c10::intrusive_ptr<c10::ivalue::Future> future;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     completed_ = true;
     exception_ = error;
+    future = future_;
   }
   done_.store(true, std::memory_order_release);
   cv_.notify_all();
-  if (error) {
-    future_->setError(error);
+  if (future) {
+    settle(*future);
+  }
+}
+
+void BraidWork::settle(c10::ivalue::Future& future) {
+  if (error_) {
+    future.setError(error_);
   } else {
-    future_->markCompleted(c10::IValue(outputs_));
+    future.markCompleted(c10::IValue(outputs_));
   }
 }
 
@@ -123,10 +130,23 @@ bool BraidWork::wait(std::chrono::milliseconds timeout) {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> BraidWork::getFuture() {
-  if (!done()) {
+  // Made on first request: most calls are waited on, and a future costs allocations.
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  bool settled = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!future_) {
+      future_ = c10::make_intrusive<c10::ivalue::Future>(tensorListType());
+      settled = completed_;
+    }
+    future = future_;
+  }
+  if (settled) {
+    settle(*future);
+  } else if (!done()) {
     executor_->kick();  // held-back calls run: nobody may wait() on this one
   }
-  return future_;
+  return future;
 }
 
 #ifdef BRAID_TORCH_CUDA
@@ -136,9 +156,11 @@ void BraidWork::setCudaStream(const c10::cuda::CUDAStream& stream) {
   event_->record(stream);
   // A future on the device, done now: its value is ready for a stream once that stream
   // waits for the events the future records on the current stream (the call's).
-  future_ = c10::make_intrusive<c10::ivalue::Future>(
+  auto future = c10::make_intrusive<c10::ivalue::Future>(
       tensorListType(), std::vector<c10::Device>{c10::Device(c10::kCUDA, device_)});
-  future_->markCompleted(c10::IValue(outputs_));
+  future->markCompleted(c10::IValue(outputs_));
+  std::lock_guard<std::mutex> lock(mutex_);
+  future_ = future;
 }
 #endif
 

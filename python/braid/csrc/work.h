@@ -123,6 +123,9 @@ class BraidWork : public c10d::Work {
   void complete(std::exception_ptr error);
 
  private:
+  // Completes a future with the work's outcome (after complete()).
+  void settle(c10::ivalue::Future& future);
+
   std::string what_;
   std::shared_ptr<Executor> executor_;
   std::vector<at::Tensor> outputs_;
@@ -135,7 +138,7 @@ class BraidWork : public c10d::Work {
   std::chrono::steady_clock::time_point submitted_;
   std::exception_ptr error_;
   std::shared_ptr<std::atomic<int>> source_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // made by getFuture(), under mutex_
 #ifdef BRAID_TORCH_CUDA
   std::optional<at::cuda::CUDAEvent> event_;
   c10::DeviceIndex device_ = 0;
