@@ -249,8 +249,10 @@ class ImplementationChoiceTest(unittest.TestCase):
         env.pop("BRAID_TORCH_IMPL", None)
         if impl is not None:
             env["BRAID_TORCH_IMPL"] = impl
+        # cwd: python -c imports from its working directory first (ctest's is build/python)
         return subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True,
-                              text=True, timeout=120, check=check)
+                              text=True, timeout=120, check=check,
+                              cwd=package_root or tempfile.gettempdir())
 
     def test_module_names_carry_torchs_major_and_minor(self):
         self.assertEqual(braid._torch_native.module_name("1.13.0a0"), "_pg_torch1_13")
