@@ -7,15 +7,22 @@ Debian package) they are copied from there and nothing is compiled:
     BRAID_PREFIX=/opt/braid pip wheel --no-build-isolation ./python
 
 Otherwise building runs the checkout's CMake (cmake and a C++20 compiler are
-needed) for those two targets; BRAID_CMAKE_BUILD_DIR reuses a build directory,
-else a temporary one is made. The Python code itself needs no compiler: it calls
-the library through ctypes.
+needed) for those two targets and the native torch backend of the interpreter
+running pip (where its torch has C++ headers); BRAID_CMAKE_BUILD_DIR reuses a
+build directory, else a temporary one is made. The Python code itself needs no
+compiler: it calls the library through ctypes.
+
+The native torch backend (braid/_pg_torch<major>_<minor>.*.so, one per torch it
+was built for) travels in the wheel when it was built: from the CMake build, or,
+with BRAID_PREFIX, from BRAID_TORCH_EXT_DIR (a build's build/python/braid).
+Without it, braid.torch serves "braid" with its Python group.
 """
 
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -56,6 +63,15 @@ class BuildWithLibrary(build_py):
         (package / "bin").mkdir(parents=True, exist_ok=True)
         shutil.copy2(libs[0], package / "lib" / "libbraid.so")
         shutil.copy2(braidrun, package / "bin" / "braidrun")
+        ext_dir = os.environ.get("BRAID_TORCH_EXT_DIR")
+        if ext_dir:
+            BuildWithLibrary.copy_torch_extensions(Path(ext_dir), package)
+
+    @staticmethod
+    def copy_torch_extensions(staged, package):
+        """The native torch backends built into staged (a build's python/braid)."""
+        for ext in sorted(staged.glob("_pg_torch*.so")):
+            shutil.copy2(ext, package / ext.name)
 
     def build_with_cmake(self, package):
         if not (CHECKOUT / "include" / "braid" / "braid.h").is_file():
@@ -65,12 +81,13 @@ class BuildWithLibrary(build_py):
         generator = ["-G", "Ninja"] if shutil.which("ninja") else []
         subprocess.check_call(["cmake", "-S", str(CHECKOUT), "-B", str(build), *generator,
                                "-DCMAKE_BUILD_TYPE=Release", "-DBRAID_BUILD_TESTS=OFF",
-                               "-DBRAID_BUILD_PERF=OFF"])
+                               "-DBRAID_BUILD_PERF=OFF", f"-DBRAID_PYTHON={sys.executable}"])
         subprocess.check_call(["cmake", "--build", str(build), "--target", "braid_python",
                                "-j", str(len(os.sched_getaffinity(0)))])
         staged = build / "python" / "braid"
         for part in ("lib", "bin"):
             shutil.copytree(staged / part, package / part, dirs_exist_ok=True)
+        BuildWithLibrary.copy_torch_extensions(staged, package)
 
 
 class BinaryDistribution(Distribution):

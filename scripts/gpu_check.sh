@@ -90,7 +90,7 @@ for step in "${steps[@]}"; do
         -DCMAKE_PREFIX_PATH=$prefix/usr "-DBRAID_NCCL_INCLUDE_HINTS=$hints" \
         "-DBRAID_PYTHON=$(command -v python3)" \
         > "$out/logs/configure.log" 2>&1 || { tail -30 "$out/logs/configure.log"; exit 1; }
-      grep -E "CUDA|NCCL|hwloc" "$out/logs/configure.log"
+      grep -E "CUDA|NCCL|hwloc|torch" "$out/logs/configure.log"
       run cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} > "$out/logs/build.log" 2>&1 ||
         { grep -E "error|Error" "$out/logs/build.log" | head -40; exit 1; }
       echo "build ok";;

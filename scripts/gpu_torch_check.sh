@@ -65,7 +65,9 @@ rank_test() {  # name nranks script [env...]
   local rc=$?
   note "$name: rc $rc ($( [ $rc = 0 ] && echo passed || { [ $rc = 77 ] && echo skipped || echo FAILED; })); $(grep -E 'ok$|losses|skipped' "$out/$name.log" | tail -n 1)"
 }
+note "torch backend: $(BRAID_PYTHONPATH=$build/python "$py" -c 'import sys, os; sys.path.insert(0, os.environ["BRAID_PYTHONPATH"]); import braid.torch as b; print(b.IMPLEMENTATION, b.ProcessGroupBraid.__module__)' 2>&1 | tail -n 1)"
 rank_test cuda_tensors 2 torch_cuda_ranks.py
+rank_test cuda_tensors_python_group 2 torch_cuda_ranks.py BRAID_TORCH_IMPL=python
 rank_test ddp_cuda_vs_gloo 2 ddp_vs_gloo_ranks.py TORCH_DDP_DEVICE=cuda
 rank_test ddp_cpu_vs_gloo 2 ddp_vs_gloo_ranks.py
 rank_test gated_features 2 torch_gated_ranks.py

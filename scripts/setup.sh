@@ -10,6 +10,7 @@ packages=(
   iproute2 procps openmpi-bin libopenmpi-dev
   mpich libmpich-dev libgloo-dev
   python3 python3-numpy python3-torch python3-pip python3-setuptools python3-matplotlib
+  libtorch-dev pybind11-dev python3-dev
   python3-venv python3-wheel
   fortunes
   slurm-wlm munge

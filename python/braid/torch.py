@@ -3,10 +3,19 @@
     import braid.torch                       # registers the backend
     dist.init_process_group("braid")         # any init_method: env://, file://, tcp://
 
-Works with PyTorch 1.13 (Debian's python3-torch) and later: ProcessGroupBraid
-is a Python subclass of torch's ProcessGroup (pybind11 forwards the C++ calls
-that DistributedDataParallel makes to it) and is registered with
-``torch.distributed.Backend.register_backend``. Each process group is one Braid
+Two implementations serve the name, chosen when this module is imported:
+
+- the native one, ProcessGroupBraid in C++ (python/braid/csrc), built for the
+  running torch as the module braid._pg_torch<major>_<minor> (see _torch_native);
+- the Python one here, PyProcessGroupBraid, a Python subclass of torch's
+  ProcessGroup (pybind11 forwards the C++ calls that DistributedDataParallel
+  makes to it), used where the native module is missing or does not load, and
+  when BRAID_TORCH_IMPL=python.
+
+``braid.torch.IMPLEMENTATION`` says which one ("native" or "python"), and the
+import logs it at INFO (logger "braid.torch"; on stderr too with BRAID_DEBUG=INFO).
+Works with PyTorch 1.13 (Debian's python3-torch) and later; the backend is
+registered with ``torch.distributed.Backend.register_backend``. Each process group is one Braid
 communicator; its unique id travels through the group's store, so
 ``new_group`` needs nothing from the ranks outside the group.
 
@@ -32,6 +41,7 @@ from . import _buffers
 from . import _lib
 from . import get_unique_id, init_rank
 from ._torch_common import RED, op_code, op_type, one, premul_factor, ptr, stream_of
+from . import _torch_native
 from ._torch_extra import Extras
 from ._torch_p2p import PointToPoint
 from ._torch_work import BraidWork
@@ -41,8 +51,8 @@ from .errors import BraidError
 BACKEND_NAME = "braid"
 
 
-class ProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
-    """A torch.distributed process group whose collectives are Braid's."""
+class PyProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
+    """A torch.distributed process group whose collectives are Braid's, in Python."""
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
@@ -314,18 +324,49 @@ def _mark_steps(comm):
     _step_marks["handle"] = hook(mark)
 
 
+class _NativeMarker:
+    """trace_marker over a native group's communicator (the group owns it; a mark after
+    the group is gone is an error that _mark_steps ignores)."""
+
+    def __init__(self, pg):
+        self._pg = pg
+
+    def trace_marker(self, name):
+        handle = self._pg.comm_handle
+        if not handle:
+            raise BraidError("braid: the group is shut down")
+        _lib.check(_lib.lib.braidTraceMarker(handle, name.encode()), handle)
+
+
+_native, _why_not_native = _torch_native.load()
+IMPLEMENTATION = "native" if _native is not None else "python"
+# The class of the groups "braid" makes in this process.
+ProcessGroupBraid = _native.ProcessGroupBraid if _native is not None else PyProcessGroupBraid
+_torch_native.announce(_native, _why_not_native)
+
+
 def _create(store, rank, size, timeout):
     """The creator torch calls for init_process_group / new_group. torch 1.13 takes the
     ProcessGroup as the group; torch 2.x takes a ProcessGroup subclass as the whole group
     too, in place of one Backend per device, and serves both devices from it."""
-    return ProcessGroupBraid(store, rank, size, timeout)
+    if _native is not None:
+        pg = _native.ProcessGroupBraid(store, rank, size, timeout)
+        _mark_steps(_NativeMarker(pg))
+        return pg
+    return PyProcessGroupBraid(store, rank, size, timeout)
 
 
 def _create_extended(opts, backend_options=None):
-    """torch 2.x's extended creator: the options carry the group's name (group_id), which
-    a ProcessGroup subclass must hold itself, since torch returns it as the group as is;
-    destroy_process_group and the name lookups of 2.x read it."""
-    pg = ProcessGroupBraid(opts.store, opts.group_rank, opts.group_size, opts.timeout)
+    """torch 2.x's extended creator. The native backend is a c10d::Backend, which torch
+    wraps in its own ProcessGroup (named by torch). The Python group is a ProcessGroup
+    subclass that torch returns as the group as is, so it must hold the group's name
+    (opts.group_id) itself: destroy_process_group and the name lookups of 2.x read it."""
+    if _native is not None:
+        pg = _native.ProcessGroupBraid(opts.store, opts.group_rank, opts.group_size,
+                                       opts.timeout)
+        _mark_steps(_NativeMarker(pg))
+        return pg
+    pg = PyProcessGroupBraid(opts.store, opts.group_rank, opts.group_size, opts.timeout)
     name = getattr(opts, "group_id", None)
     if name:
         pg._braid_group_name = name

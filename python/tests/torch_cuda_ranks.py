@@ -30,9 +30,50 @@ def eq(got, want, what):
     assert torch.equal(got, want.expand_as(got)), f"{what}: got {got.tolist()}, want {want}"
 
 
+def check_stream_order():
+    """The orders ProcessGroupNCCL gives CUDA tensors: after the producer's work on the
+    current stream (no host sync), tensors kept for the stream, wait() orders the caller's
+    stream after the call, a call on a side stream correct without a host sync."""
+    # Producer queued behind a long kernel: the call must see its result, not the tensor's
+    # state when the call was made.
+    t = torch.full((1 << 22,), 1.0, device=dev)
+    torch.cuda._sleep(50_000_000)  # ~tens of ms of GPU time ahead of the producer
+    t.mul_(float(R + 2))
+    dist.all_reduce(t)
+    eq(t, sum(r + 2 for r in range(N)), "all_reduce after a queued producer")
+
+    # Async on a side stream; the main stream waits through work.wait() only.
+    side = torch.cuda.Stream(dev)
+    main = torch.cuda.current_stream(dev)
+    side.wait_stream(main)
+    with torch.cuda.stream(side):
+        u = torch.full((1 << 20,), float(R + 1), device=dev)
+        torch.cuda._sleep(20_000_000)
+        u.add_(1.0)
+        work = dist.all_reduce(u, async_op=True)
+    work.wait()  # on main: main now runs after the call
+    got = u.clone()  # a read on the main stream
+    eq(got, sum(r + 2 for r in range(N)), "wait() orders the current stream")
+
+    # The caching allocator must not hand a tensor's memory out while the call still uses
+    # it: drop the tensor before the stream has run the call, then allocate its size again.
+    with torch.cuda.stream(side):
+        v = torch.full((1 << 20,), float(R + 1), device=dev)
+        torch.cuda._sleep(20_000_000)
+        work = dist.all_reduce(v, async_op=True)
+        fut = work.get_future()
+        del v
+        w = torch.full((1 << 20,), -7.0, device=dev)
+    fut.wait()
+    torch.cuda.synchronize()
+    eq(w, -7.0, "a tensor allocated after a dropped one (recordStream)")
+    print(f"rank {R}: stream order ok ({braid.torch.IMPLEMENTATION} group)")
+
+
 def main():
     dist.init_process_group("braid", init_method=torch_init_method("cuda"), rank=R,
                             world_size=N)
+    check_stream_order()
     # A side stream: the calls go on it, and reading on it sees them.
     side = torch.cuda.Stream(dev)
     with torch.cuda.stream(side):

@@ -167,7 +167,7 @@ def check_futures():
     assert pg.barrier().get_future().wait() == [], "barrier future"
     if N >= 2 and R < 2:
         t = torch.full((2,), float(R))
-        work = pg.send([t], 1 - R) if R == 0 else pg.recv([t], 1 - R)
+        work = pg.send([t], 1 - R, 0) if R == 0 else pg.recv([t], 1 - R, 0)
         work.get_future().wait()
         eq(t, torch.zeros(2), "recv future")
     dist.barrier()

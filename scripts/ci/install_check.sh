@@ -105,8 +105,8 @@ ldconfig -p | grep -q libbraid && fail "ldconfig still lists libbraid"
 
 step "wheel: built from the installed library, used from a fresh venv"
 rm -rf python/build python/braid.egg-info
-BRAID_PREFIX=$P /usr/bin/python3 -m pip wheel -q --no-build-isolation --no-deps \
-  -w "$WORK/wheel" ./python
+BRAID_PREFIX=$P BRAID_TORCH_EXT_DIR=$BUILD/python/braid /usr/bin/python3 -m pip wheel -q \
+  --no-build-isolation --no-deps -w "$WORK/wheel" ./python
 rm -rf python/build python/braid.egg-info
 /usr/bin/python3 -m venv --system-site-packages "$WORK/venv"  # Debian's torch and numpy
 "$WORK/venv/bin/pip" install -q --no-index --no-deps "$WORK"/wheel/braid-*.whl
@@ -116,5 +116,11 @@ out=$(cd "$WORK/outside" && "$WORK/venv/bin/python" -m braid.run -n 2 torch_allr
 echo "$out"
 [ "$(grep -c "over braid $WORK/venv/.*: exact$" <<<"$out")" = 2 ] ||
   fail "torch check: not 2 exact ranks using the venv's braid"
+# The native torch backend travels in the wheel when the build made it for this torch.
+if ls "$BUILD"/python/braid/_pg_torch1_13.*.so >/dev/null 2>&1; then
+  impl=$(cd "$WORK/outside" && "$WORK/venv/bin/python" -c \
+    'import braid.torch; print(braid.torch.IMPLEMENTATION, braid.torch.ProcessGroupBraid.__module__)')
+  [[ "$impl" == "native braid._pg_torch1_13" ]] || fail "the wheel's torch backend: $impl"
+fi
 
 step "done"
