@@ -1,10 +1,11 @@
 """PyTorch 2.x's parallelism stack on one backend, checked against one rank.
 
-    python -m braid.run -n 4 parallel_ranks.py CHECK --backend braid --out result.json
+    python -m braid.run -n 4 parallel_ranks.py fsdp2,tp2d [--backends gloo,braid] --out r.json
 
 One rank of a job: `python -m braid.run` (or torchrun) gives it RANK, WORLD_SIZE,
-MASTER_ADDR and MASTER_PORT, and it joins with an unchanged
-dist.init_process_group(BACKEND) (env://), as user code does. The checks:
+MASTER_ADDR and MASTER_PORT. Each check runs on each backend in turn (gloo, then
+braid: side by side, same seeds), each on a default group of its own made by
+dist.init_process_group(BACKEND) over the job's store. The checks:
 
   fsdp2     fully_shard (FSDP2) on a small transformer, 3 SGD steps
   tp2d      ColwiseParallel/RowwiseParallel on the "tp" dimension of a 2-D DeviceMesh
@@ -24,9 +25,10 @@ lost rank's share, a doubled reduction or a wrong shard moves results by >= 1e-3
 (each check also requires its training to have moved the weights by more than
 that). compile's inputs are integers in float64 and must match exactly.
 
-Rank 0 writes the losses and the largest difference to --out (JSON); the exit code
-says the outcome (0 ok, 1 mismatch or error). Every group has --timeout seconds, so a
-stuck collective raises instead of hanging.
+Rank 0 writes each check's outcome on every rank, its losses and its largest
+difference to --out (JSON) as it goes; the exit code is 0 when all passed. Every group
+has --timeout seconds, so a stuck collective raises instead of hanging; after a
+failure the job's later checks are not run (reported "not run").
 """
 
 import argparse
@@ -277,6 +279,8 @@ def check_pipeline(rank, world, steps=2):
 def check_compile(rank, world):
     import torch._dynamo
     import torch.distributed._functional_collectives as funcol
+    torch._dynamo.reset()  # the other backend's run compiled its own group's graph
+    torch._dynamo.utils.counters.clear()
     group = dist.group.WORLD
 
     def step(x):
@@ -321,43 +325,71 @@ CHECKS = {"fsdp2": check_fsdp2, "tp2d": check_tp2d, "pipeline": check_pipeline,
           "compile": check_compile}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("check", choices=sorted(CHECKS))
-    ap.add_argument("--backend", required=True, choices=["braid", "gloo"])
-    ap.add_argument("--timeout", type=int, default=60, help="the groups' timeout, seconds")
-    ap.add_argument("--out", help="rank 0 writes its result here (JSON)")
-    args = ap.parse_args()
-    if args.backend == "braid":
-        import braid.torch  # noqa: F401  registers "braid"
-    dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.timeout))
+def run_one(check, backend, store, timeout):
+    """One check on a fresh default group of `backend`; returns rank 0's record."""
+    dist.init_process_group(backend, store=dist.PrefixStore(f"{check}/{backend}", store),
+                            rank=int(os.environ["RANK"]),
+                            world_size=int(os.environ["WORLD_SIZE"]),
+                            timeout=datetime.timedelta(seconds=timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     start = time.monotonic()
-    extra = {}
-    result = CHECKS[args.check](rank, world)
-    if len(result) == 4:
-        *result, extra = result
-    losses, ref_losses, worst = result
+    result = CHECKS[check](rank, world)
+    extra = result[3] if len(result) == 4 else {}
+    losses, ref_losses, worst = result[:3]
     for got, want in zip(losses, ref_losses):
         if abs(got - want) > TOL:
-            raise AssertionError(f"{args.check}: losses {losses} differ from one rank's "
-                                 f"{ref_losses}")
+            raise AssertionError(f"{check}: losses {losses} differ from one rank's {ref_losses}")
     dist.barrier()
-    seconds = time.monotonic() - start
-    group_type = type(dist.group.WORLD).__name__
-    backend_type = type(dist.group.WORLD._get_backend(torch.device("cpu"))).__name__
+    group = dist.group.WORLD
+    record = {"losses": losses, "one_rank_losses": ref_losses, "max_diff": worst,
+              "seconds": round(time.monotonic() - start, 1),
+              "group": f"{type(group).__module__}.{type(group).__name__}", **extra}
     dist.destroy_process_group()
-    if rank == 0:
-        result = {"check": args.check, "backend": args.backend, "world_size": world,
-                  "torch": torch.__version__, "losses": losses, "one_rank_losses": ref_losses,
-                  "max_diff": worst, "seconds": round(seconds, 1),
-                  "group": f"{group_type}/{backend_type}", **extra}
-        if args.out:
-            with open(args.out, "w") as f:
-                json.dump(result, f, indent=1)
-        print(f"{args.check} {args.backend} {world} ranks: ok, max diff {worst:.2e}, "
-              f"{seconds:.1f} s", flush=True)
+    return record
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("checks", help=f"comma-separated, of {', '.join(sorted(CHECKS))}")
+    ap.add_argument("--backends", default="gloo,braid")
+    ap.add_argument("--timeout", type=int, default=45, help="each group's timeout, seconds")
+    ap.add_argument("--out", help="rank 0 writes the results here (JSON), check by check")
+    args = ap.parse_args()
+    checks, backends = args.checks.split(","), args.backends.split(",")
+    if "braid" in backends:
+        import braid.torch  # noqa: F401  registers "braid"
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    # One store for the job (MASTER_ADDR:MASTER_PORT, as env:// makes it); each group
+    # rendezvous under its own prefix, and every rank's outcome is told through it, so
+    # that rank 0 reports a failure seen on another rank even when the group is broken.
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
+                          rank == 0, timeout=datetime.timedelta(seconds=args.timeout + 30))
+    results, failed = {"torch": torch.__version__, "world_size": world, "checks": {}}, False
+    for check in checks:
+        for backend in backends:
+            key = f"{check}/{backend}"
+            if failed:  # a broken group may leave ranks out of step: stop here
+                outcome, record = "not run", {}
+            else:
+                try:
+                    outcome, record = "ok", run_one(check, backend, store, args.timeout)
+                except Exception as e:  # noqa: BLE001  every failure is reported
+                    outcome, record = f"FAIL {type(e).__name__}: {e}"[:400], {}
+                    print(f"rank {rank}: {key}: {outcome}", file=sys.stderr, flush=True)
+            store.set(f"outcome/{key}/{rank}", outcome)
+            outcomes = [store.get(f"outcome/{key}/{r}").decode() for r in range(world)]
+            bad = [f"rank {r}: {o}" for r, o in enumerate(outcomes) if o != "ok"]
+            failed = failed or bool(bad)
+            if rank == 0:
+                results["checks"][key] = {"outcome": "; ".join(bad) if bad else "ok", **record}
+                if args.out:
+                    with open(args.out, "w") as f:
+                        json.dump(results, f, indent=1)
+                print(f"{key} {world} ranks: {'; '.join(bad) or 'ok'}"
+                      + (f", max diff {record['max_diff']:.2e}, {record['seconds']} s"
+                         if record and not bad else ""), flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
