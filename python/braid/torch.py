@@ -343,7 +343,10 @@ def _serve_devices(pg):
     _DeviceBackend, as its CPU and CUDA Backend, for torch's C++ callers."""
     if _Backend is None or not hasattr(pg, "_register_backend"):
         return
-    backend = _DeviceBackend(pg)
+    try:
+        backend = _DeviceBackend(pg)
+    except TypeError:  # a torch 2.x whose Backend Python cannot make: the group alone
+        return
     pg._braid_device_backend = backend
     pg._set_default_backend(ProcessGroup.BackendType.CUSTOM)
     for device in ("cpu", "cuda"):
