@@ -54,9 +54,10 @@ else
   mkdir -p "$(dirname "$torch2_venv")"
   [ -x "$torch2_venv/bin/pip" ] || /usr/bin/python3 -m venv "$torch2_venv"
   pip2=("$torch2_venv/bin/pip" install -q --progress-bar off)
-  "${pip2[@]}" --no-deps "torch==$torch2_version"
+  # torch's Python dependencies first: pip then has no torch to find CUDA wheels missing for.
   "${pip2[@]}" filelock 'typing-extensions>=4.13.0' 'setuptools>=77.0.3' 'sympy>=1.13.3' \
-    'networkx>=2.5.1' jinja2 'fsspec>=0.8.5' numpy expecttest pytest
+    'networkx>=2.5.1' jinja2 'fsspec>=0.8.5' numpy expecttest
+  "${pip2[@]}" --no-deps "torch==$torch2_version"
   torch2_imports || "${pip2[@]}" --no-deps "${torch2_libs[@]}"
   torch2_imports || "${pip2[@]}" "torch==$torch2_version"
   torch2_imports || { echo "setup: torch $torch2_version does not import"; exit 1; }

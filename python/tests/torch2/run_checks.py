@@ -67,7 +67,7 @@ def main():
     import torch
     print(f"torch2 checks: torch {torch.__version__}, {sys.executable}", flush=True)
 
-    rows, passed, failed = [], 0, 0
+    rows, passed, failed, groups = [], 0, 0, set()
     for ranks, checks in JOBS.items():
         checks = [c for c in checks if not only or c in only]
         if not checks:
@@ -78,6 +78,8 @@ def main():
             records = [results.get(f"{check}/{b}") for b in BACKENDS]
             for b, r in zip(BACKENDS, records):
                 ok = r is not None and r["outcome"] == "ok"
+                if ok:
+                    groups.add(f"{b}: {r['group']}")
                 passed, failed = passed + ok, failed + (not ok)
                 if r is not None and not ok:
                     print(f"  {check} x{ranks} {b}: {r['outcome']}")
@@ -97,6 +99,7 @@ def main():
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(4)]
     for r in [header] + rows:
         print("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    print(f"  the groups: {', '.join(sorted(groups))}")
     print(f"torch2 checks: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
