@@ -341,9 +341,11 @@ def run_one(check, backend, store, timeout):
             raise AssertionError(f"{check}: losses {losses} differ from one rank's {ref_losses}")
     dist.barrier()
     group = dist.group.WORLD
+    cpu = group._get_backend(torch.device("cpu"))  # the group itself for the Python group
     record = {"losses": losses, "one_rank_losses": ref_losses, "max_diff": worst,
               "seconds": round(time.monotonic() - start, 1),
-              "group": f"{type(group).__module__}.{type(group).__name__}", **extra}
+              "group": f"{type(group).__module__}.{type(group).__name__}, CPU backend "
+                       f"{type(cpu).__module__}.{type(cpu).__name__}", **extra}
     dist.destroy_process_group()
     return record
 
