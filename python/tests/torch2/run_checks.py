@@ -94,7 +94,8 @@ def main():
                 failed += 1  # the job itself failed before any check reported
 
     print("\ntorch 2.x parallelism checks, each against one rank (diff: largest |distributed - "
-          "one rank| over the weights or outputs; s: the check's own time):")
+          "one rank| over the weights or outputs; s: the check's own time, where gloo, run "
+          "first, pays the lazy imports and inductor's compile):")
     header = ("check", "gloo", "braid", "gloo-braid losses")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(4)]
     for r in [header] + rows:
