@@ -74,6 +74,7 @@ def main():
             continue
         results, rc, seconds, log = run_job(ranks, checks, args.out, args.timeout)
         print(f"  {ranks} ranks ({', '.join(checks)}): exit {rc}, {seconds:.0f} s", flush=True)
+        failed_before = failed
         for check in checks:
             records = [results.get(f"{check}/{b}") for b in BACKENDS]
             for b, r in zip(BACKENDS, records):
@@ -90,8 +91,8 @@ def main():
         if rc != 0:
             with open(log) as f:
                 print("  its log's end:\n    " + "    ".join(f.readlines()[-30:]), flush=True)
-            if rc == 0 or not results:
-                failed += 1  # the job itself failed before any check reported
+            if failed == failed_before:
+                failed += 1  # the job failed outside its checks (start, teardown)
 
     print("\ntorch 2.x parallelism checks, each against one rank (diff: largest |distributed - "
           "one rank| over the weights or outputs; s: the check's own time, where gloo, run "
