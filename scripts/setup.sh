@@ -11,6 +11,7 @@ packages=(
   mpich libmpich-dev libgloo-dev
   python3 python3-numpy python3-torch python3-pip python3-setuptools python3-matplotlib
   python3-venv python3-wheel
+  python3-dev  # Python.h: torch.compile's C++ on CPU (scripts/ci/torch2.sh) includes it
   fortunes
   slurm-wlm munge
 )
