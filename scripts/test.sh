@@ -12,6 +12,9 @@ ctest --output-on-failure -L unit -j "$(getconf _NPROCESSORS_ONLN)"
 ctest --output-on-failure -L integration
 # PyTorch's own distributed suite on braid and gloo side by side (~2 min).
 bash ../scripts/ci/torch_suite.sh "$PWD"
+# The backend under PyTorch 2.x (setup.sh's venv), beside gloo: FSDP2, tensor parallel on
+# a 2-D mesh, pipelining, compiled functional collectives, and the 2.x suite (~5 min).
+bash ../scripts/ci/torch2.sh "$PWD"
 bash ../scripts/ci/launchers.sh  # real Slurm, torchrun, mpirun and mpiexec (~1.5 min)
 # The device failure, ordering, threads and graph replay tests again over the emulated GPU,
 # its stream work landing up to 300 us late and each process's streams sharing 2 hardware

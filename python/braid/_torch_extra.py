@@ -1,6 +1,7 @@
 """The "braid" torch backend's calls beyond one tensor per call (see braid.torch).
 
-Coalesced all-reduce and all-gather (several tensors in one Braid call), sparse
+Coalesced all-reduce and all-gather (several tensors in one Braid call), coalesced
+all-gather and reduce-scatter into tensors (one Work over a Braid call each), sparse
 all-reduce (gloo's way: every rank's coalesced indices and values gathered,
 then summed where indices meet), and the monitored barrier (gloo's, over the
 group's store, so that it reports the ranks that did not come even when the
@@ -95,6 +96,44 @@ class Extras:
             "all_gather_coalesced",
             [lambda c, s: _lib.lib.braidAllGather(pi, po, ni, _buffers.UINT8, c, s)],
             output_lists, (send, recv), unpack, stream=stream_of("all_gather", send, recv))
+
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        """outputs[i] (size() times inputs[i]'s elements) gets every rank's inputs[i]: one
+        Braid all-gather a pair, run in turn as one Work."""
+        steps = []
+        for o, i in self._pairs(outputs, inputs, "all_gather_into_tensor_coalesced"):
+            po, no, dt = ptr(o, "all_gather output")
+            pi, ni, _ = ptr(i, "all_gather input")
+            self._check_sizes(o, i, no, ni * self.size(), "all_gather_into_tensor_coalesced")
+            steps.append(lambda c, s, pi=pi, po=po, ni=ni, dt=dt:
+                         _lib.lib.braidAllGather(pi, po, ni, dt, c, s))
+        return self._steps("all_gather_into_tensor_coalesced", steps, outputs,
+                           (outputs, inputs), stream=stream_of("all_gather", *outputs, *inputs))
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        """outputs[i] gets its rank's share of inputs[i] reduced over the ranks: one Braid
+        reduce-scatter a pair, run in turn as one Work."""
+        steps = []
+        for o, i in self._pairs(outputs, inputs, "reduce_scatter_tensor_coalesced"):
+            po, no, dt = ptr(o, "reduce_scatter output")
+            pi, ni, _ = ptr(i, "reduce_scatter input")
+            self._check_sizes(o, i, ni, no * self.size(), "reduce_scatter_tensor_coalesced")
+            op = self._op(opts, i)
+            steps.append(lambda c, s, pi=pi, po=po, no=no, dt=dt, op=op:
+                         _lib.lib.braidReduceScatter(pi, po, no, dt, op, c, s))
+        return self._steps("reduce_scatter_tensor_coalesced", steps, outputs,
+                           (outputs, inputs),
+                           stream=stream_of("reduce_scatter", *outputs, *inputs))
+
+    # torch 2.x's newer names for the two (its Python ProcessGroup and Backend call these).
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+
+    @staticmethod
+    def _pairs(outputs, inputs, what):
+        if len(outputs) != len(inputs):
+            raise ValueError(f"braid: {what}: {len(outputs)} outputs for {len(inputs)} inputs")
+        return zip(outputs, inputs)
 
     # ---- sparse ----------------------------------------------------------------------------
 

@@ -32,10 +32,16 @@ _torch_extra, the Work objects in _torch_work.
 
 import inspect
 import os
+import weakref
 
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroup
+
+try:  # torch 2.x: a Backend serves one device of a ProcessGroup (1.13 has none)
+    from torch._C._distributed_c10d import Backend as _Backend
+except ImportError:
+    _Backend = None
 
 from . import _buffers
 from . import _lib
@@ -263,6 +269,14 @@ class PyProcessGroupBraid(PointToPoint, Extras, ProcessGroup):
     def _get_backend(self, device=None):
         return self
 
+    # Newer torch 2.x names for the same calls: its Python ProcessGroup forwards C++ and
+    # Python callers (FSDP2's all_gather_single, functional collectives' coalescing) to
+    # these names, and without them to the device's Backend, which this group has none of.
+    all_gather_single = _allgather_base
+    reduce_scatter_single = _reduce_scatter_base
+    start_coalescing = _start_coalescing
+    end_coalescing = _end_coalescing
+
     # ---- helpers ----------------------------------------------------------------------------
 
     def _op(self, opts, t):
@@ -345,6 +359,57 @@ ProcessGroupBraid = _native.ProcessGroupBraid if _native is not None else PyProc
 _torch_native.announce(_native, _why_not_native)
 
 
+class _DeviceBackend(_Backend or object):
+    """The group as torch 2.x's Backend for a device. torch's own C++ (functional
+    collectives, DTensor's redistributions) asks the group for its device's Backend and
+    calls that; this one forwards each call to the group. Holds the group weakly: the
+    group holds it."""
+
+    def __init__(self, group):
+        super().__init__(group.rank(), group.size())
+        self._group = weakref.ref(group)
+
+    def getBackendName(self):
+        return BACKEND_NAME
+
+
+def _forward(target):
+    def call(self, *args):
+        return getattr(self._group(), target)(*args)
+    return call
+
+
+# torch's Backend names (its Python Backend forwards C++ calls to these) -> the group's.
+for _name, _target in {
+        "broadcast": "broadcast", "allreduce": "allreduce", "allreduce_sparse": "allreduce",
+        "allreduce_coalesced": "allreduce_coalesced", "reduce": "reduce",
+        "allgather": "allgather", "all_gather_single": "_allgather_base",
+        "allgather_coalesced": "allgather_coalesced",
+        "all_gather_single_coalesced": "allgather_into_tensor_coalesced",
+        "reduce_scatter_single_coalesced": "reduce_scatter_tensor_coalesced",
+        "gather": "gather", "scatter": "scatter",
+        "reduce_scatter": "reduce_scatter", "reduce_scatter_single": "_reduce_scatter_base",
+        "all_to_all_single": "alltoall_base", "alltoall": "alltoall", "send": "send",
+        "recv": "recv", "recv_anysource": "recv_anysource", "barrier": "barrier",
+        "start_coalescing": "_start_coalescing", "end_coalescing": "_end_coalescing"}.items():
+    setattr(_DeviceBackend, _name, _forward(_target))
+
+
+def _serve_devices(pg):
+    """torch >= 2 with Python Backends (PyBackend): the group registers itself, through a
+    _DeviceBackend, as its CPU and CUDA Backend, for torch's C++ callers."""
+    if _Backend is None or not hasattr(pg, "_register_backend"):
+        return
+    try:
+        backend = _DeviceBackend(pg)
+    except TypeError:  # a torch 2.x whose Backend Python cannot make: the group alone
+        return
+    pg._braid_device_backend = backend
+    pg._set_default_backend(ProcessGroup.BackendType.CUSTOM)
+    for device in ("cpu", "cuda"):
+        pg._register_backend(torch.device(device), ProcessGroup.BackendType.CUSTOM, backend)
+
+
 def _create(store, rank, size, timeout):
     """The creator torch calls for init_process_group / new_group. torch 1.13 takes the
     ProcessGroup as the group; torch 2.x takes a ProcessGroup subclass as the whole group
@@ -353,7 +418,9 @@ def _create(store, rank, size, timeout):
         pg = _native.ProcessGroupBraid(store, rank, size, timeout)
         _mark_steps(_NativeMarker(pg))
         return pg
-    return PyProcessGroupBraid(store, rank, size, timeout)
+    pg = PyProcessGroupBraid(store, rank, size, timeout)
+    _serve_devices(pg)
+    return pg
 
 
 def _create_extended(opts, backend_options=None):
@@ -367,11 +434,12 @@ def _create_extended(opts, backend_options=None):
         _mark_steps(_NativeMarker(pg))
         return pg
     pg = PyProcessGroupBraid(opts.store, opts.group_rank, opts.group_size, opts.timeout)
+    _serve_devices(pg)
     name = getattr(opts, "group_id", None)
     if name:
         pg._braid_group_name = name
         if hasattr(pg, "_set_group_name"):
-            pg._set_group_name(name)
+            pg._set_group_name(name)  # the group's and its Backends'
     return pg
 
 

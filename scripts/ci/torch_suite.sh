@@ -5,17 +5,20 @@
 #
 #   scripts/ci/torch_suite.sh [BUILD_DIR]        (default: the checkout's build/)
 #
+# The interpreter (and so the torch) is TORCH_SUITE_PYTHON's, Debian's /usr/bin/python3
+# (torch 1.13) unless set: scripts/ci/torch2.sh runs it so under PyTorch 2.x.
 # Three runs, in parallel: gloo; braid; braid with the suite imported as for gloo (its
 # cases gated to gloo by name, run on braid). The ranks start by fork (spawn, as
 # test_distributed_spawn.py does, takes ~6 s a case here: TORCH_SUITE_START=spawn runs
 # it so, by hand). Results: BUILD_DIR/torch_suite/{gloo,braid,braid_as_gloo}.json and
-# table.txt (every case, the three outcomes). Skips (exit 0) where torch is missing.
-# Environment: TORCH_SUITE_WORLD_SIZE (2), TORCH_SUITE_TIMEOUT (seconds a case, 90),
-# TORCH_SUITE_START (fork).
+# table.txt (every case, the three outcomes); TORCH_SUITE_OUT names another folder.
+# Skips (exit 0) where torch is missing. Environment: TORCH_SUITE_WORLD_SIZE (2),
+# TORCH_SUITE_TIMEOUT (seconds a case, 90), TORCH_SUITE_START (fork), TORCH_SUITE_CASES
+# (a file of case names, one a line: only those).
 set -euo pipefail
 build=$(realpath "${1:-$(dirname "$0")/../../build}")
 cd "$(dirname "$0")/../.."
-py=/usr/bin/python3
+py=${TORCH_SUITE_PYTHON:-/usr/bin/python3}
 if ! "$py" -c "import torch.distributed" 2>/dev/null; then
   echo "torch_suite: skipped: $py has no torch.distributed"
   exit 0
@@ -25,11 +28,12 @@ fi
   "$py" -m pip install -q --break-system-packages expecttest
 [ -f "$build/python/braid/lib/libbraid.so" ] || cmake --build "$build" --target braid_python
 
-out=$build/torch_suite
+out=${TORCH_SUITE_OUT:-$build/torch_suite}
 rm -rf "$out" && mkdir -p "$out"
 export BRAID_PYTHONPATH=$build/python PYTHONDONTWRITEBYTECODE=1
 common=(--world-size "${TORCH_SUITE_WORLD_SIZE:-2}" --timeout "${TORCH_SUITE_TIMEOUT:-90}"
         --start "${TORCH_SUITE_START:-fork}")
+[ -n "${TORCH_SUITE_CASES:-}" ] && common+=(--cases "$(realpath "$TORCH_SUITE_CASES")")
 driver=python/tests/torch_suite.py
 start=$(date +%s)
 pids=()
