@@ -23,14 +23,13 @@ if ! "$py" -c "import torch.distributed" 2>/dev/null; then
 fi
 [ -f "$build/python/braid/lib/libbraid.so" ] || cmake --build "$build" --target braid_python
 
-# ==== Native backend (issue 45, part A) ======================================================
-# The C++ ProcessGroupBraid is built here for this venv's torch when its build hook exists,
-# so that `import braid.torch` below loads it; without it the Python group serves "braid".
-native_hook=scripts/ci/torch_native_build.sh
-if [ -f "$native_hook" ]; then
-  bash "$native_hook" "$build" "$py"
+# The native ProcessGroupBraid for this venv's torch: the build makes it when the venv
+# exists at configure time (BRAID_TORCH_PYTHONS); build it now where it did not.
+tv=$("$py" -c 'import torch; print("%s_%s" % tuple(torch.__version__.split(".")[:2]))')
+if ! ls "$build"/python/braid/_pg_torch"$tv".*.so >/dev/null 2>&1; then
+  cmake "$build" -DBRAID_TORCH_PYTHONS="$py" >/dev/null
+  cmake --build "$build" --target braid_python
 fi
-# =============================================================================================
 
 out=$build/torch2
 rm -rf "$out" && mkdir -p "$out"
@@ -38,7 +37,7 @@ export PYTHONPATH=$build/python BRAID_PYTHONPATH=$build/python PYTHONDONTWRITEBY
 # Inductor's compiled kernels for the compile check, kept per build (not in the user's /tmp).
 export TORCHINDUCTOR_CACHE_DIR=$out/inductor-cache
 "$py" -c "import torch, braid.torch as bt; print('torch2:', torch.__version__,
-  'braid.torch from', bt.__file__)"
+  'braid.torch from', bt.__file__, 'implementation', bt.IMPLEMENTATION)"
 status=0
 summary=()
 
