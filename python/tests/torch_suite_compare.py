@@ -27,6 +27,14 @@ EXPECTED = {
     "test_monitored_barrier_wait_all_ranks": "monitored_barrier is only implemented for GLOO",
 }
 
+# On torch 2.x a C++ extension backend is held by a ProcessGroup that torch makes itself,
+# whose getBackendName() is its BackendType's name, "custom", for every backend registered
+# from an extension (the native ProcessGroupBraid among them); DDP's logging data reads
+# that name. The case passes on the Python group, which is its own ProcessGroup.
+NAMED_BY_TORCH = {
+    "test_ddp_logging_data_cpu": "AssertionError: String comparison failed: 'custom' != 'braid'",
+}
+
 
 def load(path):
     with open(path) as f:
@@ -43,6 +51,8 @@ def verdict(name, gloo, braid, as_gloo):
             return True, ""
         if b == "skipped" and a == "passed":
             return True, "gated by name; body passed on braid (as-gloo run)"
+        if b == "failed" and name in NAMED_BY_TORCH and NAMED_BY_TORCH[name] in braid["detail"]:
+            return True, "torch names a C++ extension backend's group 'custom'"
         if b == "skipped" and name in EXPECTED and EXPECTED[name] in as_gloo.get("detail", ""):
             return True, "torch refuses non-gloo backends here; see torch_gated_ranks.py"
         return False, f"braid {b}: {braid['detail'] or as_gloo.get('detail', '')}"

@@ -128,6 +128,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::launch(
     OpType type, const std::string& what, at::Device device, std::vector<at::Tensor> outputs,
     std::vector<at::Tensor> keep, BraidWork::Call call, BraidWork::After after,
     const OrderKey* order, std::shared_ptr<std::atomic<int>>* source) {
+  seq_.fetch_add(1, std::memory_order_relaxed);
   if (device.is_cuda()) {
     return launchCuda(type, what, device, std::move(outputs), std::move(keep), std::move(call),
                       std::move(after));

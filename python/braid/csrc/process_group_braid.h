@@ -16,6 +16,7 @@
 // every rank; abort() from any thread.
 #pragma once
 
+#include <atomic>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
@@ -120,6 +121,14 @@ class ProcessGroupBraid : public BackendBase {
   void shutdown();
 #endif
 
+  // Calls this group has launched, the same on every rank that made the same calls; torch
+  // reads it to tell whether ranks agree. It starts at 0 on every rank, so there is
+  // nothing to set.
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override {
+    return seq_.load(std::memory_order_relaxed);
+  }
+
   // The communicator's handle (for braid.Communicator-level tools; not owned by them).
   braidComm_t comm() const {
     return comm_;
@@ -165,6 +174,7 @@ class ProcessGroupBraid : public BackendBase {
   std::vector<int64_t> taken_;  // messages received from each rank (executor thread)
   int nextAny_ = 0;
   uint64_t monitoredSeq_ = 0;
+  std::atomic<uint64_t> seq_{0};  // calls launched (getSequenceNumberForGroup)
   // (factor, dtype) -> op; used from the executor thread only (one call at a time).
   std::map<std::pair<double, int>, braidRedOp_t> premul_;
 };
