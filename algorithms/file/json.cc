@@ -136,8 +136,8 @@ class Reader {
       skipSpace();
       if (at_ >= t_.size() || t_[at_] != ':') return fail("expected ':' after \"" + key + "\"");
       ++at_;
-      v->members.emplace_back(key, JsonValue{});
-      BRAID_TRY(value(&v->members.back().second, depth + 1));
+      v->members.push_back(JsonMember{key, JsonValue{}});
+      BRAID_TRY(value(&v->members.back().value, depth + 1));
       skipSpace();
       if (at_ < t_.size() && t_[at_] == ',') {
         ++at_;
