@@ -14,13 +14,19 @@ def owned_group(position, m):
     return (position + 1) % m
 
 
-def ring_reduce_scatter(program, members, groups, buf="output", reverse=False):
+def _ring(members, groups, reverse):
+    """(position, rank, next, previous) for each member of the ring, in order."""
     m = len(members)
     if len(groups) != m:
         raise ValueError("a ring needs one group per member")
     step = -1 if reverse else 1
     for p, r in enumerate(members):
-        nxt, prv = members[(p + step) % m], members[(p - step) % m]
+        yield p, r, members[(p + step) % m], members[(p - step) % m]
+
+
+def ring_reduce_scatter(program, members, groups, buf="output", reverse=False):
+    m = len(members)
+    for p, r, nxt, prv in _ring(members, groups, reverse):
         for s in range(m - 1):
             first, n = groups[(p - s) % m]
             program.send(r, nxt, buf, first, n)
@@ -30,11 +36,7 @@ def ring_reduce_scatter(program, members, groups, buf="output", reverse=False):
 
 def ring_all_gather(program, members, groups, buf="output", reverse=False):
     m = len(members)
-    if len(groups) != m:
-        raise ValueError("a ring needs one group per member")
-    step = -1 if reverse else 1
-    for p, r in enumerate(members):
-        nxt, prv = members[(p + step) % m], members[(p - step) % m]
+    for p, r, nxt, prv in _ring(members, groups, reverse):
         for s in range(m - 1):
             first, n = groups[(p + 1 - s) % m]
             program.send(r, nxt, buf, first, n)
