@@ -213,7 +213,10 @@ braidResult_t braidMemFree(void* ptr);
 braidResult_t braidCommRegister(const braidComm_t comm, void* buff, size_t size, void** handle);
 braidResult_t braidCommDeregister(const braidComm_t comm, void* handle);
 
-/* All-reduce: recvbuff[i] = op over ranks of sendbuff[i]. In place when
+/* Collectives. Every rank passes the same count; a count of 0 is checked and returns at
+ * once, touching nothing and waiting for no peer (all-to-all-v: its counts are its arrays).
+ *
+ * All-reduce: recvbuff[i] = op over ranks of sendbuff[i]. In place when
  * sendbuff == recvbuff. Every rank ends with bitwise-identical results. */
 braidResult_t braidAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              braidDataType_t datatype, braidRedOp_t op, braidComm_t comm,

@@ -255,6 +255,60 @@ TEST(Barrier, NoRankLeavesBeforeTheLastArrives) {
   expectAllZero(outcomes);
 }
 
+// A collective of count 0 returns at once on the rank that makes it: rank 0 alone makes
+// one of every kind (plain, in a group, on a host stream), then every rank runs one
+// all-reduce. Were any of them sent to the peers, rank 0's first would meet the others'
+// all-reduce: a mismatch, a wrong sum or a timeout (BRAID_CHECK=1 has ranks compare each
+// collective call before it runs, so even a call that moves nothing would be compared).
+TEST(ZeroCount, CollectivesOfCountZeroWaitForNoPeer) {
+  const int n = 3;
+  Env env = jobEnv(n);
+  env["BRAID_TIMEOUT_MS"] = "20000";
+  env["BRAID_CHECK"] = "1";
+  auto outcomes = runRanks(n, env, [](int) {
+    braidComm_t w;
+    int n = 0, r = 0;
+    if (initWorld(&w, &n, &r)) return 2;
+    float a[4] = {0, 0, 0, 0}, b[16] = {0};
+    if (r == 0) {
+      braidStream_t s;
+      if (braidStreamCreate(&s) != braidSuccess) return 3;
+      for (int round = 0; round < 3; ++round) {
+        braidStream_t on = round == 2 ? s : nullptr;
+        if (round == 1) braidGroupStart();
+        braidResult_t res[] = {
+            braidAllReduce(a, b, 0, braidFloat32, braidSum, w, on),
+            braidAllGather(a, b, 0, braidFloat32, w, on),
+            braidReduceScatter(b, a, 0, braidFloat32, braidSum, w, on),
+            braidBroadcast(a, b, 0, braidFloat32, 1, w, on),
+            braidReduce(a, b, 0, braidFloat32, braidSum, 2, w, on),
+            braidGather(a, b, 0, braidFloat32, 1, w, on),
+            braidScatter(b, a, 0, braidFloat32, 2, w, on),
+            braidAlltoAll(b, b + 8, 0, braidFloat32, w, on),
+        };
+        if (round == 1 && braidGroupEnd() != braidSuccess) return 4;
+        for (braidResult_t x : res) {
+          if (x != braidSuccess) {
+            fprintf(stderr, "count 0: %s\n", braidGetLastError(w));
+            return 5;
+          }
+        }
+      }
+      if (braidStreamSynchronize(s) != braidSuccess || braidStreamDestroy(s) != braidSuccess) {
+        return 6;
+      }
+    }
+    float x = static_cast<float>(r + 1), sum = 0;
+    if (braidAllReduce(&x, &sum, 1, braidFloat32, braidSum, w, nullptr) != braidSuccess) {
+      fprintf(stderr, "all-reduce: %s\n", braidGetLastError(w));
+      return 7;
+    }
+    braidCommDestroy(w);
+    return sum == static_cast<float>(n * (n + 1) / 2) ? 0 : 1;
+  });
+  expectAllZero(outcomes);
+}
+
 TEST(Split, KeysOrderRanksAndNoColorGivesNull) {
   const int n = 6;
   auto outcomes = runRanks(n, jobEnv(n), [](int) {
