@@ -39,6 +39,8 @@
 // like a broadcast of 2 ranks. "_burst": the same with up to 64 reads back to
 // back between hand-offs (a burst moves ~4 MiB a side; none from 4 MiB up), per
 // read, which prices the copy alone: the difference is what a hand-off costs.
+// The buffers start on pages (PageBuffer says why: a copy whose destination lies 8
+// or 16 bytes past its source modulo 4 KiB runs at a quarter of the speed here).
 //
 // Output, one fact a line (perf/compare/compare.py parses it):
 //   stream <threads> <working set bytes> <kernel> <GB/s>
@@ -359,6 +361,28 @@ double inPlaceUs(size_t bytes, int batches) {
 
 // ---- single copy ---------------------------------------------------------
 
+// Page-aligned private memory, zeroed. The single-copy probe's buffers start on pages,
+// as a large allocation does: two heap blocks side by side sit 16 bytes apart modulo
+// 4 KiB, and a copy between such addresses stalls on every load (4K aliasing: a load
+// looks like the store just before it), which timed the layout, not process_vm_readv.
+class PageBuffer {
+ public:
+  explicit PageBuffer(size_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  ~PageBuffer() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  PageBuffer(const PageBuffer&) = delete;
+  PageBuffer& operator=(const PageBuffer&) = delete;
+  char* data() const { return data_; }
+
+ private:
+  size_t bytes_;
+  char* data_;
+};
+
 // How the single-copy probe reads: both sides at once or one while the other
 // waits, one read per hand-off or `reads` reads back to back between hand-offs.
 struct SingleCopyMode {
@@ -395,7 +419,13 @@ bool singleCopyRounds(int me, pid_t peer, Counters* ctr, size_t bytes, const cha
 // reads counts as that many), or -1.
 double singleCopyUs(size_t bytes, SingleCopyMode mode, int batches) {
   bytes = std::max<size_t>(bytes / 64 * 64, 64);
-  std::vector<char> src(bytes, 0), dst(bytes, 0);
+  PageBuffer srcPages(bytes), dstPages(bytes);
+  char* src = srcPages.data();
+  char* dst = dstPages.data();
+  if (src == nullptr || dst == nullptr) {
+    std::perror("floor_probe: mmap");
+    return -1;
+  }
   const pid_t parent = getpid();
   pid_t child = -1;  // the parent learns it through the shared page
   bool ok = true;
@@ -404,13 +434,13 @@ double singleCopyUs(size_t bytes, SingleCopyMode mode, int batches) {
       [&](int me, Counters* ctr, char* shared, long n, uint64_t base) {
         auto* childPid = reinterpret_cast<std::atomic<pid_t>*>(shared);
         if (src[0] == 0) {
-          std::fill(src.begin(), src.end(), static_cast<char>(me + 2));
+          std::memset(src, me + 2, bytes);
           if (me == 1) childPid->store(getpid());
           while (childPid->load() == 0) {
           }
           child = childPid->load();
         }
-        ok = singleCopyRounds(me, me == 0 ? child : parent, ctr, bytes, src.data(), dst.data(),
+        ok = singleCopyRounds(me, me == 0 ? child : parent, ctr, bytes, src, dst,
                               mode, n, base) && ok;
       },
       [&](int me) { return ok && (!mode.both && me == 1 ? true : dst[bytes - 1] == 3 - me); });
