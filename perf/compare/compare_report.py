@@ -479,11 +479,14 @@ class Report:
             pts = [(s, r["busbw"]) for s, r in zip(sizes, rows) if r and r["busbw"] > 0]
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=lib, linewidth=2.5 if lib == "braid" else 1.2)
-        if coll == "allreduce":
-            floors = [(s, self.floors.get((p, s))) for s in sizes]
-            pts = [(s, s / us / 1e3 * 2 * (p - 1) / p) for s, us in floors if us]
+        floors = [("k--", "floor A", [(s, self.floors.get((p, s))) for s in sizes]
+                   if coll == "allreduce" else []),
+                  ("k:", "single-copy floor",
+                   [(s, self.single_copy_floor(coll, p, s)) for s in sizes])]
+        for style, label, points in floors:
+            pts = [(s, s / us / 1e3 * bus_factor(coll, p)) for s, us in points if us]
             if pts:
-                ax.plot(*zip(*pts), "k--", label="floor A")
+                ax.plot(*zip(*pts), style, label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(sizes, [size_name(s) for s in sizes], fontsize=8)

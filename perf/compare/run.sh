@@ -4,7 +4,7 @@
 # OpenMPI and MPICH, gloo_allreduce_perf), then runs perf/compare/compare.py
 # at the highest priority it may take.
 #
-#   perf/compare/run.sh                      build/ , 3 interleaved runs (~15 min)
+#   perf/compare/run.sh                      build/ , 3 interleaved runs (~25 min)
 #   perf/compare/run.sh --quick              smoke run (~1 min)
 #   BUILD=build-perf perf/compare/run.sh --ranks 2 --colls allreduce
 #
