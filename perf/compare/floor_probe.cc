@@ -39,8 +39,7 @@
 // like a broadcast of 2 ranks. "_burst": the same with up to 64 reads back to
 // back between hand-offs (a burst moves ~4 MiB a side; none from 4 MiB up), per
 // read, which prices the copy alone: the difference is what a hand-off costs.
-// The buffers start on pages (PageBuffer says why: a copy whose destination lies 8
-// or 16 bytes past its source modulo 4 KiB runs at a quarter of the speed here).
+// The buffers start on pages (PageBuffer says why).
 //
 // Output, one fact a line (perf/compare/compare.py parses it):
 //   stream <threads> <working set bytes> <kernel> <GB/s>
@@ -240,6 +239,30 @@ double handOffUs(int cpuA, int cpuB, bool yield, int roundTrips) {
 
 // ---- exchange (floor B) ------------------------------------------------
 
+// Page-aligned private memory, zeroed: the exchange and single-copy probes' buffers
+// start on pages, as large allocations do. Two heap blocks side by side sit 16 bytes
+// apart modulo 4 KiB, and a copy whose destination lies 8 or 16 bytes past its source
+// modulo 4 KiB runs at a quarter of the speed (on AMD EPYC: rep movsb, so glibc's
+// memcpy at 64 KiB and the kernel's copy in process_vm_readv; a load seems to wait on
+// the store just before it, 4K aliasing): the probes timed the layout, not the copy.
+class PageBuffer {
+ public:
+  explicit PageBuffer(size_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  ~PageBuffer() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  PageBuffer(const PageBuffer&) = delete;
+  PageBuffer& operator=(const PageBuffer&) = delete;
+  char* data() const { return data_; }
+
+ private:
+  size_t bytes_;
+  char* data_;
+};
+
 struct alignas(64) Counters {
   std::atomic<uint64_t> written{0};  // rounds whose slot is filled
   alignas(64) std::atomic<uint64_t> read{0};  // rounds whose peer slot was read
@@ -312,12 +335,18 @@ double pairedRoundsUs(size_t sharedBytes, size_t bytesPerRound, int batches, Rou
 // Microseconds per exchange round of `bytes` each way (best batch), or -1.
 double exchangeUs(size_t bytes, bool streaming, int batches) {
   bytes = std::max<size_t>(bytes / 64 * 64, 64);
-  std::vector<char> src(bytes), dst(bytes, 0);
+  PageBuffer srcPages(bytes), dstPages(bytes);
+  char* src = srcPages.data();
+  char* dst = dstPages.data();
+  if (src == nullptr || dst == nullptr) {
+    std::perror("floor_probe: mmap");
+    return -1;
+  }
   return pairedRoundsUs(
       2 * bytes, bytes, batches,
       [&](int me, Counters* ctr, char* slots, long n, uint64_t base) {
-        if (src[0] == 0) std::fill(src.begin(), src.end(), static_cast<char>(me + 2));
-        exchangeRounds(me, slots, ctr, bytes, src.data(), dst.data(), streaming, n, base);
+        if (src[0] == 0) std::memset(src, me + 2, bytes);
+        exchangeRounds(me, slots, ctr, bytes, src, dst, streaming, n, base);
       },
       [&](int me) { return dst[bytes - 1] == (me == 0 ? 3 : 2); });
 }
@@ -361,27 +390,6 @@ double inPlaceUs(size_t bytes, int batches) {
 
 // ---- single copy ---------------------------------------------------------
 
-// Page-aligned private memory, zeroed. The single-copy probe's buffers start on pages,
-// as a large allocation does: two heap blocks side by side sit 16 bytes apart modulo
-// 4 KiB, and a copy between such addresses stalls on every load (4K aliasing: a load
-// looks like the store just before it), which timed the layout, not process_vm_readv.
-class PageBuffer {
- public:
-  explicit PageBuffer(size_t bytes) : bytes_(bytes) {
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-  }
-  ~PageBuffer() {
-    if (data_ != nullptr) munmap(data_, bytes_);
-  }
-  PageBuffer(const PageBuffer&) = delete;
-  PageBuffer& operator=(const PageBuffer&) = delete;
-  char* data() const { return data_; }
-
- private:
-  size_t bytes_;
-  char* data_;
-};
 
 // How the single-copy probe reads: both sides at once or one while the other
 // waits, one read per hand-off or `reads` reads back to back between hand-offs.
