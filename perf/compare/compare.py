@@ -325,16 +325,12 @@ TIMED_PROBES = ("exchange", "inplace", "single_copy", "single_copy_one", "single
                 "single_copy_one_burst")
 
 
-def working_set(nranks, size):
-    return compare_report.working_set(nranks, size)
-
-
 def run_probe(runner, ranks, sizes):
     exe = runner.path("perf", "compare", "floor_probe")
     if not os.access(exe, os.X_OK):
         runner.note(f"floor A unknown: build floor_probe in {runner.build}")
         return None
-    sets = sorted({working_set(p, s) for p in ranks for s in sizes})
+    sets = sorted({compare_report.working_set(p, s) for p in ranks for s in sizes})
     cmd = [exe] + (["--quick"] if runner.args.quick else [])
     exchanges = [s for s in sizes if s >= 64 * KIB]
     if 2 in ranks and cpus() >= 2 and exchanges:  # floor B: 2 ranks on 2 cores
@@ -381,7 +377,8 @@ def floor_a_us(probe, nranks, size):
         return None
     shared = nranks > cpus()
     latency = probe["latency"].get("yield" if shared else "spin")
-    bandwidth = probe["stream"].get(f"{min(nranks, 2, cpus())}/{working_set(nranks, size)}")
+    working_set = compare_report.working_set(nranks, size)
+    bandwidth = probe["stream"].get(f"{min(nranks, 2, cpus())}/{working_set}")
     if latency is None or not bandwidth:
         return None
     steps = math.ceil(math.log2(nranks)) if nranks > 1 else 0

@@ -80,7 +80,9 @@ SINGLE_COPY_NOTE = (
     "reduce-scatter and an all-gather); (P-1) S / P for gather and scatter; P S for "
     "send/recv. C = min(P, cores) processes share them; read(b) is floor_probe's time for 2 "
     "processes each reading b bytes of the other at once, read_one(b) for one reading while "
-    "the other waits (each the better of a hand-off a read and reads in bursts). The bracket, for all-reduce, reduce-scatter and reduce only, is the "
+    "the other waits (each the better of a hand-off a read and reads in bursts; past 64 MiB "
+    "a read costs its bytes at the 64 MiB read's rate). The bracket, for all-reduce, "
+    "reduce-scatter and reduce only, is the "
     "reduction's memory traffic (P inputs of S bytes read, S written) at floor A's STREAM "
     "bandwidth B. Sizes below 64 KiB have none (hand-offs, not bytes, bound them).")
 
