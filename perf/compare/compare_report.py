@@ -84,7 +84,10 @@ SINGLE_COPY_NOTE = (
     "a read costs its bytes at the 64 MiB read's rate). The bracket, for all-reduce, "
     "reduce-scatter and reduce only, is the "
     "reduction's memory traffic (P inputs of S bytes read, S written) at floor A's STREAM "
-    "bandwidth B. Sizes below 64 KiB have none (hand-offs, not bytes, bound them).")
+    "bandwidth B. Sizes below 64 KiB have none (hand-offs, not bytes, bound them). It bounds "
+    "what moving bytes with process_vm_readv can do: where a read's fixed cost (pinning the "
+    "peer's pages) outweighs a copy, two in-cache copies through a shared segment beat it, "
+    "and the ratio falls below 1.")
 
 
 def parse_size(text):
