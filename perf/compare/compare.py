@@ -6,7 +6,8 @@
 Runs, interleaved and --reps times (default 3), on the same sizes and rank
 counts: Braid's perf tools under braidrun; OpenMPI (ob1 + vader with CMA, and
 the UCX pml) and MPICH, both from perf/compare/mpi_coll_perf.c (MPI_Allreduce,
-MPI_Allgather, MPI_Reduce_scatter_block, MPI_Bcast, MPI_Alltoall); Gloo's
+MPI_Allgather, MPI_Reduce_scatter_block, MPI_Bcast, MPI_Alltoall, MPI_Reduce,
+MPI_Gather, MPI_Scatter, and MPI_Sendrecv in nccl-tests' ring); Gloo's
 all-reduce from C++ (gloo_allreduce_perf) and torch.distributed's gloo
 backend; and floor_probe, whose STREAM bandwidth and hand-off latency give
 floor A:
@@ -18,6 +19,10 @@ when every rank has a CPU and the same-core sched_yield hand-off when ranks
 share them, B the best STREAM bandwidth of min(P, 2) threads over the working
 set of the call, 2 P n bytes (every rank's input and output). Latency and
 bandwidth take their best over the reps.
+
+The single-copy floor of every collective (compare_report.single_copy_floor
+gives the formula) comes from floor_probe --single-copy at the sizes the run
+needs, which this script works out from the collectives, rank counts and sizes.
 
 Each measurement is nccl-tests' (time per call, the slowest rank's mean; busbw
 with nccl-tests' factors; float32, sum); a row is the median over the reps.
@@ -48,10 +53,11 @@ import priority  # noqa: E402
 KIB, MIB = 1 << 10, 1 << 20
 SIZES = [8, 64 * KIB, 1 * MIB, 16 * MIB, 64 * MIB]
 QUICK_SIZES = [8, 64 * KIB]
-COLLS = ["allreduce", "allgather", "reduce_scatter", "bcast", "alltoall"]
+COLLS = compare_report.COLLS
 BRAID_TOOLS = {"allreduce": "all_reduce_perf", "allgather": "all_gather_perf",
                "reduce_scatter": "reduce_scatter_perf", "bcast": "broadcast_perf",
-               "alltoall": "alltoall_perf"}
+               "alltoall": "alltoall_perf", "reduce": "reduce_perf", "gather": "gather_perf",
+               "scatter": "scatter_perf", "sendrecv": "sendrecv_perf"}
 # Libraries in table order; the MPIs run every collective, the Gloos all-reduce.
 # braid-memalloc: Braid with buffers from braidMemAlloc (-P 1), which peers read
 # in place on the shared windows; braid-registered: heap buffers passed to
@@ -152,16 +158,10 @@ class Runner:
         return rc, outputs[0]
 
 
-def bus_factor(coll, nranks):
-    """nccl-tests' busbw / algbw."""
-    if coll == "allreduce":
-        return 2 * (nranks - 1) / nranks
-    return 1.0 if coll == "bcast" else (nranks - 1) / nranks
-
-
 def busbw(coll, nranks, nbytes, time_us):
     """GB/s, from the time (the programs print few digits)."""
-    return nbytes / time_us / 1e3 * bus_factor(coll, nranks) if time_us > 0 else 0.0
+    factor = compare_report.bus_factor(coll, nranks)
+    return nbytes / time_us / 1e3 * factor if time_us > 0 else 0.0
 
 
 def parse_rows(output):
@@ -319,9 +319,10 @@ def run_torch(runner, coll, nranks, sizes):
 
 # ---- floor ---------------------------------------------------------------
 
-def working_set(nranks, size):
-    """Bytes an all-reduce touches: every rank's input and output."""
-    return max(2 * nranks * size, 64 * KIB)
+# floor_probe's lines "<kind> <bytes> <us>": floors B and C, and the single-copy floor's
+# reads (both ranks at once, and one while the other waits; a hand-off a read, or bursts).
+TIMED_PROBES = ("exchange", "inplace", "single_copy", "single_copy_one", "single_copy_burst",
+                "single_copy_one_burst")
 
 
 def run_probe(runner, ranks, sizes):
@@ -329,25 +330,27 @@ def run_probe(runner, ranks, sizes):
     if not os.access(exe, os.X_OK):
         runner.note(f"floor A unknown: build floor_probe in {runner.build}")
         return None
-    sets = sorted({working_set(p, s) for p in ranks for s in sizes})
+    sets = sorted({compare_report.working_set(p, s) for p in ranks for s in sizes})
     cmd = [exe] + (["--quick"] if runner.args.quick else [])
     exchanges = [s for s in sizes if s >= 64 * KIB]
     if 2 in ranks and cpus() >= 2 and exchanges:  # floor B: 2 ranks on 2 cores
         cmd += ["--exchange", ",".join(str(s) for s in exchanges)]
         cmd += ["--inplace", ",".join(str(s) for s in exchanges)]  # floor C
-        singles = sorted({b for s in exchanges for b in (s, s // 2)})  # the single-copy floor
-        cmd += ["--single-copy", ",".join(str(s) for s in singles)]
+    singles = compare_report.single_copy_sizes(runner.args.colls, ranks, exchanges, cpus())
+    if cpus() >= 2 and singles:  # the single-copy floor
+        cmd += ["--single-copy", ",".join(str(b) for b in singles)]
     cmd += [str(s) for s in sets]
     rc, output = runner.run("floor_probe", cmd)
     if rc != 0:
         failed(runner, "floor_probe", "-", 0, rc, output)
         return None
-    probe = {"latency": {}, "stream": {}, "exchange": {}, "inplace": {}, "single_copy": {}}
+    probe = {"latency": {}, "stream": {}}
+    probe.update({kind: {} for kind in TIMED_PROBES})
     for line in output.splitlines():
         f = line.split()
         if len(f) == 3 and f[0] == "latency" and float(f[2]) > 0:
             probe["latency"][f[1]] = float(f[2])
-        elif len(f) == 3 and f[0] in ("exchange", "inplace", "single_copy") and float(f[2]) > 0:
+        elif len(f) == 3 and f[0] in TIMED_PROBES and float(f[2]) > 0:
             probe[f[0]][f[1]] = float(f[2])  # str keys: the probe goes to JSON
         elif len(f) == 5 and f[0] == "stream":
             key = f"{f[1]}/{f[2]}"
@@ -357,9 +360,10 @@ def run_probe(runner, ranks, sizes):
 
 def best_probe(probes):
     """Lowest latency and highest bandwidth over the reps (STREAM's best-of rule)."""
-    best = {"latency": {}, "stream": {}, "exchange": {}, "inplace": {}, "single_copy": {}}
+    best = {"latency": {}, "stream": {}}
+    best.update({kind: {} for kind in TIMED_PROBES})
     for p in probes:
-        for kind in ("latency", "exchange", "inplace", "single_copy"):
+        for kind in ("latency",) + TIMED_PROBES:
             for k, v in p.get(kind, {}).items():
                 best[kind][k] = min(best[kind].get(k, math.inf), v)
         for k, v in p["stream"].items():
@@ -373,7 +377,8 @@ def floor_a_us(probe, nranks, size):
         return None
     shared = nranks > cpus()
     latency = probe["latency"].get("yield" if shared else "spin")
-    bandwidth = probe["stream"].get(f"{min(nranks, 2, cpus())}/{working_set(nranks, size)}")
+    working_set = compare_report.working_set(nranks, size)
+    bandwidth = probe["stream"].get(f"{min(nranks, 2, cpus())}/{working_set}")
     if latency is None or not bandwidth:
         return None
     steps = math.ceil(math.log2(nranks)) if nranks > 1 else 0
@@ -466,7 +471,7 @@ def parse_args():
                    help="timed seconds per size and library (default 0.3)")
     p.add_argument("--sizes", default=None, help="comma-separated bytes (default 8,64K,1M,16M,64M)")
     p.add_argument("--ranks", default="2,4", help="rank counts (default 2,4)")
-    p.add_argument("--colls", default=",".join(COLLS), help="collectives (default all five)")
+    p.add_argument("--colls", default=",".join(COLLS), help="collectives (default all nine)")
     p.add_argument("--libs", default=",".join(LIBS), help="libraries (default all)")
     p.add_argument("--run-timeout", type=int, default=240,
                    help="seconds one program may run before it is killed (default 240)")

@@ -5,8 +5,17 @@ import math
 
 KIB, MIB = 1 << 10, 1 << 20
 LIB_ORDER = ["braid", "braid-memalloc", "braid-registered", "openmpi", "openmpi-ucx", "mpich", "gloo", "torch-gloo"]
+COLLS = ["allreduce", "allgather", "reduce_scatter", "bcast", "alltoall", "reduce", "gather",
+         "scatter", "sendrecv"]
 COLL_TITLES = {"allreduce": "all-reduce", "allgather": "all-gather",
-               "reduce_scatter": "reduce-scatter", "bcast": "broadcast", "alltoall": "all-to-all"}
+               "reduce_scatter": "reduce-scatter", "bcast": "broadcast", "alltoall": "all-to-all",
+               "reduce": "reduce", "gather": "gather", "scatter": "scatter",
+               "sendrecv": "send/recv"}
+# Collectives whose single-copy floor adds the reduction's memory traffic.
+REDUCING = ("allreduce", "reduce_scatter", "reduce")
+# The largest read floor_probe --single-copy is asked for: beyond it a read costs its
+# bytes at the largest measured read's rate (memory bandwidth bound there).
+SINGLE_COPY_CAP = 64 * MIB
 MPI_LIBS = ("openmpi", "openmpi-ucx", "mpich")
 # Issue 5's own floor A on this VM (its table), for the sizes it lists: the
 # measured floor moves with the probe (vCPU placement, AVX-512 STREAM in L1/L2),
@@ -14,6 +23,71 @@ MPI_LIBS = ("openmpi", "openmpi-ucx", "mpich")
 ISSUE_FLOOR_US = {(2, 8): 0.17, (2, 64 * KIB): 3.2, (2, MIB): 48.5, (2, 16 * MIB): 840,
                   (2, 64 * MIB): 5600, (4, 8): 1.6, (4, 64 * KIB): 7.7, (4, MIB): 98,
                   (4, 16 * MIB): 2800, (4, 64 * MIB): 11300}
+
+
+def bus_factor(coll, nranks):
+    """nccl-tests' busbw / algbw."""
+    if coll == "allreduce":
+        return 2 * (nranks - 1) / nranks
+    return 1.0 if coll in ("bcast", "reduce", "sendrecv") else (nranks - 1) / nranks
+
+
+def working_set(nranks, size):
+    """Bytes an all-reduce touches: every rank's input and output."""
+    return max(2 * nranks * size, 64 * KIB)
+
+
+def single_copy_reads(coll, p, s):
+    """Bytes a call of p ranks on nccl-tests' size s must move between processes, each
+    moved once (by one process_vm_readv or _writev): what of the output is not already
+    the rank's own."""
+    if coll in ("allgather", "alltoall", "reduce_scatter", "bcast", "reduce"):
+        # Each rank's (P-1)/P of a whole array of s bytes (all-gather, all-to-all,
+        # reduce-scatter), or the s bytes every non-root needs from the root (broadcast)
+        # or the root from every non-root (reduce, combined on the way or not).
+        return (p - 1) * s
+    if coll == "allreduce":  # a reduce-scatter and an all-gather of s bytes
+        return 2 * (p - 1) * s
+    if coll in ("gather", "scatter"):  # the P-1 blocks of s/P not the root's own
+        return (p - 1) * s // p
+    return p * s  # send/recv: every rank's s bytes to its neighbour
+
+
+def single_copy_readers(p, cpus):
+    """Processes that share a call's single-copy reads: one a core, at most P."""
+    return max(1, min(p, cpus))
+
+
+def single_copy_sizes(colls, ranks, sizes, cpus):
+    """The reads floor_probe --single-copy must time for the single-copy floor of these
+    calls: the bytes of each split over its readers, and of one reader alone."""
+    out = set()
+    for coll in colls:
+        for p in ranks:
+            for s in sizes:
+                total = single_copy_reads(coll, p, s)
+                out.update(b for b in (total // single_copy_readers(p, cpus), total)
+                           if 0 < b <= SINGLE_COPY_CAP)
+    return sorted(out)
+
+
+SINGLE_COPY_NOTE = (
+    "The single-copy floor is what a call of private buffers takes when every byte it must "
+    "move between processes moves once, with process_vm_readv (cross-memory attach): "
+    "`min(read(R / C), read_one(R)) + [(P + 1) S / B]`. R is those bytes: (P-1) S for "
+    "all-gather, all-to-all and reduce-scatter (each rank's (P-1)/P of the whole array S), "
+    "broadcast and reduce (S to or from each non-root); 2 (P-1) S for all-reduce (a "
+    "reduce-scatter and an all-gather); (P-1) S / P for gather and scatter; P S for "
+    "send/recv. C = min(P, cores) processes share them; read(b) is floor_probe's time for 2 "
+    "processes each reading b bytes of the other at once, read_one(b) for one reading while "
+    "the other waits (each the better of a hand-off a read and reads in bursts; past 64 MiB "
+    "a read costs its bytes at the 64 MiB read's rate). The bracket, for all-reduce, "
+    "reduce-scatter and reduce only, is the "
+    "reduction's memory traffic (P inputs of S bytes read, S written) at floor A's STREAM "
+    "bandwidth B. Sizes below 64 KiB have none (hand-offs, not bytes, bound them). It bounds "
+    "what moving bytes with process_vm_readv can do: where a read's fixed cost (pinning the "
+    "peer's pages) outweighs a copy, two in-cache copies through a shared segment beat it, "
+    "and the ratio falls below 1.")
 
 
 def parse_size(text):
@@ -80,8 +154,12 @@ class Report:
         is_ar = coll == "allreduce"
         head = ["size"] + (["floor A", "issue's floor A"] if is_ar else []) + libs
         head += (["braid / floor A (issue's)"] if is_ar else [])
-        single = p == 2 and any(self.single_copy_floor(coll, p, s) for s in self.args.sizes)
-        head += ["single-copy floor", "braid / it"] if single else []
+        floor_b = is_ar and any(self.two_rank_floor(p, s, "exchange") for s in self.args.sizes)
+        head += ["braid / floor B"] if floor_b else []
+        floor_c = is_ar and any(self.two_rank_floor(p, s, "inplace") for s in self.args.sizes)
+        head += ["braid-memalloc / floor C"] if floor_c else []
+        single = any(self.single_copy_floor(coll, p, s) for s in self.args.sizes)
+        head += ["single-copy floor", "braid / single-copy floor"] if single else []
         head += ["braid / best peer (time)", "best peer"]
         lines = [f"#### {COLL_TITLES[coll]}, {p} ranks" +
                  (f" on {self.meta['cpus']} cores" if p > self.meta["cpus"] else ""),
@@ -103,12 +181,19 @@ class Report:
                 cells.append(ratio_name(braid["time_us"] / floor) + (
                     f" ({ratio_name(braid['time_us'] / issue_floor)})" if issue_floor else "")
                     if braid and floor else "-")
+            if floor_b:
+                b = self.two_rank_floor(p, s, "exchange")
+                cells.append(ratio_name(braid["time_us"] / b) if braid and b else "-")
+            if floor_c:
+                c = self.two_rank_floor(p, s, "inplace")
+                lent = self.row("braid-memalloc", coll, p, s)
+                cells.append(ratio_name(lent["time_us"] / c) if lent and c else "-")
             if single:
                 sc = self.single_copy_floor(coll, p, s)
                 cells += [time_name(sc), ratio_name(braid["time_us"] / sc) if braid and sc else "-"]
             lib, peer = self.best_peer(coll, p, s)
             cells.append(ratio_name(braid["time_us"] / peer["time_us"]) if braid and peer else "-")
-            cells.append(lib or "-")
+            cells.append(f"{lib} {time_name(peer['time_us'])}" if peer else "-")
             lines.append("| " + " | ".join(cells) + " |")
         algos = sorted({self.rows[k].get("algorithm", "") for k in self.rows
                         if k[0] == "braid" and k[1] == coll and k[2] == p} - {""})
@@ -231,13 +316,78 @@ class Report:
         return self.probe.get(kind, {}).get(str(s))
 
     def single_copy_floor(self, coll, p, s):
-        """What a call of 2 ranks that moves each byte once takes: floor_probe's single-copy
-        round, each rank reading with one process_vm_readv what it needs of the peer's
-        private input (S/2 for the collectives whose size is the whole array, S for
-        all-reduce (its two halves, one read each) and broadcast); None where
-        not measured."""
-        half = coll in ("allgather", "alltoall", "reduce_scatter")
-        return self.two_rank_floor(p, s // 2 if half else s, "single_copy")
+        """What a call that moves each byte between processes once takes, or None where
+        the probe did not measure it:
+
+            single-copy floor = min(read(R / C), read_one(R)) + [(P + 1) S / B]
+
+        R = single_copy_reads(coll, P, S), the bytes that must cross processes; C =
+        min(P, cores) processes share them; read(b) is floor_probe's time for 2 processes
+        each reading b bytes of the other's private memory with one process_vm_readv at
+        once, read_one(b) for one reading while the other waits (each the better of a
+        hand-off a read and reads in bursts; past 64 MiB, a read costs its bytes at the
+        64 MiB read's rate). The bracket is the reduction's
+        memory traffic, for all-reduce, reduce-scatter and reduce only: P inputs of S
+        bytes read and S bytes of results written at floor A's STREAM bandwidth B."""
+        if not self.probe or s < 64 * KIB:
+            return None
+        total = single_copy_reads(coll, p, s)
+        readers = single_copy_readers(p, self.meta["cpus"])
+        times = [t for t in (self.probe_read("single_copy", total // readers),
+                             self.probe_read("single_copy_burst", total // readers),
+                             self.probe_read("single_copy_one", total),
+                             self.probe_read("single_copy_one_burst", total)) if t]
+        if not times:
+            return None
+        us = min(times)
+        if coll in REDUCING:
+            bw = self.probe.get("stream", {}).get(
+                f"{min(p, 2, self.meta['cpus'])}/{working_set(p, s)}")
+            if not bw:
+                return None
+            us += (p + 1) * s / (bw * 1e9) * 1e6
+        return us
+
+    def probe_read(self, kind, nbytes):
+        """floor_probe's time for a read of nbytes (kind single_copy or single_copy_one):
+        measured, or past the largest measured read at that read's rate; else None."""
+        got = {int(k): v for k, v in self.probe.get(kind, {}).items()}
+        if nbytes in got:
+            return got[nbytes]
+        top = max(got, default=0)
+        return got[top] * nbytes / top if top and nbytes > top >= SINGLE_COPY_CAP else None
+
+    def single_copy_goals(self):
+        """Issue 46's goals: every collective at or ahead of the best MPI at every size,
+        and all-reduce (2 ranks), all-gather and all-to-all within 1.25x of the
+        single-copy floor from 64 KiB."""
+        out = []
+        for coll in self.args.colls:
+            for p in self.args.ranks:
+                behind = []
+                for s in self.args.sizes:
+                    r = self.row("braid", coll, p, s)
+                    lib, peer = self.best_peer(coll, p, s, MPI_LIBS)
+                    if r and peer and r["bytes"] > 0 and r["time_us"] > peer["time_us"]:
+                        behind.append(f"{size_name(s)} {r['time_us'] / peer['time_us']:.2f}x "
+                                      f"{lib}")
+                compared = any(self.row("braid", coll, p, s) and
+                               self.best_peer(coll, p, s, MPI_LIBS)[1] for s in self.args.sizes)
+                if compared:
+                    out.append(f"- {'**missed**' if behind else 'met'}: {COLL_TITLES[coll]} "
+                               f"{p} ranks at or ahead of the best MPI at every size" +
+                               (f" (behind at {', '.join(behind)})" if behind else ""))
+                if coll not in ("allgather", "alltoall") and (coll, p) != ("allreduce", 2):
+                    continue
+                for s in self.args.sizes:
+                    r, sc = self.row("braid", coll, p, s), self.single_copy_floor(coll, p, s)
+                    if r and sc:
+                        x = r["time_us"] / sc
+                        out.append(f"- {'met' if x <= 1.25 else '**missed**'}: "
+                                   f"{COLL_TITLES[coll]} {p} ranks {size_name(s)} {x:.2f}x the "
+                                   f"single-copy floor ({time_name(r['time_us'])} vs "
+                                   f"{time_name(sc)}; goal <= 1.25x)")
+        return out
 
     @staticmethod
     def by(factor):
@@ -273,10 +423,14 @@ class Report:
                 ("inplace", "Floor C, the same for buffers peers read in place (each rank flags "
                  "its input ready, sums the peer's and its own into a private output, and "
                  "waits until the peer is done with its input; floor_probe --inplace): "),
-                ("single_copy", "Single-copy floor, 2 ranks on 2 cores with private buffers "
-                 "(each rank flags its input ready, reads the peer's n bytes with one "
+                ("single_copy", "Single-copy reads, 2 processes on 2 cores with private "
+                 "buffers (each flags its input ready, reads the peer's n bytes with one "
                  "process_vm_readv and waits until the peer has read its own; floor_probe "
-                 "--single-copy): ")):
+                 "--single-copy): "),
+                ("single_copy_burst", "The same per read in bursts of reads between "
+                 "hand-offs: "),
+                ("single_copy_one", "One process reading while the other waits: "),
+                ("single_copy_one_burst", "The same in bursts: ")):
             got = self.probe.get(kind, {})
             if got:
                 line += " " + what + ", ".join(
@@ -286,12 +440,21 @@ class Report:
 
     def markdown(self):
         lines = self.header()
+        if any(self.single_copy_floor(c, p, s) for c in self.args.colls
+               for p in self.args.ranks for s in self.args.sizes):
+            lines += [SINGLE_COPY_NOTE, ""]
         for coll in self.args.colls:
             for p in self.args.ranks:
                 lines += self.table(coll, p)
+        missing = [COLL_TITLES[c] for c in COLLS if c not in self.args.colls]
+        if missing:
+            lines += [f"Not in this run: {', '.join(missing)}.", ""]
         goals = self.goals()
         if goals:
             lines += ["#### Issue 5's goals", ""] + goals + [""]
+        goals = self.single_copy_goals()
+        if goals:
+            lines += ["#### Issue 46's goals", ""] + goals + [""]
         return "\n".join(lines)
 
     def plot(self, path):
@@ -321,11 +484,14 @@ class Report:
             pts = [(s, r["busbw"]) for s, r in zip(sizes, rows) if r and r["busbw"] > 0]
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=lib, linewidth=2.5 if lib == "braid" else 1.2)
-        if coll == "allreduce":
-            floors = [(s, self.floors.get((p, s))) for s in sizes]
-            pts = [(s, s / us / 1e3 * 2 * (p - 1) / p) for s, us in floors if us]
+        floors = [("k--", "floor A", [(s, self.floors.get((p, s))) for s in sizes]
+                   if coll == "allreduce" else []),
+                  ("k:", "single-copy floor",
+                   [(s, self.single_copy_floor(coll, p, s)) for s in sizes])]
+        for style, label, points in floors:
+            pts = [(s, s / us / 1e3 * bus_factor(coll, p)) for s, us in points if us]
             if pts:
-                ax.plot(*zip(*pts), "k--", label="floor A")
+                ax.plot(*zip(*pts), style, label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(sizes, [size_name(s) for s in sizes], fontsize=8)

@@ -34,7 +34,12 @@
 // each byte once cannot beat: each round of the single-copy probe flags its input
 // ready, waits for the peer's, reads the peer's private input with one
 // process_vm_readv (cross-memory attach, no shared mapping), flags it is done and
-// waits for the peer's flag. Both ways at once, like an all-gather of 2 ranks.
+// waits for the peer's flag. "single_copy": both ways at once, like an all-gather
+// of 2 ranks; "single_copy_one": one side reads while the other only hands off,
+// like a broadcast of 2 ranks. "_burst": the same with up to 64 reads back to
+// back between hand-offs (a burst moves ~4 MiB a side; none from 4 MiB up), per
+// read, which prices the copy alone: the difference is what a hand-off costs.
+// The buffers start on pages (PageBuffer says why).
 //
 // Output, one fact a line (perf/compare/compare.py parses it):
 //   stream <threads> <working set bytes> <kernel> <GB/s>
@@ -43,6 +48,8 @@
 //   # exchange <bytes>: plain stores <us>, streaming <us>   (both, for the reader)
 //   inplace <bytes per rank> <us per round>
 //   single_copy <bytes per rank> <us per round>      (absent where the system refuses it)
+//   single_copy_one <bytes> <us per round>
+//   single_copy_burst | single_copy_one_burst <bytes> <us per read>
 //
 //   floor_probe [--quick] [--latency-only | --stream-only] [--exchange n,n,...]
 //               [--inplace n,n,...] [--single-copy n,n,...] [working set bytes ...]
@@ -232,6 +239,30 @@ double handOffUs(int cpuA, int cpuB, bool yield, int roundTrips) {
 
 // ---- exchange (floor B) ------------------------------------------------
 
+// Page-aligned private memory, zeroed: the exchange and single-copy probes' buffers
+// start on pages, as large allocations do. Two heap blocks side by side sit 16 bytes
+// apart modulo 4 KiB, and a copy whose destination lies 8 or 16 bytes past its source
+// modulo 4 KiB runs at a quarter of the speed (on AMD EPYC: rep movsb, so glibc's
+// memcpy at 64 KiB and the kernel's copy in process_vm_readv; a load seems to wait on
+// the store just before it, 4K aliasing): the probes timed the layout, not the copy.
+class PageBuffer {
+ public:
+  explicit PageBuffer(size_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  ~PageBuffer() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  PageBuffer(const PageBuffer&) = delete;
+  PageBuffer& operator=(const PageBuffer&) = delete;
+  char* data() const { return data_; }
+
+ private:
+  size_t bytes_;
+  char* data_;
+};
+
 struct alignas(64) Counters {
   std::atomic<uint64_t> written{0};  // rounds whose slot is filled
   alignas(64) std::atomic<uint64_t> read{0};  // rounds whose peer slot was read
@@ -304,12 +335,18 @@ double pairedRoundsUs(size_t sharedBytes, size_t bytesPerRound, int batches, Rou
 // Microseconds per exchange round of `bytes` each way (best batch), or -1.
 double exchangeUs(size_t bytes, bool streaming, int batches) {
   bytes = std::max<size_t>(bytes / 64 * 64, 64);
-  std::vector<char> src(bytes), dst(bytes, 0);
+  PageBuffer srcPages(bytes), dstPages(bytes);
+  char* src = srcPages.data();
+  char* dst = dstPages.data();
+  if (src == nullptr || dst == nullptr) {
+    std::perror("floor_probe: mmap");
+    return -1;
+  }
   return pairedRoundsUs(
       2 * bytes, bytes, batches,
       [&](int me, Counters* ctr, char* slots, long n, uint64_t base) {
-        if (src[0] == 0) std::fill(src.begin(), src.end(), static_cast<char>(me + 2));
-        exchangeRounds(me, slots, ctr, bytes, src.data(), dst.data(), streaming, n, base);
+        if (src[0] == 0) std::memset(src, me + 2, bytes);
+        exchangeRounds(me, slots, ctr, bytes, src, dst, streaming, n, base);
       },
       [&](int me) { return dst[bytes - 1] == (me == 0 ? 3 : 2); });
 }
@@ -353,21 +390,32 @@ double inPlaceUs(size_t bytes, int batches) {
 
 // ---- single copy ---------------------------------------------------------
 
+
+// How the single-copy probe reads: both sides at once or one while the other
+// waits, one read per hand-off or `reads` reads back to back between hand-offs.
+struct SingleCopyMode {
+  bool both;
+  int reads;
+};
+
 // One process's side of `rounds` single-copy rounds: `src` lies at the same address
 // in both processes (allocated before the fork), each filled by its owner.
 bool singleCopyRounds(int me, pid_t peer, Counters* ctr, size_t bytes, const char* src, char* dst,
-                      long rounds, uint64_t base) {
+                      SingleCopyMode mode, long rounds, uint64_t base) {
   Counters& mine = ctr[me];
   Counters& theirs = ctr[1 - me];
+  const bool reads = mode.both || me == 0;
   bool ok = true;
   for (long r = 1; r <= rounds; ++r) {
     uint64_t round = base + static_cast<uint64_t>(r);
     mine.written.store(round, std::memory_order_release);
     while (theirs.written.load(std::memory_order_acquire) < round) {
     }
-    iovec local{dst, bytes};
-    iovec remote{const_cast<char*>(src), bytes};
-    ok = ok && process_vm_readv(peer, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
+    for (int k = 0; reads && k < mode.reads; ++k) {
+      iovec local{dst, bytes};
+      iovec remote{const_cast<char*>(src), bytes};
+      ok = ok && process_vm_readv(peer, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
+    }
     mine.read.store(round, std::memory_order_release);
     while (theirs.read.load(std::memory_order_acquire) < round) {
     }
@@ -375,28 +423,36 @@ bool singleCopyRounds(int me, pid_t peer, Counters* ctr, size_t bytes, const cha
   return ok;
 }
 
-// Microseconds per single-copy round of `bytes` each way (best batch), or -1.
-double singleCopyUs(size_t bytes, int batches) {
+// Microseconds per single-copy read of `bytes` (best batch; a round of `mode.reads`
+// reads counts as that many), or -1.
+double singleCopyUs(size_t bytes, SingleCopyMode mode, int batches) {
   bytes = std::max<size_t>(bytes / 64 * 64, 64);
-  std::vector<char> src(bytes, 0), dst(bytes, 0);
+  PageBuffer srcPages(bytes), dstPages(bytes);
+  char* src = srcPages.data();
+  char* dst = dstPages.data();
+  if (src == nullptr || dst == nullptr) {
+    std::perror("floor_probe: mmap");
+    return -1;
+  }
   const pid_t parent = getpid();
   pid_t child = -1;  // the parent learns it through the shared page
   bool ok = true;
-  return pairedRoundsUs(
-      sizeof(pid_t), bytes, batches,
+  const double us = pairedRoundsUs(
+      sizeof(pid_t), bytes * static_cast<size_t>(mode.reads), batches,
       [&](int me, Counters* ctr, char* shared, long n, uint64_t base) {
         auto* childPid = reinterpret_cast<std::atomic<pid_t>*>(shared);
         if (src[0] == 0) {
-          std::fill(src.begin(), src.end(), static_cast<char>(me + 2));
+          std::memset(src, me + 2, bytes);
           if (me == 1) childPid->store(getpid());
           while (childPid->load() == 0) {
           }
           child = childPid->load();
         }
-        ok = singleCopyRounds(me, me == 0 ? child : parent, ctr, bytes, src.data(), dst.data(), n,
-                              base) && ok;
+        ok = singleCopyRounds(me, me == 0 ? child : parent, ctr, bytes, src, dst,
+                              mode, n, base) && ok;
       },
-      [&](int me) { return ok && dst[bytes - 1] == (me == 0 ? 3 : 2); });
+      [&](int me) { return ok && (!mode.both && me == 1 ? true : dst[bytes - 1] == 3 - me); });
+  return us < 0 ? us : us / mode.reads;
 }
 
 // Restores the affinity the program started with (the latency probe pins).
@@ -491,9 +547,21 @@ int main(int argc, char** argv) {
     AffinityGuard guard;
     int batches = quick ? 3 : 10;
     for (size_t n : singles) {
-      const double us = singleCopyUs(n, batches);
-      if (us > 0) std::printf("single_copy %zu %.3f\n", n, us);
-      std::fflush(stdout);
+      // Back to back, enough reads that a batch moves ~4 MiB a side: what the copy
+      // itself costs, without the hand-off between reads.
+      const int burst = static_cast<int>(std::clamp<size_t>((size_t{4} << 20) / n, 1, 64));
+      for (bool both : {true, false}) {
+        const char* kind = both ? "single_copy" : "single_copy_one";
+        const double us = singleCopyUs(n, {both, 1}, batches);
+        if (us > 0) std::printf("%s %zu %.3f\n", kind, n, us);
+        const double burstUs = burst > 1 ? singleCopyUs(n, {both, burst}, batches) : -1;
+        if (burstUs > 0) {
+          std::printf("%s_burst %zu %.3f\n# %s %zu: %.3f us a read with a hand-off each, "
+                      "%.3f us a read in bursts of %d\n",
+                      kind, n, burstUs, kind, n, us, burstUs, burst);
+        }
+        std::fflush(stdout);
+      }
     }
   }
   if (stream) {
