@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "algorithms/file/msccl_xml_internal.h"
 #include "algorithms/file/xml.h"
@@ -342,7 +343,8 @@ Expected<std::vector<Rank>> ranksOf(const Algo& a, const XmlElement& root, uint6
 }  // namespace
 
 bool looksLikeXml(const std::string& text) {
-  for (char c : text) {
+  const size_t bom = text.rfind(kUtf8Bom, 0) == 0 ? std::strlen(kUtf8Bom) : 0;
+  for (char c : text.substr(bom)) {
     if (!std::isspace(static_cast<unsigned char>(c))) return c == '<';
   }
   return false;

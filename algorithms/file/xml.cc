@@ -13,6 +13,7 @@ class Reader {
   explicit Reader(const std::string& text) : s_(text) {}
 
   Expected<XmlElement> document() {
+    if (s_.rfind(kUtf8Bom, 0) == 0) i_ = std::strlen(kUtf8Bom);
     BRAID_TRY(skipMisc());
     if (!at("<")) return fail("the file holds no element");
     XmlElement root;

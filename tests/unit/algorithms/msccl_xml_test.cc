@@ -284,6 +284,8 @@ TEST(MscclXml, TheTokenizerReadsEntitiesAndRefusesUnknownOnes) {
   EXPECT_FALSE(parseXml("<!DOCTYPE a><a/>").isOk());
   EXPECT_FALSE(parseXml("<a/><b/>").isOk());
   EXPECT_TRUE(looksLikeXml("  \n<algo/>"));
+  EXPECT_TRUE(looksLikeXml("\xEF\xBB\xBF<algo/>"));
+  EXPECT_TRUE(parseXml("\xEF\xBB\xBF<a/>").isOk());
   EXPECT_FALSE(looksLikeXml("{\"format\": 1}"));
 }
 
