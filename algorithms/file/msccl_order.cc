@@ -14,6 +14,7 @@
 // can always finish their round, and no run deadlocks. A step that only sends leaves one
 // message of room, which the fused steps (receive, then send on) of a ring need to move:
 // a second thread block on the same stream waits until the first has drained it.
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <vector>
@@ -33,12 +34,14 @@ struct Message {
   int chan = 0;
   int round = 0;
   uint64_t chunks = 0;
+  int64_t place = -1;  // of its data within a block (Places), -1: unknown
 };
 
 class Orderer {
  public:
-  explicit Orderer(const std::vector<Rank>& ranks)
+  Orderer(const std::vector<Rank>& ranks, uint64_t chunksPerBlock)
       : ranks_(ranks),
+        places_(static_cast<int>(ranks.size()), chunksPerBlock),
         n_(static_cast<int>(ranks.size())),
         streams_(size_t(n_) * n_),
         atStart_(streams_.size()),
@@ -52,9 +55,10 @@ class Orderer {
       }
     }
     out_.resize(ranks_.size());
+    origin_.resize(ranks_.size());
   }
 
-  Expected<std::vector<std::vector<Step>>> run() {
+  Expected<std::vector<std::vector<Step>>> run(uint64_t* scratchChunks) {
     for (int round = 0; left_ > 0; ++round) {
       bool moved = false;
       for (size_t k = 0; k < streams_.size(); ++k) {
@@ -80,6 +84,11 @@ class Orderer {
                                std::to_string(q.size()) + ") that no step of gpu " +
                                std::to_string(b) + " receives");
       }
+    }
+    *scratchChunks = 0;
+    for (int r = 0; r < n_; ++r) {
+      BRAID_ASSIGN_OR_RETURN(uint64_t need, places_.remap(r, &out_[r], origin_[r]));
+      *scratchChunks = std::max(*scratchChunks, need);
     }
     return out_;
   }
@@ -115,11 +124,21 @@ class Orderer {
                                ") holds " + std::to_string(q.front().chunks));
       }
     }
+    const size_t k = send ? size_t(r) * n_ + lane.send : 0;
+    if (send && atStart_[k] + sent_[k] + 1 > (recv ? kStreamDepth : kStreamDepth - 1)) {
+      return false;
+    }
+    const std::string self = "line " + std::to_string(s.line) + ": " + where(r, lane.id, i);
+    int64_t place = -1;
+    if (!s.nop) {
+      const int64_t got = recv ? stream(lane.recv, r).front().place : -1;
+      Expected<int64_t> p = places_.place(r, s.step, got);
+      if (!p.isOk()) return p.status().withContext(self + ": ");
+      place = p.value();
+    }
     if (send) {
-      const size_t k = size_t(r) * n_ + lane.send;
-      if (atStart_[k] + sent_[k] + 1 > (recv ? kStreamDepth : kStreamDepth - 1)) return false;
       ++sent_[k];
-      stream(r, lane.send).push_back(Message{l, i, lane.chan, round, s.step.count});
+      stream(r, lane.send).push_back(Message{l, i, lane.chan, round, s.step.count, place});
     }
     if (recv) stream(lane.recv, r).pop_front();
     ranAt_[r][l][i] = round;
@@ -128,6 +147,7 @@ class Orderer {
     if (!s.nop) {
       out_[r].push_back(s.step);
       out_[r].back().batchWithNext = true;
+      origin_[r].push_back(self);
     }
     return true;
   }
@@ -175,6 +195,7 @@ class Orderer {
   }
 
   const std::vector<Rank>& ranks_;
+  Places places_;
   const int n_;
   std::vector<std::deque<Message>> streams_;          // [from * n + to]
   std::vector<size_t> atStart_;                       // messages on each stream as the round starts
@@ -182,6 +203,7 @@ class Orderer {
   std::vector<std::vector<int>> next_;                // [rank][lane]: its next step
   std::vector<std::vector<std::vector<int>>> ranAt_;  // [rank][lane][step]: round, or -1
   std::vector<std::vector<Step>> out_;
+  std::vector<std::vector<std::string>> origin_;  // [rank][step]: the file's step, named
   size_t left_ = 0;
 };
 
@@ -193,8 +215,10 @@ std::string where(int gpu, int tb, int step) {
   return s;
 }
 
-Expected<std::vector<std::vector<Step>>> orderLanes(const std::vector<Rank>& ranks) {
-  return Orderer(ranks).run();
+Expected<std::vector<std::vector<Step>>> orderLanes(const std::vector<Rank>& ranks,
+                                                    uint64_t chunksPerBlock,
+                                                    uint64_t* scratchChunks) {
+  return Orderer(ranks, chunksPerBlock).run(scratchChunks);
 }
 
 }  // namespace braid::algo::msccl

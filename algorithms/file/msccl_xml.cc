@@ -311,7 +311,7 @@ Status resolveDeps(int r, Rank* rank) {
   return Status::ok();
 }
 
-Expected<std::vector<Rank>> ranksOf(const Algo& a, const XmlElement& root, uint64_t* scratch) {
+Expected<std::vector<Rank>> ranksOf(const Algo& a, const XmlElement& root) {
   std::vector<Rank> ranks(a.ngpus);
   std::vector<bool> seen(a.ngpus, false);
   for (const XmlElement& g : root.children) {
@@ -321,8 +321,6 @@ Expected<std::vector<Rank>> ranksOf(const Algo& a, const XmlElement& root, uint6
     const int r = static_cast<int>(id);
     if (seen[r]) return bad(g, "gpu " + std::to_string(r) + " is given twice");
     seen[r] = true;
-    BRAID_ASSIGN_OR_RETURN(int64_t s, intAttr(g, "s_chunks", 0, int64_t{1} << 40));
-    *scratch = std::max(*scratch, static_cast<uint64_t>(s));
     for (const XmlElement& t : g.children) {
       BRAID_ASSIGN_OR_RETURN(Lane lane, laneOf(a, g, r, t));
       for (const Lane& other : ranks[r].lanes) {
@@ -360,8 +358,8 @@ Expected<AlgoFile> parseMscclXml(const std::string& text) {
   FileProgram p;
   p.nranks = a.ngpus;
   p.chunksPerBlock = a.chunks;
-  BRAID_ASSIGN_OR_RETURN(std::vector<Rank> ranks, ranksOf(a, root, &p.scratchChunks));
-  BRAID_ASSIGN_OR_RETURN(p.ranks, msccl::orderLanes(ranks));
+  BRAID_ASSIGN_OR_RETURN(std::vector<Rank> ranks, ranksOf(a, root));
+  BRAID_ASSIGN_OR_RETURN(p.ranks, msccl::orderLanes(ranks, a.chunks, &p.scratchChunks));
   a.file.programs.push_back(std::move(p));
   // Read back as a JSON file: the same structure, under the same checks.
   Expected<AlgoFile> f = parseAlgoFile(writeAlgoFile(a.file));

@@ -18,7 +18,10 @@
 // steps it waits for (its lane's previous step, its dependency, the matching send) ran,
 // and a rank's steps of one round form a batch (they progress concurrently). Messages
 // between two ranks keep one order, where MSCCL keeps one per channel: a program whose
-// receives would need them reordered is refused, naming the step. Refused too, naming the
+// receives would need them reordered is refused, naming the step. A step moves data
+// between chunks of one place within their blocks (Braid's chunks differ in size by
+// place); scratch, which has no blocks in MSCCL, is laid out so that each chunk sits at
+// the place of its data. Refused too, naming the
 // gpu, thread block and step: step types with no meaning in Braid (MSCCL++'s put, get,
 // signal, wait, ...), a send or receive in a lane with no such peer, chunks outside the
 // buffers, writes to the input of an out-of-place program, dependencies on missing steps.

@@ -60,13 +60,13 @@ TEST(MscclXml, EveryStepTypeMapsToItsBraidOp) {
       "nchunksperloop=\"4\" ngpus=\"3\" coll=\"allreduce\" inplace=\"0\" minBytes=\"8\" "
       "maxBytes=\"4096\" redop=\"max\"",
       gpu(0, 4, 4, 0,
-          tb(0, 1, -1, step(0, "s", "i", 3, "o", 0) + step(1, "s", "i", 1, "o", 0, 2))) +
+          tb(0, 1, -1, step(0, "s", "i", 0, "o", 0) + step(1, "s", "i", 2, "o", 0, 2))) +
           gpu(1, 4, 4, 2,
               tb(0, 2, 0, step(0, "rcs", "i", 0, "s", 1) + step(1, "rrs", "i", 2, "o", 0, 2))) +
           gpu(2, 4, 4, 1,
-              tb(0, -1, 1, step(0, "r", "i", 0, "o", 3) + step(1, "rrc", "i", 1, "o", 1, 2)) +
+              tb(0, -1, 1, step(0, "r", "i", 0, "o", 0) + step(1, "rrc", "i", 2, "o", 2, 2)) +
                   tb(1, -1, -1,
-                     step(0, "nop", "i", -1, "o", -1, 0, 0, 0) + step(1, "cpy", "o", 3, "s", 0) +
+                     step(0, "nop", "i", -1, "o", -1, 0, 0, 0) + step(1, "cpy", "o", 0, "s", 0) +
                          step(2, "re", "s", 0, "o", 0))));
   Expected<AlgoFile> r = parseMscclXml(text);
   ASSERT_TRUE(r.isOk()) << r.status().message();
@@ -81,29 +81,32 @@ TEST(MscclXml, EveryStepTypeMapsToItsBraidOp) {
   ASSERT_EQ(f.programs.size(), 1u);
   const FileProgram& p = f.programs[0];
   EXPECT_EQ(p.chunksPerBlock, 4u);
-  EXPECT_EQ(p.scratchChunks, 2u);
+  // Scratch lies in blocks, each chunk at its data's place: gpu 1's scratch chunk 1 holds
+  // gpu 0's input chunk 0, so it lies at place 0 of a block of 4 chunks.
+  EXPECT_EQ(p.scratchChunks, 4u);
   const auto& g0 = p.ranks[0];
   ASSERT_EQ(g0.size(), 2u);
   EXPECT_EQ(g0[0].op, OpKind::kSend);
   EXPECT_EQ(g0[0].src, BufRef::kInput);
-  EXPECT_EQ(g0[0].srcOffset, 3u);
+  EXPECT_EQ(g0[0].srcOffset, 0u);
   EXPECT_EQ(g0[0].sendPeer, 1);
   EXPECT_EQ(g0[1].count, 2u);
   const auto& g1 = p.ranks[1];
   ASSERT_EQ(g1.size(), 2u);
   EXPECT_EQ(g1[0].op, OpKind::kRecvCopySend);  // rcs: dst = recv, sent on
   EXPECT_EQ(g1[0].dst, BufRef::kScratch);
-  EXPECT_EQ(g1[0].dstOffset, 1u);
+  EXPECT_EQ(g1[0].dstOffset, 0u);  // MSCCL's scratch chunk 1, alone at place 0
   EXPECT_EQ(g1[0].recvPeer, 0);
   EXPECT_EQ(g1[0].sendPeer, 2);
   EXPECT_EQ(g1[1].op, OpKind::kRecvReduceSend);  // rrs: send(src op recv)
   EXPECT_EQ(g1[1].src, BufRef::kInput);
   EXPECT_EQ(g1[1].srcOffset, 2u);
+  EXPECT_EQ(g1[1].count, 2u);
   const auto& g2 = p.ranks[2];
   ASSERT_EQ(g2.size(), 4u);  // the nop leaves no step
   EXPECT_EQ(g2[0].op, OpKind::kRecv);
   EXPECT_EQ(g2[0].dst, BufRef::kOutput);
-  EXPECT_EQ(g2[0].dstOffset, 3u);
+  EXPECT_EQ(g2[0].dstOffset, 0u);
   EXPECT_EQ(g2[1].op, OpKind::kRecvReduce);  // rrc: dst = src op recv
   EXPECT_EQ(g2[1].src, BufRef::kInput);
   EXPECT_EQ(g2[1].dst, BufRef::kOutput);
@@ -181,6 +184,46 @@ TEST(MscclXml, AnInPlaceTwoChannelRingIsProven) {
   EXPECT_EQ(proof(text, 4), "");
 }
 
+// MSCCL's all-pairs all-reduce (one thread block per peer, one that reduces): every
+// gpu sends chunk p to gpu p's scratch, reduces what it received into its own chunk after
+// each receive (depid/deps, and nops for a second dependency), then sends the sum to all.
+TEST(MscclXml, AnAllPairsAllReduceWithDependenciesIsProven) {
+  const int n = 4;
+  std::string gpus;
+  for (int r = 0; r < n; ++r) {
+    std::string tbs;
+    const int reducer = n - 1;  // the thread block ids 0..n-2 serve the peers
+    std::vector<int> peers;
+    for (int p = 0; p < n; ++p) {
+      if (p != r) peers.push_back(p);
+    }
+    for (int t = 0; t < n - 1; ++t) {
+      const int p = peers[t];
+      tbs += tb(t, p, p,
+                step(0, "s", "i", p, "s", t) + step(1, "r", "i", r, "s", t) +
+                    step(2, "nop", "i", -1, "o", -1, 0, reducer, n - 2) +
+                    step(3, "s", "i", r, "i", r, 1, reducer, n - 2) + step(4, "r", "i", p, "i", p));
+    }
+    std::string re;
+    for (int t = 0; t < n - 1; ++t) re += step(t, "re", "s", t, "i", r, 1, t, 1);
+    tbs += tb(reducer, -1, -1, re);
+    gpus += gpu(r, n, 0, n - 1, tbs);
+  }
+  const std::string text =
+      algo("nchunksperloop=\"4\" ngpus=\"4\" coll=\"allreduce\" inplace=\"1\"", gpus);
+  EXPECT_EQ(proof(text, n), "");
+  // Without the dependency of the reduction on the receive, the proof finds the race.
+  std::string racy = text;
+  const std::string dep =
+      "type=\"re\" srcbuf=\"s\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\" "
+      "cnt=\"1\" depid=\"0\" deps=\"1\"";
+  ASSERT_NE(racy.find(dep), std::string::npos);
+  racy.replace(racy.find(dep), dep.size(),
+               "type=\"re\" srcbuf=\"s\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" "
+               "depid=\"-1\" deps=\"-1\"");
+  EXPECT_NE(proof(racy, n), "");
+}
+
 // In place, an all-gather's input is block r of its output.
 TEST(MscclXml, AnInPlaceAllGatherReadsItsInputInsideTheOutput) {
   std::string gpus;
@@ -206,7 +249,7 @@ void expectRefused(const std::string& text, const std::vector<std::string>& part
 
 std::string pairProgram(const std::string& step0, const std::string& step1,
                         const std::string& attrs = kAllReduce2, int send = 1) {
-  return algo(attrs, gpu(0, 2, 2, 0, tb(0, send, 1, step0)) + gpu(1, 2, 2, 0, tb(0, 0, 0, step1)));
+  return algo(attrs, gpu(0, 2, 2, 1, tb(0, send, 1, step0)) + gpu(1, 2, 2, 1, tb(0, 0, 0, step1)));
 }
 
 TEST(MscclXml, MalformedXmlAndHeadersAreRefused) {
@@ -272,6 +315,13 @@ TEST(MscclXml, ProgramsNoOrderCompletesAreRefusedNamingTheStep) {
                                 tb(1, -1, -1, step(0, "cpy", "i", 1, "o", 1, 1, 0, 0))) +
                             gpu(1, 2, 2, 0, ""));
   expectRefused(cycle, {"gpu 0, tb 0, step 0 (cpy) waits for gpu 0, tb 1, step 0"});
+  // A message from chunk 0 into chunk 1: chunks of two places differ in size.
+  expectRefused(pairProgram(ok, step(0, "r", "i", 0, "o", 1)),
+                {"gpu 1, tb 0, step 0: it moves data between places 0 and 1 of their blocks"});
+  // A scratch chunk that holds data of place 0, then of place 1.
+  expectRefused(pairProgram(ok + step(1, "s", "i", 1, "o", 0),
+                            step(0, "r", "i", 0, "s", 0) + step(1, "r", "i", 0, "s", 0)),
+                {"gpu 1, tb 0, step 1: it moves data between places 1 and 0"});
 }
 
 TEST(MscclXml, TheTokenizerReadsEntitiesAndRefusesUnknownOnes) {
