@@ -98,7 +98,7 @@ class UserAlgorithms(unittest.TestCase):
             f.write(text.replace('type="rrs"', 'type="put"', 1))
         rc, out = run([BRAID_ALGO_TOOL, "check", broken, "--ranks", "4"])
         self.assertNotEqual(rc, 0, out)
-        self.assertIn("gpu 0, tb 0, step 1: step type 'put' has no meaning in Braid", out)
+        self.assertIn("gpu 0, tb 2, step 0: step type 'put' has no meaning in Braid", out)
 
     def test_a_file_that_does_not_claim_the_rank_count_is_left_out(self):
         env = dict(os.environ, BRAID_ALGO_FILES=self.files["alltoall_node_pairs"],
