@@ -58,7 +58,15 @@ class Orderer {
     origin_.resize(ranks_.size());
   }
 
-  Expected<std::vector<std::vector<Step>>> run(uint64_t* scratchChunks) {
+  Expected<std::vector<std::vector<Step>>> run(const std::vector<Step>& prologue,
+                                               uint64_t* scratchChunks) {
+    for (int r = 0; r < n_; ++r) {
+      for (const Step& st : prologue) {
+        BRAID_TRY(places_.place(r, st, -1).status());
+        out_[r].push_back(st);
+        origin_[r].push_back("the copy of the input the program writes");
+      }
+    }
     for (int round = 0; left_ > 0; ++round) {
       bool moved = false;
       for (size_t k = 0; k < streams_.size(); ++k) {
@@ -217,8 +225,9 @@ std::string where(int gpu, int tb, int step) {
 
 Expected<std::vector<std::vector<Step>>> orderLanes(const std::vector<Rank>& ranks,
                                                     uint64_t chunksPerBlock,
+                                                    const std::vector<Step>& prologue,
                                                     uint64_t* scratchChunks) {
-  return Orderer(ranks, chunksPerBlock).run(scratchChunks);
+  return Orderer(ranks, chunksPerBlock).run(prologue, scratchChunks);
 }
 
 }  // namespace braid::algo::msccl

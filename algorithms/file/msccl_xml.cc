@@ -75,7 +75,28 @@ struct Algo {
   int ngpus = 0;
   uint64_t chunks = 1;  // per block
   bool inPlaceOnly = false;
+  // An out-of-place program that writes its input works on a copy of it in scratch chunks
+  // [0, inputChunks), made by a first step; its own scratch follows.
+  bool inputAsScratch = false;
+  uint64_t inputChunks = 0;
 };
+
+// Whether a step of the file writes buffer i.
+bool writesInput(const XmlElement& root) {
+  for (const XmlElement& g : root.children) {
+    for (const XmlElement& t : g.children) {
+      for (const XmlElement& s : t.children) {
+        const std::string* type = s.attr("type");
+        const std::string* dst = s.attr("dstbuf");
+        if (type == nullptr || dst == nullptr || *dst != "i") continue;
+        for (const char* w : {"r", "rcs", "rrc", "rrcs", "cpy", "re"}) {
+          if (*type == w) return true;
+        }
+      }
+    }
+  }
+  return false;
+}
 
 Status header(const XmlElement& e, Algo* a) {
   AlgoFile& f = a->file;
@@ -168,16 +189,12 @@ Status mapRun(const Algo& a, const XmlElement& gpu, int r, const std::string& bu
   }
   const Collective c = a.file.collective;
   *at = f;
-  if (buf == "s") {
+  if (buf == "s" || (buf == "i" && a.inputAsScratch)) {
     *ref = BufRef::kScratch;
+    if (buf == "s" && a.inputAsScratch) *at = f + a.inputChunks;
     return Status::ok();
   }
   if (!a.inPlaceOnly) {
-    if (write && buf == "i") {
-      return invalidArgument(
-          "it writes the input (buffer i) of an out-of-place program; Braid keeps a call's "
-          "input read-only (compile the MSCCLang program in place)");
-    }
     *ref = buf == "i" ? BufRef::kInput : BufRef::kOutput;
   } else if (c == Collective::kReduceScatter && buf == "i") {
     // In place, the output is block r of the input: there the input is written through it.
@@ -358,8 +375,19 @@ Expected<AlgoFile> parseMscclXml(const std::string& text) {
   FileProgram p;
   p.nranks = a.ngpus;
   p.chunksPerBlock = a.chunks;
+  // Braid keeps a call's input read-only.
+  std::vector<Step> prologue;
+  if (!a.inPlaceOnly && writesInput(root)) {
+    a.inputAsScratch = true;
+    a.inputChunks = blocksOf(a.file.collective, true, a.ngpus, 0, 0) * a.chunks;
+    Step copy{OpKind::kCopy};
+    copy.src = BufRef::kInput;
+    copy.dst = BufRef::kScratch;
+    copy.count = a.inputChunks;
+    prologue.push_back(copy);
+  }
   BRAID_ASSIGN_OR_RETURN(std::vector<Rank> ranks, ranksOf(a, root));
-  BRAID_ASSIGN_OR_RETURN(p.ranks, msccl::orderLanes(ranks, a.chunks, &p.scratchChunks));
+  BRAID_ASSIGN_OR_RETURN(p.ranks, msccl::orderLanes(ranks, a.chunks, prologue, &p.scratchChunks));
   a.file.programs.push_back(std::move(p));
   // Read back as a JSON file: the same structure, under the same checks.
   Expected<AlgoFile> f = parseAlgoFile(writeAlgoFile(a.file));

@@ -24,7 +24,9 @@
 // the place of its data. Refused too, naming the
 // gpu, thread block and step: step types with no meaning in Braid (MSCCL++'s put, get,
 // signal, wait, ...), a send or receive in a lane with no such peer, chunks outside the
-// buffers, writes to the input of an out-of-place program, dependencies on missing steps.
+// buffers, dependencies on missing steps. An out-of-place program that writes its input
+// works on a copy of it in scratch, made by a first step: Braid keeps a call's input
+// read-only.
 // Pure; thread-safe.
 #pragma once
 

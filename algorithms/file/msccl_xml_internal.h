@@ -62,10 +62,12 @@ class Places {
   std::vector<std::vector<int64_t>> scratch_;  // [rank][scratch chunk]: its place, or -1
 };
 
-// Every rank's steps in one list: rounds, each rank's steps of a round one batch, scratch
-// laid out by place (Places); `scratchChunks` receives the scratch the largest rank needs.
+// Every rank's steps in one list: `prologue` first, on its own, then rounds, each rank's
+// steps of a round one batch, scratch laid out by place (Places); `scratchChunks`
+// receives the scratch the largest rank needs.
 Expected<std::vector<std::vector<Step>>> orderLanes(const std::vector<Rank>& ranks,
                                                     uint64_t chunksPerBlock,
+                                                    const std::vector<Step>& prologue,
                                                     uint64_t* scratchChunks);
 
 }  // namespace braid::algo::msccl

@@ -224,6 +224,30 @@ TEST(MscclXml, AnAllPairsAllReduceWithDependenciesIsProven) {
   EXPECT_NE(proof(racy, n), "");
 }
 
+// Out of place, a program that reduces into its input (as MSCCLang programs often do)
+// works on a copy of the input in scratch, made by a first step.
+TEST(MscclXml, AnOutOfPlaceProgramThatWritesItsInputWorksOnACopy) {
+  std::string gpus;
+  for (int r = 0; r < 2; ++r) {
+    gpus += gpu(r, 2, 2, 2,
+                tb(0, 1 - r, 1 - r,
+                   step(0, "s", "i", 0, "s", 0, 2) + step(1, "r", "i", 0, "s", 0, 2) +
+                       step(2, "re", "s", 0, "i", 0, 2) + step(3, "cpy", "i", 0, "o", 0, 2)));
+  }
+  const std::string text = algo(kAllReduce2, gpus);
+  Expected<AlgoFile> f = parseMscclXml(text);
+  ASSERT_TRUE(f.isOk()) << f.status().message();
+  const std::vector<Step>& steps = f.value().programs[0].ranks[0];
+  ASSERT_EQ(steps.size(), 5u);
+  EXPECT_EQ(steps[0].op, OpKind::kCopy);
+  EXPECT_EQ(steps[0].src, BufRef::kInput);
+  EXPECT_EQ(steps[0].dst, BufRef::kScratch);
+  EXPECT_EQ(steps[0].count, 2u);
+  EXPECT_EQ(steps[1].src, BufRef::kScratch);           // MSCCL's i, the copy
+  EXPECT_EQ(f.value().programs[0].scratchChunks, 4u);  // the copy's block, then s's
+  EXPECT_EQ(proof(text, 2), "");
+}
+
 // In place, an all-gather's input is block r of its output.
 TEST(MscclXml, AnInPlaceAllGatherReadsItsInputInsideTheOutput) {
   std::string gpus;
@@ -283,8 +307,10 @@ TEST(MscclXml, StepsWithoutMeaningInBraidAreRefusedNamingTheStep) {
                 {"gpu 1, tb 0, step 0", "attribute prio has no meaning"});
   expectRefused(pairProgram(step(0, "s", "i", 1, "o", 0, 2), rx),
                 {"gpu 0, tb 0, step 0", "i chunks [1, 3) lie outside the gpu's i_chunks=2"});
-  expectRefused(pairProgram(ok, step(0, "r", "i", 0, "i", 0)),
-                {"gpu 1, tb 0, step 0", "writes the input"});
+  expectRefused(pairProgram(ok, step(0, "r", "i", 0, "i", 0),
+                            "nchunksperloop=\"2\" ngpus=\"2\" coll=\"reduce_scatter\" "
+                            "inplace=\"1\""),
+                {"gpu 1, tb 0, step 0", "writes input chunks outside rank 1's own block"});
   expectRefused(pairProgram(ok, step(0, "r", "i", 0, "x", 0)), {"buffer 'x' is not i, o or s"});
   expectRefused(pairProgram(ok, step(0, "r", "i", 0, "o", 0, 1, 3, 0)),
                 {"gpu 1, tb 0, step 0: depends on gpu 1, tb 3, step 0, which the file lacks"});
