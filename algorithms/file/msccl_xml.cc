@@ -157,6 +157,7 @@ Status header(const XmlElement& e, Algo* a) {
   const int64_t unbounded = INT64_MAX;
   BRAID_ASSIGN_OR_RETURN(int64_t lo, intAttr(e, "minBytes", 0, INT64_MAX, &zero));
   BRAID_ASSIGN_OR_RETURN(int64_t hi, intAttr(e, "maxBytes", 0, INT64_MAX, &unbounded));
+  if (hi == 0) hi = unbounded;  // MSCCL's files write maxBytes="0" for no bound
   f.sizes = SizeRange{static_cast<uint64_t>(lo), true,
                       hi == unbounded ? UINT64_MAX : static_cast<uint64_t>(hi), hi == unbounded};
   if (f.sizes.empty()) {

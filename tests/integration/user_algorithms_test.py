@@ -81,7 +81,7 @@ class UserAlgorithms(unittest.TestCase):
         self.assertIn("alltoall_node_pairs, predicted", out)
         self.perf("alltoall_perf", 4, "socket", files, algo)
 
-    def test_msccl_xml_ring_allreduce_is_proven_and_runs_exact_over_shm(self):
+    def test_msccl_xml_ring_allreduce_is_proven_and_runs_exact_over_shm_and_socket(self):
         xml = os.path.join(EXAMPLES, "msccl_allreduce_ring.xml")
         rc, out = run([BRAID_ALGO_TOOL, "check", xml, "--ranks", "4"])
         self.assertEqual(rc, 0, out)
@@ -90,6 +90,7 @@ class UserAlgorithms(unittest.TestCase):
         out = self.perf("all_reduce_perf", 4, "shm", xml, "allreduce:allreduce_ring_msccl,ring")
         self.assertIn("allreduce_ring_msccl, predicted", out)
         self.assertIn("it serves in place calls only", out)
+        self.perf("all_reduce_perf", 4, "socket", xml, "allreduce:allreduce_ring_msccl,ring")
         # A step type of MSCCL++ has no meaning in Braid: refused, naming where it is.
         broken = os.path.join(self.dir, "broken.xml")
         with open(xml) as f:

@@ -276,6 +276,14 @@ std::string pairProgram(const std::string& step0, const std::string& step1,
   return algo(attrs, gpu(0, 2, 2, 1, tb(0, send, 1, step0)) + gpu(1, 2, 2, 1, tb(0, 0, 0, step1)));
 }
 
+TEST(MscclXml, MaxBytesZeroMeansNoBound) {
+  Expected<AlgoFile> f =
+      parseMscclXml(pairProgram(step(0, "s", "i", 0, "o", 0), step(0, "r", "i", 0, "o", 0),
+                                kAllReduce2 + " minBytes=\"0\" maxBytes=\"0\""));
+  ASSERT_TRUE(f.isOk()) << f.status().message();
+  EXPECT_EQ(f.value().sizes.describe(), "[0, inf] bytes");
+}
+
 TEST(MscclXml, MalformedXmlAndHeadersAreRefused) {
   expectRefused("<algo name=\"x\"", {"line 1", "unterminated tag"});
   expectRefused("<algo name=\"x\">\n<gpu>\n</algo>", {"line 3", "closes <gpu>"});
