@@ -26,17 +26,17 @@ Status bad(const XmlElement& e, const std::string& what) {
 // Attribute `key` of `e` as an integer in [lo, hi]; `fallback` where it is absent and
 // optional.
 Expected<int64_t> intAttr(const XmlElement& e, const char* key, int64_t lo, int64_t hi,
-                          const int64_t* fallback = nullptr) {
+                          const int64_t* fallback = nullptr, const std::string& who = "") {
   const std::string* v = e.attr(key);
   if (v == nullptr) {
     if (fallback != nullptr) return *fallback;
-    return bad(e, "<" + e.name + "> has no " + key);
+    return bad(e, who + "<" + e.name + "> has no " + key);
   }
   char* end = nullptr;
   errno = 0;
   const long long x = std::strtoll(v->c_str(), &end, 10);
   if (v->empty() || *end != '\0' || errno != 0 || x < lo || x > hi) {
-    return bad(e, "<" + e.name + "> " + key + "=\"" + *v + "\" is not an integer in " +
+    return bad(e, who + "<" + e.name + "> " + key + "=\"" + *v + "\" is not an integer in " +
                       std::to_string(lo) + ".." + std::to_string(hi));
   }
   return static_cast<int64_t>(x);
@@ -234,13 +234,14 @@ Expected<LaneStep> stepOf(const Algo& a, const XmlElement& gpu, int r, const Lan
   if (type == nullptr) return invalidArgument(ctx + ": a step needs a type");
   s.type = *type;
   const int64_t none = -1;
-  BRAID_ASSIGN_OR_RETURN(int64_t at, intAttr(e, "s", 0, INT32_MAX, nullptr));
+  const std::string who = where(r, lane.id, index) + ": ";
+  BRAID_ASSIGN_OR_RETURN(int64_t at, intAttr(e, "s", 0, INT32_MAX, nullptr, who));
   if (at != index) {
     return invalidArgument(ctx + ": s=\"" + std::to_string(at) + "\", but it is step " +
                            std::to_string(index) + " of its thread block");
   }
-  BRAID_ASSIGN_OR_RETURN(int64_t depid, intAttr(e, "depid", -1, INT32_MAX, &none));
-  BRAID_ASSIGN_OR_RETURN(int64_t deps, intAttr(e, "deps", -1, INT32_MAX, &none));
+  BRAID_ASSIGN_OR_RETURN(int64_t depid, intAttr(e, "depid", -1, INT32_MAX, &none, who));
+  BRAID_ASSIGN_OR_RETURN(int64_t deps, intAttr(e, "deps", -1, INT32_MAX, &none, who));
   s.depLane = static_cast<int>(depid);  // a thread block's id until resolved
   s.depStep = static_cast<int>(deps);
   if (s.type == "nop") {
@@ -258,7 +259,7 @@ Expected<LaneStep> stepOf(const Algo& a, const XmlElement& gpu, int r, const Lan
   }
   Step& st = s.step;
   st.op = kind->op;
-  BRAID_ASSIGN_OR_RETURN(int64_t cnt, intAttr(e, "cnt", 0, int64_t{1} << 40));
+  BRAID_ASSIGN_OR_RETURN(int64_t cnt, intAttr(e, "cnt", 0, int64_t{1} << 40, nullptr, who));
   st.count = static_cast<uint64_t>(cnt);
   if (needsSend(st.op)) {
     if (lane.send < 0) return invalidArgument(ctx + ": a " + s.type + " step in a tb with send=-1");
@@ -275,8 +276,8 @@ Expected<LaneStep> stepOf(const Algo& a, const XmlElement& gpu, int r, const Lan
     if (buf == nullptr) {
       return invalidArgument(ctx + ": a " + s.type + " step needs " + (dst ? "dstbuf" : "srcbuf"));
     }
-    BRAID_ASSIGN_OR_RETURN(int64_t off,
-                           intAttr(e, dst ? "dstoff" : "srcoff", -1, int64_t{1} << 40));
+    BRAID_ASSIGN_OR_RETURN(
+        int64_t off, intAttr(e, dst ? "dstoff" : "srcoff", -1, int64_t{1} << 40, nullptr, who));
     BRAID_TRY(mapRun(a, gpu, r, *buf, off, st.count, dst, dst ? &st.dst : &st.src,
                      dst ? &st.dstOffset : &st.srcOffset)
                   .withContext(ctx + ": "));

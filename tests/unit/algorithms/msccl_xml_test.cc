@@ -323,6 +323,8 @@ TEST(MscclXml, StepsWithoutMeaningInBraidAreRefusedNamingTheStep) {
   expectRefused(pairProgram(ok, step(0, "r", "i", 0, "o", 0, 1, 3, 0)),
                 {"gpu 1, tb 0, step 0: depends on gpu 1, tb 3, step 0, which the file lacks"});
   expectRefused(pairProgram(step(1, "s", "i", 0, "o", 0), rx), {"s=\"1\", but it is step 0"});
+  expectRefused(pairProgram(ok, "<step s=\"0\" type=\"r\" dstbuf=\"o\" dstoff=\"0\" cnt=\"-2\"/>"),
+                {"gpu 1, tb 0, step 0: <step> cnt=\"-2\" is not an integer"});
   expectRefused(algo(kAllReduce2, gpu(0, 2, 2, 0, tb(0, 0, -1, ok)) + gpu(1, 2, 2, 0, "")),
                 {"gpu 0, tb 0", "its own gpu"});
 }
