@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "algorithms/file/json.h"
+#include "algorithms/file/msccl_xml.h"
 
 namespace braid::algo {
 namespace {
@@ -408,6 +409,7 @@ uint64_t blocksOf(Collective c, bool input, int nranks, int rank, int root) {
 }
 
 Expected<AlgoFile> parseAlgoFile(const std::string& text) {
+  if (looksLikeXml(text)) return parseMscclXml(text);
   BRAID_ASSIGN_OR_RETURN(JsonValue doc, parseJson(text));
   if (doc.kind != Kind::kObject) return bad(doc, "a schedule file is one JSON object");
   AlgoFile f;

@@ -88,7 +88,8 @@ uint64_t blocksOf(Collective c, bool input, int nranks, int rank, int root);
 // Whether `c`'s schedules take a root.
 bool isRooted(Collective c);
 
-// The file's form; errors name the rank, the step and what is wrong.
+// The file's form; errors name the rank, the step and what is wrong. Text that starts with
+// '<' is read as MSCCL's XML (algorithms/file/msccl_xml.h).
 Expected<AlgoFile> parseAlgoFile(const std::string& text);
 // The file as JSON: a header, then one step per line.
 std::string writeAlgoFile(const AlgoFile& file);

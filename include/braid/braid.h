@@ -318,7 +318,8 @@ braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collecti
                                     double* predictedUs);
 
 /* Registers a user's algorithm on comm: a schedule file (docs/algorithms.md) given as a
- * path, or as the JSON text itself when pathOrJson starts with '{'. The file is refused
+ * path, or as the JSON text itself when pathOrJson starts with '{'. A file (or text) that
+ * starts with '<' is read as MSCCL's XML (docs/algorithms.md, "MSCCL XML"). It is refused
  * (braidInvalidArgument, braidGetLastError naming the file, the rank count, the count, the
  * rank, the step and the fault) unless the simulator proves it for comm's rank count; then
  * it competes in comm's choice of algorithm for the calls it serves, and BRAID_ALGO may

@@ -119,7 +119,7 @@ const std::vector<EnvVar>& envTable() {
        "collective and name: 'allreduce:my2d'"},
       {"BRAID_ALGO_FILES", nullptr, nullptr,
        "schedule files (docs/algorithms.md) every communicator loads at init, separated by "
-       "':'; each is proven by the simulator for the communicator's rank count or init fails"},
+       "':' (JSON, or MSCCL's XML where a file starts with '<'); each is proven by the simulator for the communicator's rank count or init fails"},
   };
   return table;
 }

@@ -35,7 +35,7 @@ Verdicts& verdicts() {
 }
 
 Expected<std::string> readText(const std::string& pathOrJson) {
-  if (!pathOrJson.empty() && pathOrJson[0] == '{') return pathOrJson;
+  if (!pathOrJson.empty() && (pathOrJson[0] == '{' || pathOrJson[0] == '<')) return pathOrJson;
   std::ifstream in(pathOrJson, std::ios::binary);
   if (!in) return systemError("cannot read the schedule file " + pathOrJson);
   std::stringstream buf;
@@ -107,7 +107,9 @@ bool claimsRankCount(const std::string& path, int nranks) {
 Expected<std::shared_ptr<const algo::AlgoFile>> provenAlgorithm(const std::string& pathOrJson,
                                                                 int nranks) {
   BRAID_ASSIGN_OR_RETURN(std::string text, readText(pathOrJson));
-  const std::string where = pathOrJson[0] == '{' ? "<JSON text>" : pathOrJson;
+  const std::string where = pathOrJson[0] == '{'   ? "<JSON text>"
+                            : pathOrJson[0] == '<' ? "<XML text>"
+                                                   : pathOrJson;
   const auto key = std::make_pair(contentHash(text), nranks);
   Verdicts& v = verdicts();
   {

@@ -1,8 +1,8 @@
 """Users' algorithms end to end (docs/algorithms.md): the three examples, written by the
-Python DSL, proven by braid-algo check, loaded by BRAID_ALGO_FILES and run by the perf
-tools as real ranks over shm and over sockets with their results checked (nccl-tests'
-#wrong column and out-of-bounds count); a broken file refused at init, before its first
-call, naming the step.
+Python DSL, and an MSCCL XML ring all-reduce, proven by braid-algo check, loaded by
+BRAID_ALGO_FILES and run by the perf tools as real ranks over shm and over sockets with
+their results checked (nccl-tests' #wrong column and out-of-bounds count); a broken file
+refused at init, before its first call, naming the step.
 
     python3 user_algorithms_test.py BUILD_DIR
 """
@@ -80,6 +80,26 @@ class UserAlgorithms(unittest.TestCase):
         out = self.perf("alltoall_perf", 8, "shm", files, algo)
         self.assertIn("alltoall_node_pairs, predicted", out)
         self.perf("alltoall_perf", 4, "socket", files, algo)
+
+    def test_msccl_xml_ring_allreduce_is_proven_and_runs_exact_over_shm_and_socket(self):
+        xml = os.path.join(EXAMPLES, "msccl_allreduce_ring.xml")
+        rc, out = run([BRAID_ALGO_TOOL, "check", xml, "--ranks", "4"])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("4 ranks: proven", out)
+        # An in-place program: the tool's out-of-place calls fall back to ring.
+        out = self.perf("all_reduce_perf", 4, "shm", xml, "allreduce:allreduce_ring_msccl,ring")
+        self.assertIn("allreduce_ring_msccl, predicted", out)
+        self.assertIn("it serves in place calls only", out)
+        self.perf("all_reduce_perf", 4, "socket", xml, "allreduce:allreduce_ring_msccl,ring")
+        # A step type of MSCCL++ has no meaning in Braid: refused, naming where it is.
+        broken = os.path.join(self.dir, "broken.xml")
+        with open(xml) as f:
+            text = f.read()
+        with open(broken, "w") as f:
+            f.write(text.replace('type="rrs"', 'type="put"', 1))
+        rc, out = run([BRAID_ALGO_TOOL, "check", broken, "--ranks", "4"])
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("gpu 0, tb 2, step 0: step type 'put' has no meaning in Braid", out)
 
     def test_a_file_that_does_not_claim_the_rank_count_is_left_out(self):
         env = dict(os.environ, BRAID_ALGO_FILES=self.files["alltoall_node_pairs"],

@@ -54,4 +54,25 @@ TEST(RegisterAlgorithm, RefusesWhatItCannotProveAndNamesAProvenOne) {
   EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
 }
 
+// MSCCL's XML given as text (it starts with '<'): the same copy, then an MSCCL++ step type,
+// refused naming where it is.
+TEST(RegisterAlgorithm, ReadsMscclXmlText) {
+  braidComm_t comm = oneRank();
+  ASSERT_NE(comm, nullptr);
+  const std::string xml =
+      "<algo name=\"mcopy\" ngpus=\"1\" nchunksperloop=\"1\" coll=\"allreduce\" "
+      "outofplace=\"1\">\n<gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\" s_chunks=\"0\">\n"
+      "<tb id=\"0\" send=\"-1\" recv=\"-1\" chan=\"0\">\n<step s=\"0\" type=\"cpy\" "
+      "srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\" cnt=\"1\"/>\n</tb></gpu></algo>";
+  ASSERT_EQ(braidCommRegisterAlgorithm(comm, xml.c_str()), braidSuccess) << braidGetLastError(comm);
+  std::string put = xml;
+  put.replace(put.find("cpy"), 3, "put");
+  EXPECT_EQ(braidCommRegisterAlgorithm(comm, put.c_str()), braidInvalidArgument);
+  EXPECT_NE(std::string(braidGetLastError(comm))
+                .find("<XML text>: line 4: gpu 0, tb 0, step 0: step type 'put'"),
+            std::string::npos)
+      << braidGetLastError(comm);
+  EXPECT_EQ(braidCommDestroy(comm), braidSuccess);
+}
+
 }  // namespace
