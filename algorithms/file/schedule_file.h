@@ -13,7 +13,10 @@
 // passes, each over an equal share of every block (pass p of P over elements
 // [p*c/P, (p+1)*c/P) of each block, cut into chunks as above), so every step fits a FIFO
 // as the built-ins' do; a step's run of chunks that crosses a block boundary then moves
-// as one step per block.
+// as one step per block. A window program runs in passes where a pass's share of its
+// blocks would not fit a window area (CollArgs::windowElems): the window areas then hold
+// a pass's share of block b at b * share, and each pass's rounds follow the last's. In
+// place, a copy of input elements onto the same memory of the output is left out.
 //
 // The header says what the program is for: the collective, the rank counts (a list,
 // "lo..hi", or "pow2:lo..hi"; every one needs a program), the sizes (count x element

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "algorithms/file/schedule_file.h"
+#include "algorithms/reference.h"
 
 namespace braid::algo {
 namespace {
@@ -45,6 +46,11 @@ std::vector<Piece> piecesOf(const Pass& p, uint64_t first, uint64_t n, bool whol
 }
 
 bool chunked(BufRef b) { return b != BufRef::kNone; }
+bool isWindow(BufRef b) { return b == BufRef::kWindowIn || b == BufRef::kWindowOut; }
+
+// A pass's layout of the window areas: its share of every block, packed (pass p's share
+// of block b at b * sub), so that a pass needs sub elements per block of a window.
+Pass windowPass(const Pass& p) { return Pass{p.sub, p.chunks, 0, p.sub}; }
 
 // Appends step `s` of the program for one pass; fails where its runs disagree.
 Status addStep(const Step& s, const Pass& p, bool whole, std::vector<Step>* out) {
@@ -54,8 +60,11 @@ Status addStep(const Step& s, const Pass& p, bool whole, std::vector<Step>* out)
     out->push_back(s);
     return Status::ok();
   }
-  std::vector<Piece> sp = src ? piecesOf(p, s.srcOffset, s.count, whole) : std::vector<Piece>{};
-  std::vector<Piece> dp = dst ? piecesOf(p, s.dstOffset, s.count, whole) : std::vector<Piece>{};
+  const Pass w = windowPass(p);
+  std::vector<Piece> sp =
+      src ? piecesOf(isWindow(s.src) ? w : p, s.srcOffset, s.count, whole) : std::vector<Piece>{};
+  std::vector<Piece> dp =
+      dst ? piecesOf(isWindow(s.dst) ? w : p, s.dstOffset, s.count, whole) : std::vector<Piece>{};
   const std::vector<Piece>& lead = src ? sp : dp;
   if (src && dst) {
     bool same = sp.size() == dp.size();
@@ -104,6 +113,32 @@ uint64_t largestStep(const FileProgram& prog, uint64_t count, uint64_t sub, bool
   return most;
 }
 
+// The most elements of a window area any rank's step reaches in a pass of `sub` elements
+// per block.
+uint64_t windowExtent(const FileProgram& prog, uint64_t sub) {
+  const Pass w{sub, prog.chunksPerBlock, 0, sub};
+  uint64_t most = 0;
+  for (const std::vector<Step>& steps : prog.ranks) {
+    for (const Step& s : steps) {
+      for (const auto& [buf, first] : {std::pair{s.src, s.srcOffset}, {s.dst, s.dstOffset}}) {
+        if (!isWindow(buf) || s.count == 0) continue;
+        for (const Piece& pc : piecesOf(w, first, s.count, false)) {
+          most = std::max(most, pc.offset + pc.count);
+        }
+      }
+    }
+  }
+  return most;
+}
+
+// In place, a copy of input elements onto the output elements that are the same memory
+// does nothing; in a window program it would be a write of memory peers may read (a lent
+// input), so it is left out.
+bool copiesOntoItself(const Step& e, const RankLayout& l) {
+  return l.inPlace && e.op == OpKind::kCopy && !e.final && e.src == BufRef::kInput &&
+         e.dst == BufRef::kOutput && l.inPlaceOffset + e.srcOffset == l.outputOffset + e.dstOffset;
+}
+
 }  // namespace
 
 Expected<Schedule> instantiate(const AlgoFile& file, const FileProgram& prog, const CollArgs& args,
@@ -129,20 +164,40 @@ Expected<Schedule> instantiate(const AlgoFile& file, const FileProgram& prog, co
   // senders and receivers cut alike), more where rounding leaves a step over the limit.
   const uint64_t limit = std::max<uint64_t>(1, args.maxStepElems);
   const uint64_t most = largestStep(prog, c, c, true);
-  // A window program moves a round at a time (the window simulator bounds its areas).
-  uint64_t passes = prog.windowed ? 1 : std::max<uint64_t>(1, (most + limit - 1) / limit);
-  while (passes > 1 && passes < c &&
-         largestStep(prog, c, (c + passes - 1) / passes, false) > limit) {
-    ++passes;
+  uint64_t passes = 1;
+  if (!prog.windowed) {
+    passes = std::max<uint64_t>(1, (most + limit - 1) / limit);
+    while (passes > 1 && passes < c &&
+           largestStep(prog, c, (c + passes - 1) / passes, false) > limit) {
+      ++passes;
+    }
+  } else if (args.windowElems != 0) {
+    // A window program's areas hold a pass's share of its blocks: as many passes as make
+    // that fit (the simulator finds an access past the area where none does).
+    while (passes < c && windowExtent(prog, (c + passes - 1) / passes) > args.windowElems) {
+      const uint64_t grow =
+          passes * windowExtent(prog, (c + passes - 1) / passes) / args.windowElems;
+      passes = std::min(c, std::max(passes + 1, grow));
+    }
   }
+  const RankLayout layout =
+      rankLayout(args.collective, args.nranks, args.rank, c, args.root, args.inPlace);
   for (uint64_t q = 0; q < passes; ++q) {
     const uint64_t lo = q * c / passes;
     const Pass pass{c, C, lo, (q + 1) * c / passes - lo};
     for (size_t i = 0; i < prog.ranks[args.rank].size(); ++i) {
-      const Status st = addStep(prog.ranks[args.rank][i], pass, passes == 1, &s.steps);
+      std::vector<Step> steps;
+      const Status st = addStep(prog.ranks[args.rank][i], pass, passes == 1, &steps);
       if (!st.isOk()) {
         return st.withContext(file.name + ": rank " + std::to_string(args.rank) + ", step " +
                               std::to_string(i) + ": ");
+      }
+      for (const Step& e : steps) {
+        if (!copiesOntoItself(e, layout)) {
+          s.steps.push_back(e);
+        } else if (!e.batchWithNext && !s.steps.empty()) {
+          s.steps.back().batchWithNext = false;  // the batch it ended ends before it
+        }
       }
       if (origin != nullptr) origin->resize(s.steps.size(), i);
     }

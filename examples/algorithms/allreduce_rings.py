@@ -33,7 +33,10 @@ def program(n, k):
                         nxt, prv = (r + d) % n, (r - d) % n
                         if phase == "reduce":
                             p.send(r, nxt, "output", base + (pos - s) % n)
-                            p.recv_reduce(r, prv, "output", base + (pos - s - 1) % n)
+                            # The ring's last reduction of a chunk completes it: avg
+                            # divides there, once.
+                            p.recv_reduce(r, prv, "output", base + (pos - s - 1) % n,
+                                          final=s == n - 2)
                         else:
                             p.send(r, nxt, "output", base + (pos + 1 - s) % n)
                             p.recv(r, prv, "output", base + (pos - s) % n)
@@ -42,7 +45,7 @@ def program(n, k):
 
 def build(k=2):
     algo = Algorithm(f"allreduce_rings{k}", "allreduce", ranks="2..8",
-                     ops=["sum", "prod", "max", "min"],
+                     ops=["sum", "prod", "max", "min", "avg"],
                      comment="examples/algorithms/allreduce_rings.py")
     for n in range(2, 9):
         algo.add(program(n, k))

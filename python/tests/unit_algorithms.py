@@ -55,6 +55,42 @@ class Dsl(unittest.TestCase):
         with self.assertRaises(ValueError):
             algo.add(Program(2))
 
+    def test_window_steps_write_the_formats_window_program(self):
+        p = Program(2, windowed=True, lends_input=True)
+        p.begin_round(0)
+        p.put(0, "input", 0, "windowIn", 0)
+        p.signal(0, "ready")
+        p.wait(0, 1, "ready")
+        p.copy_peer(0, 1, "windowIn", 0, "output", 1, buf_chunk=0)
+        p.reduce_peers(0, "windowIn", 0, "output", 0, own_from_buffer=True)
+        p.wait(0, None, "finished")
+        d = p.to_dict()
+        self.assertTrue(d["windowed"])
+        self.assertEqual(d["lendsInput"], [True, True])
+        self.assertEqual(d["lendsOutput"], [False, False])
+        steps = d["ranks"][0]
+        self.assertEqual(steps[0], {"op": "beginRound", "writes": True})
+        self.assertEqual(steps[3], {"op": "wait", "flag": "ready", "recvPeer": 1})
+        self.assertEqual(steps[4], {"op": "copyPeer", "src": "windowIn", "srcChunk": 0,
+                                    "dst": "output", "dstChunk": 1, "chunks": 1,
+                                    "recvPeer": 1, "bufChunk": 0})
+        self.assertTrue(steps[5]["final"] and steps[5]["ownFromBuffer"])
+        self.assertEqual(steps[6]["recvPeer"], -1)  # every peer
+        with self.assertRaises(ValueError):
+            p.send(0, 1, "input", 0)  # a FIFO step in a window program
+        with self.assertRaises(ValueError):
+            p.signal(0, "go")  # no such flag
+        with self.assertRaises(ValueError):
+            p.put(0, "input", 0, "output", 0)  # puts go into a window area
+        with self.assertRaises(ValueError):
+            Program(2).signal(0)  # a window step in a FIFO program
+
+    def test_final_marks_where_avg_divides(self):
+        p = Program(2)
+        self.assertTrue(p.recv_reduce(0, 1, "output", 0, final=True)["final"])
+        self.assertNotIn("final", p.recv_reduce(1, 0, "output", 0))
+        self.assertTrue(p.reduce_local(0, "input", 0, "output", 0, final=True)["final"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -4,8 +4,10 @@
 #include <cstring>
 #include <regex>
 
+#include "algorithms/reference.h"
 #include "exec/reduce.h"
 #include "exec/simulator.h"
+#include "exec/window_simulator.h"
 
 namespace braid {
 namespace {
@@ -14,6 +16,11 @@ using algo::Collective;
 
 constexpr uint64_t kLargeOddCount = 1001;
 constexpr uint64_t kSmallStep = 64;  // elements: the large count then runs in passes
+// Window programs: elements of a window area (64 KiB of int32: the large count's blocks of
+// up to 16 ranks in one pass; the host's areas are larger, BRAID_SHM_WINDOW_BYTES), and a
+// small one in which the large count runs in passes.
+constexpr uint64_t kWindowElems = (64 << 10) / 4;
+constexpr uint64_t kSmallWindowElems = 256;
 
 // The element size the file's sizes are read with: its first element type's, else 4.
 uint64_t elemSizeOf(const algo::AlgoFile& f) {
@@ -24,64 +31,62 @@ uint64_t elemSizeOf(const algo::AlgoFile& f) {
   return 4;
 }
 
-bool reduces(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
-}
-
-int32_t inputValue(Collective c, int rank, uint64_t i) {
-  if (reduces(c)) return static_cast<int32_t>((rank * 7919 + i * 31) % 2001) - 1000;
+// The proof's input values: small integers, distinct per (rank, index) where the
+// collective moves data. Sums are int32 (they wrap alike in any order); avg's are float32
+// multiples of the rank count, n * base with |base| <= 5, exact up to 1,800 ranks, so every
+// average is an exact integer whatever the order of the sum, and dividing twice, never, or
+// a partial sum shows.
+int64_t baseValue(Collective c, braidRedOp_t op, int rank, uint64_t i) {
+  if (op == braidAvg) return static_cast<int64_t>((rank * 7 + i * 3) % 11) - 5;
+  if (algo::reduces(c)) return static_cast<int64_t>((rank * 7919 + i * 31) % 2001) - 1000;
   return static_cast<int32_t>(rank * 1000003 + i);  // tells every (rank, index) apart
 }
 
-// Rank r's buffers as NCCL lays them out, in elements.
-struct Layout {
-  uint64_t input = 0, output = 0;
-  uint64_t inPlaceOffset = 0;  // where the input lies in the storage (in place)
-  uint64_t outputOffset = 0;   // where the output lies in the storage (in place)
-  uint64_t storage = 0;        // in place: the one buffer's size
-};
-
-Layout layoutOf(const algo::AlgoFile& f, int n, int r, uint64_t count, bool inPlace) {
-  Layout l;
-  l.input = algo::blocksOf(f.collective, true, n, r, f.root) * count;
-  l.output = algo::blocksOf(f.collective, false, n, r, f.root) * count;
-  l.storage = std::max(l.input, l.output);
-  if (!inPlace) return l;
-  const bool bigOutput = f.collective == Collective::kAllGather ||
-                         (f.collective == Collective::kGather && r == f.root);
-  const bool bigInput = f.collective == Collective::kReduceScatter ||
-                        (f.collective == Collective::kScatter && r == f.root);
-  if (bigOutput) l.inPlaceOffset = r * count;
-  if (bigInput) l.outputOffset = r * count;
-  return l;
+int64_t inputOf(Collective c, braidRedOp_t op, int n, int rank, uint64_t i) {
+  const int64_t v = baseValue(c, op, rank, i);
+  return op == braidAvg ? v * n : v;
 }
 
-// What rank r's output element j must hold; false where nothing is defined.
-bool expected(const algo::AlgoFile& f, int n, int r, uint64_t count, uint64_t j, int32_t* v) {
-  switch (f.collective) {
-    case Collective::kAllReduce:
-    case Collective::kReduce:
-    case Collective::kReduceScatter: {
-      const uint64_t at = f.collective == Collective::kReduceScatter ? r * count + j : j;
-      uint32_t sum = 0;  // wraps as int32 sums do
-      for (int p = 0; p < n; ++p) sum += static_cast<uint32_t>(inputValue(f.collective, p, at));
-      *v = static_cast<int32_t>(sum);
-      return f.collective != Collective::kReduce || r == f.root;
+// One element of the probe's type (float32 for avg, else int32).
+void storeValue(braidRedOp_t op, int64_t v, uint8_t* at) {
+  if (op == braidAvg) {
+    const float f = static_cast<float>(v);
+    std::memcpy(at, &f, 4);
+  } else {
+    const int32_t x = static_cast<int32_t>(v);
+    std::memcpy(at, &x, 4);
+  }
+}
+
+int64_t loadValue(braidRedOp_t op, const uint8_t* at) {
+  if (op == braidAvg) {
+    float f;
+    std::memcpy(&f, at, 4);
+    return static_cast<int64_t>(f) == f ? static_cast<int64_t>(f) : INT64_MIN;
+  }
+  int32_t x;
+  std::memcpy(&x, at, 4);
+  return x;
+}
+
+// What rank r's output element j must hold (as loadValue reads it); false where nothing
+// is defined.
+bool expected(const algo::AlgoFile& f, braidRedOp_t op, int n, int r, uint64_t count, uint64_t j,
+              int64_t* v) {
+  const algo::OutputSource from = algo::outputSource(f.collective, r, count, f.root, j);
+  switch (from.kind) {
+    case algo::OutputSource::Kind::kReduce: {
+      uint32_t sum = 0;  // wraps as int32 sums do; avg's never come near
+      for (int p = 0; p < n; ++p) {
+        sum += static_cast<uint32_t>(baseValue(f.collective, op, p, from.index));
+      }
+      *v = static_cast<int32_t>(sum);  // avg: (sum of n * base) / n
+      return true;
     }
-    case Collective::kAllGather:
-    case Collective::kGather:
-      *v = inputValue(f.collective, static_cast<int>(j / count), j % count);
+    case algo::OutputSource::Kind::kCopy:
+      *v = inputOf(f.collective, op, n, from.from, from.index);
       return true;
-    case Collective::kBroadcast:
-      *v = inputValue(f.collective, f.root, j);
-      return true;
-    case Collective::kScatter:
-      *v = inputValue(f.collective, f.root, r * count + j);
-      return true;
-    case Collective::kAllToAll:
-      *v = inputValue(f.collective, static_cast<int>(j / count), r * count + j % count);
-      return true;
-    case Collective::kAllToAllv:
+    case algo::OutputSource::Kind::kUndefined:
       break;
   }
   return false;
@@ -89,7 +94,7 @@ bool expected(const algo::AlgoFile& f, int n, int r, uint64_t count, uint64_t j,
 
 // "step 12" in a simulator message, for a schedule cut into passes: the file's step too.
 std::string fileSteps(const std::string& msg, const std::vector<std::vector<size_t>>& origin) {
-  static const std::regex rankStep("rank (\\d+) step (\\d+)");
+  static const std::regex rankStep("rank (\\d+),? \\(?(?:call \\d+,? )?step (\\d+)");
   std::string out;
   auto it = std::sregex_iterator(msg.begin(), msg.end(), rankStep);
   size_t last = 0;
@@ -107,20 +112,77 @@ std::string fileSteps(const std::string& msg, const std::vector<std::vector<size
 struct Probe {
   uint64_t count = 0;
   bool inPlace = false;
-  uint64_t maxStep = 1 << 16;
+  braidRedOp_t op = braidSum;
+  uint64_t maxStep = 1 << 16;  // FIFO programs: elements a step moves at most
   uint8_t fill = 0x5a;
-  std::string describe() const {
-    return "count " + std::to_string(count) + (inPlace ? ", in place" : ", out of place") +
-           (maxStep < (1 << 16) ? ", steps of at most " + std::to_string(maxStep) : "");
+  // Window programs: elements of a window area, whether every rank lends its buffers,
+  // the ranks' order (a seed) and the rounds run before.
+  uint64_t windowElems = kWindowElems;
+  bool lend = false;
+  uint64_t seed = 0;
+  uint64_t roundsBefore = 0;
+  std::string describe(bool windowed) const {
+    std::string d = "count " + std::to_string(count) + (inPlace ? ", in place" : ", out of place");
+    if (op == braidAvg) d += ", avg";
+    if (!windowed) {
+      return d + (maxStep < (1 << 16) ? ", steps of at most " + std::to_string(maxStep) : "");
+    }
+    if (windowElems < kWindowElems) d += ", windows of " + std::to_string(windowElems);
+    return d + (lend ? ", buffers lent" : "");
   }
 };
+
+// Every rank's buffers for a probe, filled: inputs with the probe's values, outputs (and
+// the rest of an in-place buffer) with its fill.
+std::vector<SimRank> buffersFor(const algo::AlgoFile& f, int n, const Probe& pr,
+                                std::vector<algo::RankLayout>* lay) {
+  std::vector<SimRank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    lay->push_back(algo::rankLayout(f.collective, n, r, pr.count, f.root, pr.inPlace));
+    const algo::RankLayout& l = lay->back();
+    SimRank& sr = ranks[r];
+    sr.input.resize(l.inputElems * 4);
+    for (uint64_t i = 0; i < l.inputElems; ++i) {
+      storeValue(pr.op, inputOf(f.collective, pr.op, n, r, i), sr.input.data() + i * 4);
+    }
+    sr.output.assign((l.inPlace ? l.storageElems : l.outputElems) * 4, pr.fill);
+    if (l.inPlace) {
+      sr.inPlace = true;
+      sr.inPlaceOffset = l.inPlaceOffset;
+      sr.outputOffset = l.outputOffset;
+      sr.outputElems = l.outputWindow;
+      std::copy(sr.input.begin(), sr.input.end(), sr.output.begin() + l.inPlaceOffset * 4);
+    }
+  }
+  return ranks;
+}
+
+Status checkResults(const algo::AlgoFile& f, const Probe& pr, const std::vector<SimRank>& ranks,
+                    const std::vector<algo::RankLayout>& lay) {
+  const int n = static_cast<int>(ranks.size());
+  for (int r = 0; r < n; ++r) {
+    const uint8_t* out = ranks[r].output.data() + (lay[r].inPlace ? lay[r].outputOffset * 4 : 0);
+    for (uint64_t j = 0; j < lay[r].outputElems; ++j) {
+      int64_t want = 0;
+      if (!expected(f, pr.op, n, r, pr.count, j, &want)) continue;
+      const int64_t got = loadValue(pr.op, out + j * 4);
+      if (got == want) continue;
+      return invalidArgument(
+          "wrong result: rank " + std::to_string(r) + " output[" + std::to_string(j) +
+          "] = " + (got == INT64_MIN ? std::string("a fraction") : std::to_string(got)) +
+          ", want " + std::to_string(want) +
+          " (a chunk sent to the wrong place, a missing or doubled contribution, " +
+          (pr.op == braidAvg ? "avg's division not done once (\"final\"), " : "") +
+          "or a read of output or scratch before its write)");
+    }
+  }
+  return Status::ok();
+}
 
 Status runProbe(const algo::AlgoFile& f, const algo::FileProgram& prog, const Probe& pr) {
   const int n = prog.nranks;
   std::vector<algo::Schedule> scheds;
   std::vector<std::vector<size_t>> origin(n);
-  std::vector<SimRank> ranks(n);
-  std::vector<Layout> lay;
   for (int r = 0; r < n; ++r) {
     algo::CollArgs a;
     a.collective = f.collective;
@@ -131,44 +193,61 @@ Status runProbe(const algo::AlgoFile& f, const algo::FileProgram& prog, const Pr
     a.inPlace = pr.inPlace;
     a.root = f.root;
     a.maxStepElems = pr.maxStep;
+    if (prog.windowed) a.windowElems = pr.windowElems;
     BRAID_ASSIGN_OR_RETURN(algo::Schedule s, algo::instantiate(f, prog, a, &origin[r]));
     scheds.push_back(std::move(s));
-    lay.push_back(layoutOf(f, n, r, pr.count, pr.inPlace));
-    const Layout& l = lay.back();
-    SimRank& sr = ranks[r];
-    sr.input.resize(l.input * 4);
-    for (uint64_t i = 0; i < l.input; ++i) {
-      const int32_t v = inputValue(f.collective, r, i);
-      std::memcpy(sr.input.data() + i * 4, &v, 4);
-    }
-    sr.output.assign((pr.inPlace ? l.storage : l.output) * 4, pr.fill);
-    if (pr.inPlace) {
-      sr.inPlace = true;
-      sr.inPlaceOffset = l.inPlaceOffset;
-      sr.outputOffset = l.outputOffset;
-      sr.outputElems = l.output;
-      std::copy(sr.input.begin(), sr.input.end(), sr.output.begin() + l.inPlaceOffset * 4);
-    }
   }
-  SimOptions opts;
-  opts.scratchFill = pr.fill;
-  Status st = simulate(scheds, braidInt32, braidSum, ranks, opts);
+  const braidDataType_t type = pr.op == braidAvg ? braidFloat32 : braidInt32;
+  std::vector<algo::RankLayout> lay;
+  std::vector<SimRank> ranks = buffersFor(f, n, pr, &lay);
+  Status st;
+  if (prog.windowed) {
+    // Two calls back to back, as a job makes them: the second's rounds reuse the halves
+    // peers may still read in the first's.
+    std::vector<algo::RankLayout> firstLay;
+    std::vector<SimRank> first = buffersFor(f, n, pr, &firstLay);
+    WindowSimOptions opts;
+    opts.windowBytes = pr.windowElems * 4;
+    opts.seed = pr.seed;
+    opts.roundsBefore = pr.roundsBefore;
+    opts.lendInput.assign(n, pr.lend);
+    opts.lendOutput.assign(n, pr.lend);
+    st = simulateWindows({{&scheds, &first, type, pr.op}, {&scheds, &ranks, type, pr.op}}, opts);
+    if (st.isOk()) st = checkResults(f, pr, first, firstLay);
+  } else {
+    SimOptions opts;
+    opts.scratchFill = pr.fill;
+    st = simulate(scheds, type, pr.op, ranks, opts);
+  }
   if (!st.isOk()) return invalidArgument(fileSteps(st.message(), origin));
-  for (int r = 0; r < n; ++r) {
-    const uint8_t* out = ranks[r].output.data() + (pr.inPlace ? lay[r].outputOffset * 4 : 0);
-    for (uint64_t j = 0; j < lay[r].output; ++j) {
-      int32_t want = 0, got = 0;
-      if (!expected(f, n, r, pr.count, j, &want)) continue;
-      std::memcpy(&got, out + j * 4, 4);
-      if (got == want) continue;
-      return invalidArgument("wrong result: rank " + std::to_string(r) + " output[" +
-                             std::to_string(j) + "] = " + std::to_string(got) + ", want " +
-                             std::to_string(want) +
-                             " (a chunk sent to the wrong place, a missing or doubled "
-                             "contribution, or a read of output or scratch before its write)");
-    }
+  return checkResults(f, pr, ranks, lay);
+}
+
+// The probes of one count and mode: FIFO programs twice with different fills, and in
+// small steps at the large count; window programs in rank order and in a seeded order with
+// buffers lent, and in small windows (many passes) at the large count.
+std::vector<Probe> probesFor(const algo::FileProgram& prog, uint64_t count, bool inPlace,
+                             braidRedOp_t op) {
+  Probe a;
+  a.count = count;
+  a.inPlace = inPlace;
+  a.op = op;
+  Probe b = a;  // outputs filled otherwise; window programs: lent, seeded, the other half
+  b.fill = 0xc3;
+  b.lend = prog.windowed;
+  b.seed = prog.windowed ? 7 : 0;
+  b.roundsBefore = prog.windowed ? 1 : 0;
+  Probe c = b;  // passes: in small steps (FIFO) or small windows
+  c.fill = 0x3c;
+  c.seed = prog.windowed ? 3 : 0;
+  if (prog.windowed) {
+    c.windowElems = kSmallWindowElems;
+  } else {
+    c.maxStep = kSmallStep;
   }
-  return Status::ok();
+  std::vector<Probe> out = {a, b};
+  if (count >= kLargeOddCount) out.push_back(c);
+  return out;
 }
 
 }  // namespace
@@ -199,26 +278,24 @@ Status proveAlgorithm(const algo::AlgoFile& f, int nranks, const std::string& wh
     return invalidArgument(head + "the file does not support " + std::to_string(nranks) +
                            " ranks (it claims " + f.ranksSpec + ")");
   }
-  if (prog->windowed) {
-    return invalidArgument(head +
-                           "a window program: Braid reads and writes them, but loads FIFO "
-                           "programs only (docs/algorithms.md)");
-  }
   const std::vector<uint64_t> counts = proofCounts(f, nranks);
   if (counts.empty()) {
     return invalidArgument(head + "its sizes " + f.sizes.describe() + " hold no count of " +
                            std::to_string(elemSizeOf(f)) +
                            "-byte elements, so no call would use it");
   }
-  for (bool inPlace : {false, true}) {
-    if (!(inPlace ? f.inPlace : f.outOfPlace)) continue;
-    for (uint64_t count : counts) {
-      std::vector<Probe> probes = {{count, inPlace, 1 << 16, 0x5a},
-                                   {count, inPlace, 1 << 16, 0xc3}};
-      if (count >= kLargeOddCount) probes.push_back({count, inPlace, kSmallStep, 0x3c});
-      for (const Probe& p : probes) {
-        const Status st = runProbe(f, *prog, p);
-        if (!st.isOk()) return invalidArgument(head + p.describe() + ": " + st.message());
+  std::vector<braidRedOp_t> ops = {braidSum};
+  if (algo::reduces(f.collective) && f.allowsOp("avg")) ops.push_back(braidAvg);
+  for (braidRedOp_t op : ops) {
+    for (bool inPlace : {false, true}) {
+      if (!(inPlace ? f.inPlace : f.outOfPlace)) continue;
+      for (uint64_t count : counts) {
+        for (const Probe& p : probesFor(*prog, count, inPlace, op)) {
+          const Status st = runProbe(f, *prog, p);
+          if (!st.isOk()) {
+            return invalidArgument(head + p.describe(prog->windowed) + ": " + st.message());
+          }
+        }
       }
     }
   }

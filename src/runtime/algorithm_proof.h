@@ -8,8 +8,13 @@
 // bounds, a read of output or scratch before the write it needs (the two fills disagree),
 // or a wrong result; the message names the file, the rank count, the count, the rank, the
 // step and the fault. A FIFO schedule's peers never read its memory (every message is a
-// copy), so a write a peer may still read cannot happen in it; window programs, where it
-// can, are not loaded (docs/algorithms.md). Pure; thread-safe.
+// copy), so a write a peer may still read cannot happen in it. A window program runs in
+// the windows' simulator (exec/window_simulator.h) instead: two calls back to back, lent
+// and not, in rank order and a seeded one, in windows small enough for passes; it refuses
+// a read before the peer's put, a put or write a peer may still read, and a lender that
+// returns too early. Where the file lists avg, every probe runs with avg too (float32
+// multiples of the rank count: exact averages). Expected values come from
+// algorithms/reference.h. Pure; thread-safe.
 #pragma once
 
 #include <string>

@@ -82,21 +82,7 @@ Status checkCallsMatch(braidComm* comm, const Call& op, uint64_t seq) {
   Comm& c = *comm->comm;
   const CallSignature mine = signatureOf(op, seq);
   std::vector<CallSignature> all(c.nranks());
-  Call gather;
-  gather.collective = Collective::kAllGather;
-  gather.count = sizeof(CallSignature);
-  gather.datatype = braidUint8;
-  gather.send = &mine;
-  gather.recv = all.data();
-  const algo::CollArgs args = argsFor(c, gather);
-  const algo::Schedule& s = scheduleFor(comm, args, algo::Algorithm::kRing);
-  OpDesc desc;
-  desc.collective = "call check";
-  desc.algorithm = "ring";
-  desc.seq = seq;
-  desc.bytes = sizeof(CallSignature);
-  desc.datatype = braidUint8;
-  BRAID_TRY(comm->exec->run(s, ExecBuffers{gather.send, gather.recv}, desc));
+  BRAID_TRY(agreeOnRing(comm, &mine, all.data(), sizeof(CallSignature), "call check"));
   for (int r = 0; r < c.nranks(); ++r) {
     if (std::memcmp(&all[r], &all[0], sizeof(CallSignature)) == 0) continue;
     return invalidUsage("BRAID_CHECK: the ranks' calls differ: rank 0 called " +
@@ -105,6 +91,29 @@ Status checkCallsMatch(braidComm* comm, const Call& op, uint64_t seq) {
   }
   return Status::ok();
 }
+
+}  // namespace
+
+Status agreeOnRing(braidComm* comm, const void* mine, void* all, size_t bytes, const char* what) {
+  Comm& c = *comm->comm;
+  Call gather;
+  gather.collective = Collective::kAllGather;
+  gather.count = bytes;
+  gather.datatype = braidUint8;
+  gather.send = mine;
+  gather.recv = all;
+  const algo::CollArgs args = argsFor(c, gather);
+  const algo::Schedule& s = scheduleFor(comm, args, algo::Algorithm::kRing);
+  OpDesc desc;
+  desc.collective = what;
+  desc.algorithm = "ring";
+  desc.seq = c.postedSeq() + 1;  // the next call's: every rank runs this before it
+  desc.bytes = bytes;
+  desc.datatype = braidUint8;
+  return comm->exec->run(s, ExecBuffers{mine, all}, desc);
+}
+
+namespace {
 
 // A premul-sum's scaling: the windows take the scalar (read now) into *b and scale as they
 // copy the input in; otherwise the input is scaled into a copy now and *args no longer
@@ -140,7 +149,8 @@ CallFit fitOf(const Call& op, const algo::CollArgs& args) {
   return fit;
 }
 
-// A loaded algorithm's schedule (runtime/user_algorithms.h) on the host FIFOs.
+// A loaded algorithm's schedule (runtime/user_algorithms.h) on the host FIFOs, or its
+// window program on the shared windows.
 Status runUserAlgorithm(braidComm* comm, const Call& op, const algo::AlgoFile& file,
                         algo::CollArgs args, const OpDesc& desc) {
   ExecBuffers b{op.send, op.recv};
@@ -148,6 +158,17 @@ Status runUserAlgorithm(braidComm* comm, const Call& op, const algo::AlgoFile& f
   if (op.preMul.on) {
     BRAID_TRY(
         placeScale(comm, op, algo::Algorithm::kRing, Windows::kDoNot, desc, &args, &b, scalar));
+  }
+  const algo::FileProgram* program = file.programFor(args.nranks);
+  if (program != nullptr && program->windowed) {
+    // The selector offers a window program only where the windows run (select.h); they
+    // may still have failed to set up, which run() reports. Its areas are the windows'.
+    algo::CollArgs wargs = args;
+    wargs.windowElems = comm->windows->chunkBytes() / args.elemSize;
+    BRAID_ASSIGN_OR_RETURN(const algo::Schedule* s, userScheduleFor(comm, wargs, file));
+    return comm->windows->run(
+        args, algo::Algorithm::kRing, b, desc,
+        [s](const algo::CollArgs&, algo::Algorithm) -> const algo::Schedule& { return *s; }, &file);
   }
   BRAID_ASSIGN_OR_RETURN(const algo::Schedule* s, userScheduleFor(comm, args, file));
   CallContext ctx;

@@ -18,5 +18,10 @@ Status runOps(braidComm* comm, const std::vector<Call>& ops);
 Status runOps(braidComm* comm, const Call* ops, size_t n);
 // runOps for a caller that already holds comm->opMu.
 Status runOpsLocked(braidComm* comm, const Call* ops, size_t n);
+// Every rank's `bytes` at `mine` into `all` (rank r's at r * bytes) by the ring, whatever
+// BRAID_ALGO says: the library's own agreements (BRAID_CHECK's call signatures, the ranks'
+// algorithm files), which must run before and apart from what the user chose. The
+// caller holds comm->opMu; `what` names it in errors.
+Status agreeOnRing(braidComm* comm, const void* mine, void* all, size_t bytes, const char* what);
 
 }  // namespace braid

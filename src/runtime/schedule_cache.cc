@@ -41,7 +41,7 @@ Expected<const algo::Schedule*> userScheduleFor(braidComm* comm, const algo::Col
   for (auto it = cache.begin(); it != cache.end(); ++it) {
     if (it->user == &file && it->count == args.count && it->elemSize == args.elemSize &&
         it->inPlace == args.inPlace && it->root == args.root &&
-        it->maxStepElems == args.maxStepElems) {
+        it->maxStepElems == args.maxStepElems && it->windowElems == args.windowElems) {
       cache.splice(cache.begin(), cache, it);
       return &cache.front().schedule;
     }
@@ -53,7 +53,8 @@ Expected<const algo::Schedule*> userScheduleFor(braidComm* comm, const algo::Col
   }
   BRAID_ASSIGN_OR_RETURN(algo::Schedule s, algo::instantiate(file, *program, args));
   cache.push_front({args.collective, algo::Algorithm::kRing, args.count, args.elemSize,
-                    args.inPlace, args.root, args.maxStepElems, 0, false, &file, std::move(s)});
+                    args.inPlace, args.root, args.maxStepElems, args.windowElems, false, &file,
+                    std::move(s)});
   if (cache.size() > kMaxCachedSchedules) cache.pop_back();
   dumpUserSchedule(cache.front().schedule, args, file.name.c_str());
   return &cache.front().schedule;

@@ -75,13 +75,8 @@ Status ranksAgree(braidComm* comm, uint64_t hash, const std::string& what) {
   const int n = comm->comm->nranks();
   if (n == 1) return Status::ok();
   std::vector<uint64_t> all(n);
-  Call gather;
-  gather.collective = algo::Collective::kAllGather;
-  gather.count = sizeof(hash);
-  gather.datatype = braidUint8;
-  gather.send = &hash;
-  gather.recv = all.data();
-  BRAID_TRY(runOpsLocked(comm, &gather, 1));
+  // By the ring whatever BRAID_ALGO says: it may name the very algorithms being loaded.
+  BRAID_TRY(agreeOnRing(comm, &hash, all.data(), sizeof(hash), "algorithm files"));
   for (int r = 0; r < n; ++r) {
     if (all[r] != hash) {
       return invalidUsage(what + ": rank " + std::to_string(r) +

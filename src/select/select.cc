@@ -247,7 +247,7 @@ Expected<Selector::Choice> Selector::chooseUser(Collective c, uint64_t rankBytes
     const std::string no =
         file == nullptr
             ? "no algorithm of that name is loaded (BRAID_ALGO_FILES, braidCommRegisterAlgorithm)"
-            : whyNotServed(*file, c, rankBytes, inputs_.nranks, fit);
+            : whyNotServed(*file, c, rankBytes, inputs_.nranks, fit, &inputs_);
     if (no.empty()) {
       Choice choice;
       choice.user = file;
@@ -288,7 +288,7 @@ Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes,
   if (choice.named) return choice;
   // The cost model decides: loaded algorithms compete within the calls they serve.
   for (const auto& u : users_) {
-    if (!whyNotServed(*u, c, rankBytes, inputs_.nranks, fit).empty()) continue;
+    if (!whyNotServed(*u, c, rankBytes, inputs_.nranks, fit, &inputs_).empty()) continue;
     if (exclude && named != nullptr &&
         std::find(named->begin(), named->end(), u->name) != named->end()) {
       continue;
@@ -334,7 +334,7 @@ std::string Selector::explain(Collective c, uint64_t rankBytes, const CallFit* f
   }
   for (const auto& u : users_) {
     if (u->collective != c) continue;
-    const std::string no = whyNotServed(*u, c, rankBytes, inputs_.nranks, fit);
+    const std::string no = whyNotServed(*u, c, rankBytes, inputs_.nranks, fit, &inputs_);
     if (no.empty()) {
       std::snprintf(buf, sizeof(buf), " %.1f us", priceProgramUs(*u, rankBytes, inputs_));
       out += "; " + u->name + " (loaded)" + buf;

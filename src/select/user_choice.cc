@@ -25,10 +25,16 @@ size_t batchEnd(const std::vector<algo::Step>& steps, size_t b) {
 }  // namespace
 
 std::string whyNotServed(const algo::AlgoFile& f, algo::Collective c, uint64_t rankBytes,
-                         int nranks, const CallFit* fit) {
+                         int nranks, const CallFit* fit, const CostInputs* in) {
   if (f.collective != c) return std::string("it is an ") + algo::collectiveName(f.collective);
   if (!f.claims(nranks)) {
     return "it supports " + f.ranksSpec + " ranks, not " + std::to_string(nranks);
+  }
+  const algo::FileProgram* prog = f.programFor(nranks);
+  if (in != nullptr && prog != nullptr && prog->windowed &&
+      !(in->sharedWindows && in->nodes <= 1)) {
+    return "it is a window program, and this communicator has no shared windows (they need "
+           "one node over shm, and BRAID_SHM_WINDOW_BYTES > 0)";
   }
   if (!f.sizes.contains(rankBytes)) {
     return "its sizes are " + f.sizes.describe() + ", not " + std::to_string(rankBytes);
@@ -45,9 +51,43 @@ std::string whyNotServed(const algo::AlgoFile& f, algo::Collective c, uint64_t r
   return "";
 }
 
+namespace {
+
+// A window program: every round costs alpha plus its busiest rank's bytes put and read.
+double priceWindowsUs(const algo::FileProgram& prog, double chunkBytes, const CostInputs& in) {
+  std::vector<std::vector<double>> rounds;  // [round][rank] bytes
+  for (int r = 0; r < prog.nranks; ++r) {
+    size_t round = 0;
+    bool started = false;
+    for (const algo::Step& s : prog.ranks[r]) {
+      if (s.op == algo::OpKind::kBeginRound) {
+        round += started ? 1 : 0;
+        started = true;
+        if (rounds.size() <= round) rounds.resize(round + 1, std::vector<double>(prog.nranks));
+      }
+      const bool moves = s.op == algo::OpKind::kPut || s.op == algo::OpKind::kCopyPeer ||
+                         s.op == algo::OpKind::kReducePeers;
+      if (!started || !moves) continue;
+      const double terms = s.op == algo::OpKind::kReducePeers ? prog.nranks : 1;
+      rounds[round][r] += chunkBytes * static_cast<double>(s.count) * terms;
+    }
+  }
+  double us = in.baseUs;
+  for (const std::vector<double>& bytes : rounds) {
+    us += in.intra.alphaUs + *std::max_element(bytes.begin(), bytes.end()) / (in.intra.gbps * 1e3);
+  }
+  return us;
+}
+
+}  // namespace
+
 double priceProgramUs(const algo::AlgoFile& f, uint64_t rankBytes, const CostInputs& in) {
   const algo::FileProgram* prog = f.programFor(in.nranks);
-  if (prog == nullptr || prog->windowed) return std::numeric_limits<double>::infinity();
+  if (prog == nullptr) return std::numeric_limits<double>::infinity();
+  if (prog->windowed) {
+    if (!(in.sharedWindows && in.nodes <= 1)) return std::numeric_limits<double>::infinity();
+    return priceWindowsUs(*prog, static_cast<double>(rankBytes) / prog->chunksPerBlock, in);
+  }
   const int n = prog->nranks;
   const int perNode = std::max(in.ranksPerNode, 1);
   const double chunkBytes = static_cast<double>(rankBytes) / prog->chunksPerBlock;

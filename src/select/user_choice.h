@@ -28,12 +28,17 @@ struct CallFit {
 };
 
 // "" where `f` serves a call of `c` with `rankBytes` (count x element size) on `nranks`
-// ranks (and `fit`, when given); else why not ("its sizes are [0, 65536) bytes").
+// ranks (and `fit`, when given); else why not ("its sizes are [0, 65536) bytes"). With
+// `in`, a window program serves only a communicator with shared windows (one node over
+// shm).
 std::string whyNotServed(const algo::AlgoFile& f, algo::Collective c, uint64_t rankBytes,
-                         int nranks, const CallFit* fit);
+                         int nranks, const CallFit* fit, const CostInputs* in = nullptr);
 
 // Predicted microseconds of `f`'s program for in.nranks ranks with `rankBytes` per block;
 // +infinity where it has none. Ranks lie in blocks of in.ranksPerNode (one node each).
+// A window program is priced round by round over the node's link: a round costs the
+// link's alpha (its flags) plus the most bytes any rank puts and reads in it over the
+// link's bandwidth, as the closed forms price the direct algorithms' windows.
 double priceProgramUs(const algo::AlgoFile& f, uint64_t rankBytes, const CostInputs& in);
 
 }  // namespace braid

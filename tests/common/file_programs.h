@@ -97,6 +97,44 @@ inline algo::FileProgram gridAllReduce(int rows, int cols) {
   return p;
 }
 
+// A window step (algorithms/schedule.h) of a file program: a sync step (kBeginRound with
+// `writes`, kSignal, kWait on `peer`) or, with buffers, a put or read of chunks.
+inline Step windowStep(OpKind op, algo::WinFlag flag = algo::WinFlag::kReady, int peer = -1) {
+  Step s;
+  s.op = op;
+  s.flag = flag;
+  s.writes = op == OpKind::kBeginRound;
+  s.recvPeer = peer;
+  return s;
+}
+
+// A direct all-gather over the windows, as examples/algorithms/allgather_windows.py writes
+// it: every rank puts its input into its window, signals ready, and copies each peer's
+// block once the peer's ready flag is there, then signals finished (its input is lent).
+inline algo::FileProgram windowAllGather(int n) {
+  algo::FileProgram p;
+  p.nranks = n;
+  p.windowed = true;
+  p.lendsInput.assign(n, true);
+  p.lendsOutput.assign(n, false);
+  p.ranks.resize(n);
+  for (int r = 0; r < n; ++r) {
+    auto& steps = p.ranks[r];
+    steps.push_back(windowStep(OpKind::kBeginRound));
+    steps.push_back(fileStep(OpKind::kPut, BufRef::kInput, 0, BufRef::kWindowIn, 0, 1));
+    steps.push_back(windowStep(OpKind::kSignal));
+    steps.push_back(fileStep(OpKind::kCopy, BufRef::kInput, 0, BufRef::kOutput, r, 1));
+    for (int i = 1; i < n; ++i) {
+      const int q = (r + i) % n;
+      steps.push_back(windowStep(OpKind::kWait, algo::WinFlag::kReady, q));
+      steps.push_back(
+          fileStep(OpKind::kCopyPeer, BufRef::kWindowIn, 0, BufRef::kOutput, q, 1, -1, q));
+    }
+    steps.push_back(windowStep(OpKind::kSignal, algo::WinFlag::kFinished));
+  }
+  return p;
+}
+
 // An all-reduce file of one program (`ranks` claims its rank count).
 inline algo::AlgoFile allReduceFile(const std::string& name, algo::FileProgram program) {
   algo::AlgoFile f;

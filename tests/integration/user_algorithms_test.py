@@ -1,8 +1,9 @@
-"""Users' algorithms end to end (docs/algorithms.md): the three examples, written by the
+"""Users' algorithms end to end (docs/algorithms.md): the examples, written by the
 Python DSL, and an MSCCL XML ring all-reduce, proven by braid-algo check, loaded by
 BRAID_ALGO_FILES and run by the perf tools as real ranks over shm and over sockets with
-their results checked (nccl-tests' #wrong column and out-of-bounds count); a broken file
-refused at init, before its first call, naming the step.
+their results checked (nccl-tests' #wrong column and out-of-bounds count), avg included;
+a window program run on the shared windows over shm; broken files (a dropped step, a
+dropped window wait) refused at init, before their first call, naming the step.
 
     python3 user_algorithms_test.py BUILD_DIR
 """
@@ -33,15 +34,16 @@ class UserAlgorithms(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="issue-47-algo-")
         cls.files = {}
-        for name in ("allreduce_2d", "allreduce_rings", "alltoall_node_pairs"):
+        for name in ("allreduce_2d", "allreduce_rings", "alltoall_node_pairs",
+                     "allgather_windows"):
             path = os.path.join(cls.dir, name + ".json")
             rc, out = run([sys.executable, os.path.join(EXAMPLES, name + ".py"), "-o", path])
             assert rc == 0, out
             cls.files[name] = path
 
-    def perf(self, tool, n, transports, files, algo, extra=()):
+    def perf(self, tool, n, transports, files, algo, extra=(), env_extra=None):
         env = dict(os.environ, BRAID_ALGO_FILES=files, BRAID_ALGO=algo,
-                   BRAID_TRANSPORTS=transports, BRAID_DEBUG="INFO")
+                   BRAID_TRANSPORTS=transports, BRAID_DEBUG="INFO", **(env_extra or {}))
         rc, out = run([BRAIDRUN, "-n", str(n), "--no-prefix", "--timeout", "120",
                        os.path.join(BUILD, "perf", "coll", tool), "-b", "4", "-e", "300K",
                        "-f", "7", "-n", "2", "-w", "1", "-c", "1"] + list(extra), env=env)
@@ -52,6 +54,14 @@ class UserAlgorithms(unittest.TestCase):
             self.assertEqual(row.out_of_place.wrong, 0, out)
             self.assertEqual(row.in_place.wrong, 0, out)
         self.assertTrue(parsed.out_of_bounds_ok, out)
+        return out
+
+    def init_fails(self, tool, n, env):
+        """Runs one small call of `tool` on n ranks, which must fail: its output."""
+        rc, out = run([BRAIDRUN, "-n", str(n), "--no-prefix", "--timeout", "60",
+                       os.path.join(BUILD, "perf", "coll", tool), "-b", "8", "-e", "8",
+                       "-n", "1", "-w", "0"], env=dict(os.environ, **env))
+        self.assertNotEqual(rc, 0, out)
         return out
 
     def test_check_proves_every_example_for_its_rank_counts(self):
@@ -72,6 +82,37 @@ class UserAlgorithms(unittest.TestCase):
         self.perf("all_reduce_perf", 3, "shm", self.files["allreduce_rings"], algo,
                   ["-o", "max"])
         self.perf("all_reduce_perf", 2, "socket", self.files["allreduce_rings"], algo)
+
+    def test_k_rings_allreduce_averages_exact(self):
+        # The file lists avg and marks each chunk's last reduction final.
+        out = self.perf("all_reduce_perf", 3, "shm", self.files["allreduce_rings"],
+                        "allreduce:allreduce_rings2", ["-o", "avg"])
+        self.assertIn("allreduce_rings2, predicted", out)
+
+    def test_window_allgather_runs_exact_on_the_shared_windows(self):
+        files = self.files["allgather_windows"]
+        algo = "allgather:allgather_windows"
+        out = self.perf("all_gather_perf", 2, "shm", files, algo)
+        self.assertIn("allgather_windows, predicted", out)
+        # Windows of 4 KiB: the larger calls run the program in passes.
+        self.perf("all_gather_perf", 4, "shm", files, algo,
+                  env_extra={"BRAID_SHM_WINDOW_BYTES": "4096"})
+        # Over sockets there are no windows: BRAID_ALGO says why it cannot run.
+        out = self.init_fails("all_gather_perf", 2, {"BRAID_ALGO_FILES": files,
+                                                     "BRAID_ALGO": algo,
+                                                     "BRAID_TRANSPORTS": "socket"})
+        self.assertIn("it is a window program", out)
+
+    def test_a_window_program_without_a_wait_is_refused_at_init(self):
+        broken = os.path.join(self.dir, "allgather_windows_broken.json")
+        rc, out = run([sys.executable, os.path.join(EXAMPLES, "allgather_windows.py"),
+                       "-o", broken, "--drop-wait"])
+        self.assertEqual(rc, 0, out)
+        out = self.init_fails("all_gather_perf", 3, {"BRAID_ALGO_FILES": broken,
+                                                     "BRAID_TRANSPORTS": "shm"})
+        self.assertIn("BRAID_ALGO_FILES: " + broken + ": 3 ranks: count", out)
+        self.assertIn("race: rank 1", out)
+        self.assertIn("(file step 6)", out)
 
     def test_node_pairs_alltoall_runs_exact_over_shm_and_socket(self):
         # It serves out of place calls; the tool's in-place calls fall back to pairwise.
@@ -131,11 +172,8 @@ class UserAlgorithms(unittest.TestCase):
         text = text[:line_start] + text[line_end + 1:]
         with open(broken, "w") as f:
             f.write(text)
-        env = dict(os.environ, BRAID_ALGO_FILES=broken, BRAID_TRANSPORTS="shm")
-        rc, out = run([BRAIDRUN, "-n", "4", "--no-prefix", "--timeout", "60",
-                       os.path.join(BUILD, "perf", "coll", "all_reduce_perf"), "-b", "8",
-                       "-e", "8", "-n", "1", "-w", "0"], env=env)
-        self.assertNotEqual(rc, 0, out)
+        out = self.init_fails("all_reduce_perf", 4, {"BRAID_ALGO_FILES": broken,
+                                                     "BRAID_TRANSPORTS": "shm"})
         self.assertIn("BRAID_ALGO_FILES: " + broken + ": 4 ranks: count", out)
         self.assertIn(" step ", out)
 

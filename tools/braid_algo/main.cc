@@ -200,7 +200,11 @@ int price(const Args& a) {
   }
   const AlgoFile& file = f.value();
   const int n = a.lo > 0 ? a.lo : file.nranks.back();
-  const braid::CostInputs in = braid::costInputsFor(topo.value(), n, a.perNode > 0 ? a.perNode : n);
+  braid::CostInputs in = braid::costInputsFor(topo.value(), n, a.perNode > 0 ? a.perNode : n);
+  // A window program runs on host memory over the node's shared windows: priced, built-ins
+  // too, as host calls on one node would be.
+  const braid::algo::FileProgram* prog = file.programFor(n);
+  if (prog != nullptr && prog->windowed) in.sharedWindows = in.nodes <= 1;
   std::printf("# %s (%s) on %s, %d ranks, %d per node; times in us\n", file.name.c_str(),
               braid::algo::collectiveName(file.collective), a.topo.c_str(), n, in.ranksPerNode);
   std::printf("%12s %12s  %-18s %s\n", "bytes", file.name.c_str(), "best built-in", "serves");
@@ -208,7 +212,7 @@ int price(const Args& a) {
     const auto ranked =
         braid::rankAlgorithms(file.collective, braid::modelBytes(file.collective, bytes, n), in);
     const double mine = braid::priceProgramUs(file, bytes, in);
-    const std::string why = braid::whyNotServed(file, file.collective, bytes, n, nullptr);
+    const std::string why = braid::whyNotServed(file, file.collective, bytes, n, nullptr, &in);
     char best[64] = "-";
     if (!ranked.empty()) {
       std::snprintf(best, sizeof(best), "%s %.1f", braid::algo::algorithmName(ranked[0].first),

@@ -85,22 +85,31 @@ class NodeWindows {
   // Whether (collective, algorithm) runs here on this communicator: the same
   // answer on every rank.
   bool handles(algo::Collective c, algo::Algorithm a) const;
+  // Whether window schedules run here at all (one node, two ranks or more, windows not
+  // turned off and not failed to set up): the same answer on every rank. A loaded
+  // algorithm's window program runs where this holds.
+  bool available() const;
   // Runs a call handles() accepted: `schedule(args, algorithm)` returns the schedule for
   // those (a window schedule where args.windowElems is set) from the communicator's cache
   // (runtime/schedule_cache.h). Falls back to the FIFO schedule when the regions could not
   // be set up. The window schedules of recent calls are kept here with what the
   // interpreter derives from them (Plan), so a repeated call asks for nothing.
+  // `source`, when set, names a loaded algorithm (a schedule file) whose window program
+  // `schedule` returns: it runs as written (none of the rules below), and where the
+  // windows could not be set up the call fails, naming why, as it has no FIFO schedule.
   template <typename Schedules>
   Status run(const algo::CollArgs& args, algo::Algorithm a, const ExecBuffers& b,
-             const OpDesc& desc, Schedules schedule) {
+             const OpDesc& desc, Schedules schedule, const void* source = nullptr) {
     if (state_ == State::kUnset) BRAID_TRY(setup(desc));
+    if (state_ == State::kOff && source != nullptr) return windowsOff(desc);
     if (state_ == State::kOff) return fifo_.run(schedule(args, a), b, desc);
     const bool scaled = b.scale != nullptr;
     Plan* plan = &plans_[lastPlan_];
-    if (!plan->matches(args, a, scaled)) plan = findPlan(args, a, scaled);
+    if (!plan->matches(args, a, scaled, source)) plan = findPlan(args, a, scaled, source);
     if (plan == nullptr) {
-      plan = &newPlan(args, a, scaled);
-      plan->schedule = schedule(windowArgs(args, scaled), scheduleAlgorithm(args, a));
+      plan = &newPlan(args, a, scaled, source);
+      plan->schedule =
+          schedule(windowArgs(args, scaled), source != nullptr ? a : scheduleAlgorithm(args, a));
       derive(plan);
     }
     if (a == algo::Algorithm::kTwoShot && !plan->hasOneShot &&
@@ -137,7 +146,8 @@ class NodeWindows {
   // A window schedule of a recent call and what the interpreter derives from it.
   struct Plan {
     algo::Collective collective{};
-    algo::Algorithm algorithm{};  // as the call asked; the schedule's may differ (rules)
+    algo::Algorithm algorithm{};   // as the call asked; the schedule's may differ (rules)
+    const void* source = nullptr;  // a loaded algorithm's (run()), or null: a built-in's
     uint64_t count = 0;
     uint32_t elemSize = 0;
     bool inPlace = false;
@@ -151,18 +161,20 @@ class NodeWindows {
     algo::Schedule oneShot;
     uint64_t inputBytes = 0, outputBytes = 0;
 
-    bool matches(const algo::CollArgs& args, algo::Algorithm a, bool s) const {
+    bool matches(const algo::CollArgs& args, algo::Algorithm a, bool s, const void* src) const {
       return used && count == args.count && collective == args.collective && algorithm == a &&
              elemSize == args.elemSize && inPlace == args.inPlace && root == args.root &&
-             scaled == s;
+             scaled == s && source == src;
     }
   };
   static constexpr int kPlans = 8;
 
   Status setup(const OpDesc& desc);
-  Plan* findPlan(const algo::CollArgs& args, algo::Algorithm a, bool scaled);
+  Plan* findPlan(const algo::CollArgs& args, algo::Algorithm a, bool scaled, const void* source);
   // The plan to fill for a call (the least recently made), keyed.
-  Plan& newPlan(const algo::CollArgs& args, algo::Algorithm a, bool scaled);
+  Plan& newPlan(const algo::CollArgs& args, algo::Algorithm a, bool scaled, const void* source);
+  // A loaded window program's call where the windows are off.
+  Status windowsOff(const OpDesc& desc) const;
   // A call's arguments for its window schedule.
   algo::CollArgs windowArgs(const algo::CollArgs& args, bool scaled) const;
   void derive(Plan* plan) const;

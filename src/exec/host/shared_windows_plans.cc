@@ -92,10 +92,18 @@ NodeWindows::NodeWindows(Comm& comm, HostExecutor& fifo) : comm_(comm), fifo_(fi
 
 NodeWindows::~NodeWindows() = default;
 
+bool NodeWindows::available() const {
+  return enabled_ && state_ != State::kOff && comm_.nranks() >= 2 && comm_.nodes() == 1;
+}
+
+Status NodeWindows::windowsOff(const OpDesc& desc) const {
+  return invalidUsage(desc.describe() + ": " + desc.algorithm +
+                      " is a window program, and this communicator's shared windows could not "
+                      "be set up (see the WARN above; BRAID_SHM_WINDOW_BYTES)");
+}
+
 bool NodeWindows::handles(Collective c, Algorithm a) const {
-  if (!enabled_ || state_ == State::kOff || comm_.nranks() < 2 || comm_.nodes() != 1) {
-    return false;
-  }
+  if (!available()) return false;
   switch (c) {
     case Collective::kAllReduce:
       return a == Algorithm::kDirect || a == Algorithm::kTwoShot;
@@ -123,10 +131,11 @@ bool NodeWindows::lentOneShotCandidate(const algo::CollArgs& args, Algorithm a,
          !args.inPlace && !scaled && !SharedAllocations::instance().empty();
 }
 
-NodeWindows::Plan* NodeWindows::findPlan(const algo::CollArgs& args, Algorithm a, bool scaled) {
+NodeWindows::Plan* NodeWindows::findPlan(const algo::CollArgs& args, Algorithm a, bool scaled,
+                                         const void* source) {
   for (int i = 0; i < kPlans; ++i) {
     Plan& p = plans_[(lastPlan_ + i) % kPlans];  // the last call's first
-    if (p.matches(args, a, scaled)) {
+    if (p.matches(args, a, scaled, source)) {
       lastPlan_ = static_cast<int>(&p - plans_.data());
       return &p;
     }
@@ -141,12 +150,14 @@ algo::CollArgs NodeWindows::windowArgs(const algo::CollArgs& args, bool scaled) 
   return w;
 }
 
-NodeWindows::Plan& NodeWindows::newPlan(const algo::CollArgs& args, Algorithm a, bool scaled) {
+NodeWindows::Plan& NodeWindows::newPlan(const algo::CollArgs& args, Algorithm a, bool scaled,
+                                        const void* source) {
   lastPlan_ = nextPlan_;
   Plan* p = &plans_[nextPlan_];
   nextPlan_ = (nextPlan_ + 1) % kPlans;
   p->collective = args.collective;
   p->algorithm = a;
+  p->source = source;
   p->count = args.count;
   p->elemSize = args.elemSize;
   p->inPlace = args.inPlace;
@@ -160,7 +171,9 @@ NodeWindows::Plan& NodeWindows::newPlan(const algo::CollArgs& args, Algorithm a,
 }
 
 void NodeWindows::derive(Plan* plan) const {
-  plan->line = fitsLine(plan->schedule, plan->elemSize);
+  // A loaded program's ranks may differ in what they put and read: lines are for
+  // built-ins, whose ranks decide alike.
+  plan->line = plan->source == nullptr && fitsLine(plan->schedule, plan->elemSize);
   plan->copiesOnly = std::none_of(plan->schedule.steps.begin(), plan->schedule.steps.end(),
                                   [](const algo::Step& s) { return s.op == OpKind::kReducePeers; });
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/reference.h"
 #include "algorithms/schedule.h"
 #include "exec/simulator.h"
 #include "tests/common/reference.h"
@@ -82,12 +83,6 @@ inline std::string CheckCase::describe() const {
 
 namespace detail {
 
-using algo::Collective;
-
-inline bool reduces(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
-}
-
 // Packed displacements with a one-element gap after each block.
 inline std::vector<uint64_t> displs(const std::vector<uint64_t>& counts, uint64_t* total) {
   std::vector<uint64_t> d(counts.size());
@@ -100,88 +95,17 @@ inline std::vector<uint64_t> displs(const std::vector<uint64_t>& counts, uint64_
   return d;
 }
 
-struct Layout {
-  uint64_t inputElems = 0, outputElems = 0;
-  bool inPlace = false;
-  uint64_t inPlaceOffset = 0, outputOffset = 0, outputWindow = 0;
-  uint64_t storageElems = 0;  // in place: the shared buffer's size
-};
-
-inline Layout layoutOf(const CheckCase& c, int r) {
-  const uint64_t n = c.nranks, k = c.count;
-  const bool root = r == c.root;
-  Layout l;
-  switch (c.collective) {
-    case Collective::kAllReduce:
-      l.inputElems = k;
-      l.outputElems = k;
-      break;
-    case Collective::kAllGather:
-      l.inputElems = k;
-      l.outputElems = n * k;
-      break;
-    case Collective::kReduceScatter:
-      l.inputElems = n * k;
-      l.outputElems = k;
-      break;
-    case Collective::kBroadcast:
-      l.inputElems = root ? k : 0;
-      l.outputElems = k;
-      break;
-    case Collective::kReduce:
-      l.inputElems = k;
-      l.outputElems = root ? k : 0;
-      break;
-    case Collective::kGather:
-      l.inputElems = k;
-      l.outputElems = root ? n * k : 0;
-      break;
-    case Collective::kScatter:
-      l.inputElems = root ? n * k : 0;
-      l.outputElems = k;
-      break;
-    case Collective::kAllToAll:
-      l.inputElems = n * k;
-      l.outputElems = n * k;
-      break;
-    case Collective::kAllToAllv:
-      break;  // set by the caller
-  }
-  if (!c.inPlace) return l;
-  switch (c.collective) {
-    case Collective::kAllGather:
-      l = Layout{k, n * k, true, r * k, 0, 0, n * k};
-      break;
-    case Collective::kReduceScatter:
-      l = Layout{n * k, k, true, 0, r * k, k, n * k};
-      break;
-    case Collective::kGather:
-      if (root) l = Layout{k, n * k, true, r * k, 0, 0, n * k};
-      break;
-    case Collective::kScatter:
-      if (root) l = Layout{n * k, k, true, 0, r * k, k, n * k};
-      break;
-    case Collective::kAllToAllv:
-      break;
-    default:
-      l.inPlace = true;
-      l.storageElems = std::max(l.inputElems, l.outputElems);
-      break;
-  }
-  return l;
-}
-
 }  // namespace detail
 
 inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c, const RunFn& run) {
   using algo::Collective;
   const int n = c.nranks;
   const size_t es = elemSize(c.datatype);
-  const braidRedOp_t valueOp = detail::reduces(c.collective) ? c.op : braidSum;
-  std::vector<detail::Layout> lay(n);
+  const braidRedOp_t valueOp = algo::reduces(c.collective) ? c.op : braidSum;
+  std::vector<algo::RankLayout> lay(n);
   std::vector<std::vector<uint64_t>> sd(n), rd(n), sc(n), rc(n);
   for (int r = 0; r < n; ++r) {
-    lay[r] = detail::layoutOf(c, r);
+    lay[r] = algo::rankLayout(c.collective, n, r, c.count, c.root, c.inPlace);
     if (c.collective == Collective::kAllToAllv) {
       for (int p = 0; p < n; ++p) {
         sc[r].push_back(c.vcounts[r][p]);
@@ -193,14 +117,14 @@ inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c, 
   }
   // Reductions need values whose results stay exact; movement needs values
   // that tell every (rank, index) apart.
-  const bool reducing = detail::reduces(c.collective);
+  const bool reducing = algo::reduces(c.collective);
   auto value = [&](int p, uint64_t i) {
     return reducing ? inputValue(c.datatype, valueOp, p, n, i) : movementValue(c.datatype, p, i);
   };
   std::vector<algo::Schedule> scheds;
   std::vector<SimRank> ranks(n);
   for (int r = 0; r < n; ++r) {
-    const detail::Layout& l = lay[r];
+    const algo::RankLayout& l = lay[r];
     algo::CollArgs a;
     a.collective = c.collective;
     a.rank = r;
@@ -236,46 +160,32 @@ inline std::string checkCollective(const ScheduleFn& build, const CheckCase& c, 
   if (!st.isOk()) return c.describe() + ": " + (run ? "" : "simulator: ") + st.message();
   // Expected value of rank r's output element j, or false when not defined.
   auto expected = [&](int r, uint64_t j, double* v) -> bool {
-    const uint64_t k = c.count;
-    auto in = [&](int p, uint64_t i) { return value(p, i); };
-    switch (c.collective) {
-      case Collective::kAllReduce:
-        *v = expectedValue(c.datatype, c.op, n, j);
-        return true;
-      case Collective::kReduce:
-        *v = expectedValue(c.datatype, c.op, n, j);
-        return r == c.root;
-      case Collective::kReduceScatter:
-        *v = expectedValue(c.datatype, c.op, n, r * k + j);
-        return true;
-      case Collective::kAllGather:
-      case Collective::kGather:
-        *v = in(static_cast<int>(j / k), j % k);
-        return true;
-      case Collective::kBroadcast:
-        *v = in(c.root, j);
-        return true;
-      case Collective::kScatter:
-        *v = in(c.root, r * k + j);
-        return true;
-      case Collective::kAllToAll:
-        *v = in(static_cast<int>(j / k), r * k + j % k);
-        return true;
-      case Collective::kAllToAllv:
-        for (int p = 0; p < n; ++p) {
-          if (j >= rd[r][p] && j < rd[r][p] + rc[r][p]) {
-            *v = in(p, sd[p][r] + (j - rd[r][p]));
-            return true;
-          }
+    if (c.collective == Collective::kAllToAllv) {
+      for (int p = 0; p < n; ++p) {
+        if (j >= rd[r][p] && j < rd[r][p] + rc[r][p]) {
+          *v = value(p, sd[p][r] + (j - rd[r][p]));
+          return true;
         }
-        return false;  // a gap
+      }
+      return false;  // a gap
+    }
+    const algo::OutputSource from = algo::outputSource(c.collective, r, c.count, c.root, j);
+    switch (from.kind) {
+      case algo::OutputSource::Kind::kReduce:
+        *v = expectedValue(c.datatype, c.op, n, from.index);
+        return true;
+      case algo::OutputSource::Kind::kCopy:
+        *v = value(from.from, from.index);
+        return true;
+      case algo::OutputSource::Kind::kUndefined:
+        break;
     }
     return false;
   };
   std::string problems;
   int shown = 0;
   for (int r = 0; r < n; ++r) {
-    const detail::Layout& l = lay[r];
+    const algo::RankLayout& l = lay[r];
     const uint8_t* out = ranks[r].output.data() + (l.inPlace ? l.outputOffset * es : 0);
     for (uint64_t j = 0; j < l.outputElems; ++j) {
       double want = 0;

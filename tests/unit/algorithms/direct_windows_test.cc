@@ -204,7 +204,7 @@ PlainCall plainCall(const WinCase& w, int n, uint64_t count, uint64_t windowByte
     a.root = c.root;
     a.windowElems = windowBytes / 4;
     p.schedules.push_back(algo::buildWindowSchedule(w.alg, a));
-    const detail::Layout l = detail::layoutOf(c, r);
+    const algo::RankLayout l = algo::rankLayout(c.collective, n, r, c.count, c.root, c.inPlace);
     SimRank sr;
     sr.input.assign(l.inputElems * 4, static_cast<uint8_t>(r));
     sr.output.assign(l.outputElems * 4, 0);

@@ -92,6 +92,68 @@ TEST(AlgorithmProof, AReadOfScratchBeforeItsWriteIsRefused) {
   EXPECT_NE(refusal(f, 2).find("wrong result"), std::string::npos);
 }
 
+// avg divides once, at the steps marked final: the ring's last reduction of each chunk.
+TEST(AlgorithmProof, AvgIsProvenWhereItsDivisionIsMarkedOnce) {
+  algo::AlgoFile f = test::allReduceFile("avg", test::gridAllReduce(1, 4));
+  f.ops = {"sum", "avg"};
+  std::string err = refusal(f, 4);  // nothing marked: sums where averages belong
+  EXPECT_NE(err.find("avg: wrong result"), std::string::npos) << err;
+  EXPECT_NE(err.find("\"final\""), std::string::npos) << err;
+  for (auto& steps : f.programs[0].ranks) {
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+      if (it->op != OpKind::kRecvReduce) continue;
+      it->final = true;
+      break;
+    }
+  }
+  EXPECT_EQ(refusal(f, 4), "");
+  for (auto& steps : f.programs[0].ranks) {
+    for (algo::Step& s : steps) s.final = s.final || s.op == OpKind::kRecvReduce;
+  }
+  err = refusal(f, 4);  // every partial sum divided
+  EXPECT_NE(err.find("avg: wrong result"), std::string::npos) << err;
+  f.ops = {"sum"};  // avg not claimed: not proven, not served
+  EXPECT_EQ(refusal(f, 4), "");
+}
+
+algo::AlgoFile windowAllGatherFile(int n) {
+  algo::AlgoFile f = test::allReduceFile("wag", test::windowAllGather(n));
+  f.collective = algo::Collective::kAllGather;
+  return f;
+}
+
+TEST(AlgorithmProof, AWindowAllGatherIsProven) {
+  for (int n : {2, 3, 4, 5}) EXPECT_EQ(refusal(windowAllGatherFile(n), n), "") << n;
+}
+
+// Rank 1 reads rank 0's window without waiting for its ready flag: a read before the
+// peer's write, named by rank and file step.
+TEST(AlgorithmProof, AWindowReadWithoutItsWaitIsRefusedNamingTheStep) {
+  algo::AlgoFile f = windowAllGatherFile(3);
+  auto& steps = f.programs[0].ranks[1];
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].op == OpKind::kWait && steps[i].recvPeer == 0) {
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  const std::string err = refusal(f, 3);
+  EXPECT_NE(err.find("t.json: 3 ranks: count"), std::string::npos) << err;
+  EXPECT_NE(err.find("race: rank 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("(file step 6)"), std::string::npos) << err;  // its copyPeer
+  EXPECT_NE(err.find("a wait for its flag is missing"), std::string::npos) << err;
+}
+
+// A rank that lends its input but never signals finished: its peers may still read the
+// input when it returns and the caller writes it (a write a peer may still read).
+TEST(AlgorithmProof, AWindowProgramWithoutItsFinishedFlagIsRefused) {
+  algo::AlgoFile f = windowAllGatherFile(2);
+  for (auto& steps : f.programs[0].ranks) steps.pop_back();
+  const std::string err = refusal(f, 2);
+  EXPECT_NE(err.find("buffers lent"), std::string::npos) << err;
+  EXPECT_NE(err.find("finished"), std::string::npos) << err;
+}
+
 TEST(AlgorithmProof, VerdictsAreCachedByContent) {
   const algo::AlgoFile f = test::allReduceFile("cached", test::gridAllReduce(2, 2));
   const std::string text = algo::writeAlgoFile(f);

@@ -38,6 +38,23 @@ TEST(UserChoice, ARingProgramIsPricedAsTheRing) {
   EXPECT_TRUE(std::isinf(priceProgramUs(ring, 1024, oneNode(4))));  // no program for 4
 }
 
+// A window program's round costs alpha plus its busiest rank's bytes over the link: the
+// all-gather's rank puts its block and reads n - 1; without shared windows it serves nothing.
+TEST(UserChoice, AWindowProgramIsPricedByItsRoundsWhereTheWindowsAre) {
+  algo::AlgoFile f = test::allReduceFile("wag", test::windowAllGather(4));
+  f.collective = Collective::kAllGather;
+  CostInputs in = oneNode(4);
+  in.sharedWindows = true;
+  const uint64_t bytes = 1 << 20;
+  const double want = in.baseUs + in.intra.alphaUs + 4.0 * bytes / (in.intra.gbps * 1e3);
+  EXPECT_NEAR(priceProgramUs(f, bytes, in), want, want * 1e-9);
+  EXPECT_EQ(whyNotServed(f, Collective::kAllGather, bytes, 4, nullptr, &in), "");
+  in.sharedWindows = false;
+  EXPECT_TRUE(std::isinf(priceProgramUs(f, bytes, in)));
+  EXPECT_NE(whyNotServed(f, Collective::kAllGather, bytes, 4, nullptr, &in).find("window program"),
+            std::string::npos);
+}
+
 TEST(UserChoice, WhyNotNamesRangeRanksAndMode) {
   algo::AlgoFile f = test::allReduceFile("g", test::gridAllReduce(2, 2));
   f.sizes = algo::SizeRange{1024, true, 4096, false};
