@@ -8,6 +8,7 @@
 
 #include "exec/call.h"
 #include "runtime/communicator.h"
+#include "select/user_choice.h"
 
 namespace braid {
 
@@ -18,5 +19,9 @@ Status runOps(braidComm* comm, const std::vector<Call>& ops);
 Status runOps(braidComm* comm, const Call* ops, size_t n);
 // runOps for a caller that already holds comm->opMu.
 Status runOpsLocked(braidComm* comm, const Call* ops, size_t n);
+
+// What a loaded algorithm must serve of the collective `op` (with `args`, its rank's view)
+// besides its collective and size: its mode, type, op and root. The device path asks too.
+CallFit callFitOf(const Call& op, const algo::CollArgs& args);
 
 }  // namespace braid

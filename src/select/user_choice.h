@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/file/schedule_file.h"
 #include "select/cost_model.h"
@@ -31,6 +32,13 @@ struct CallFit {
 // ranks (and `fit`, when given); else why not ("its sizes are [0, 65536) bytes").
 std::string whyNotServed(const algo::AlgoFile& f, algo::Collective c, uint64_t rankBytes,
                          int nranks, const CallFit* fit);
+
+// The first of `names` (the loaded algorithms a BRAID_ALGO rule lists for a call) among
+// `loaded` that serves the call; else an error quoting `spec` and saying, per name, why not.
+Expected<const algo::AlgoFile*> firstServing(
+    const std::vector<std::shared_ptr<const algo::AlgoFile>>& loaded,
+    const std::vector<std::string>& names, algo::Collective c, uint64_t rankBytes, int nranks,
+    const CallFit* fit, const std::string& spec);
 
 // Predicted microseconds of `f`'s program for in.nranks ranks with `rankBytes` per block;
 // +infinity where it has none. Ranks lie in blocks of in.ranksPerNode (one node each).

@@ -87,6 +87,7 @@ Status DeviceWindows::runOne(const Call& op, void* stream) {
     CallContext ctx;
     ctx.comm = owner_;
     ctx.algorithm = choice.algorithm;
+    ctx.user = choice.user;
     ctx.stream = static_cast<braidStream_t>(stream);
     ctx.captured = captured_;
     return executorFor(owner_, Executor::kDeviceLowered).run(&op, 1, ctx);
