@@ -7,10 +7,11 @@ with -E 1 (every buffer on an emulated device, one device per rank process): eve
 goes through the device path, which lowers the loaded schedule to stream operations as it
 lowers the built-ins'. Small send slots (BRAID_CUDA_P2P_SLOT_BYTES) make the larger sizes
 run the file's program in passes. Each run must check exact (nccl-tests' #wrong column 0
-in and out of place, no out-of-bounds value), and INFO must say the device ran the loaded
-algorithm lowered. A forced algorithm that does not serve a call (the node-pairs
-all-to-all serves out of place calls only) fails every rank at that call, naming why,
-well before the timeout.
+in and out of place, no out-of-bounds value), CUDA graph replays (-G) and premul sums
+included, and INFO must say the device ran the loaded algorithm lowered. A forced
+algorithm that does not serve a call (the node-pairs all-to-all serves out of place calls
+only; the 2-D all-reduce does not take avg) fails every rank at that call, each naming
+why, before anything is enqueued and well before the timeout.
 
 Usage: user_algorithms_emu_test.py BRAIDRUN TOOL_DIR
 """
@@ -31,12 +32,12 @@ BRAIDRUN = TOOL_DIR = None
 TIMEOUT_MS = 60000
 
 
-def run(tool, n, files, algo, sizes=("-b", "8", "-e", "256K", "-f", "8")):
+def run(tool, n, files, algo, sizes=("-b", "8", "-e", "256K", "-f", "8"), extra=()):
     env = dict(os.environ, BRAID_EMU_DEVICES=str(n), BRAID_TIMEOUT_MS=str(TIMEOUT_MS),
                BRAID_ALGO_FILES=files, BRAID_ALGO=algo, BRAID_DEBUG="INFO",
                BRAID_CUDA_P2P_SLOT_BYTES="4096", BRAID_CUDA_WINDOW_BYTES="4194304")
     cmd = [BRAIDRUN, "-n", str(n), "--no-prefix", os.path.join(TOOL_DIR, tool), "-E", "1",
-           *sizes, "-n", "2", "-w", "1", "-c", "1"]
+           *sizes, "-n", "2", "-w", "1", "-c", "1", *extra]
     start = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=240)
@@ -58,8 +59,8 @@ class UserAlgorithmsOnDevice(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def exact_on_device(self, tool, n, name, algo, loaded):
-        rc, out, _ = run(tool, n, self.files[name], algo)
+    def exact_on_device(self, tool, n, name, algo, loaded, extra=()):
+        rc, out, _ = run(tool, n, self.files[name], algo, extra=extra)
         self.assertEqual(rc, 0, out[-4000:])
         parsed = parse_output(out)
         self.assertGreater(len(parsed.rows), 3, out[-4000:])
@@ -77,6 +78,12 @@ class UserAlgorithmsOnDevice(unittest.TestCase):
                 self.exact_on_device("all_reduce_perf_emu", n, "allreduce_2d",
                                      "allreduce:allreduce_2d", "allreduce_2d")
 
+    def test_graph_replays_and_premul_sums_run_it_exact(self):
+        for extra in (["-G", "1"], ["-o", "mulsum"]):
+            with self.subTest(extra=extra):
+                self.exact_on_device("all_reduce_perf_emu", 4, "allreduce_2d",
+                                     "allreduce:allreduce_2d", "allreduce_2d", extra)
+
     def test_k_rings_allreduce_is_exact_on_device_memory(self):
         for n in (3, 5):
             with self.subTest(ranks=n):
@@ -93,12 +100,23 @@ class UserAlgorithmsOnDevice(unittest.TestCase):
                 self.assertIn("on device memory: pairwise lowered", out)
 
     def test_a_forced_algorithm_that_does_not_serve_the_call_fails_naming_why(self):
-        rc, out, seconds = run("alltoall_perf_emu", 4, self.files["alltoall_node_pairs"],
-                               "alltoall:alltoall_node_pairs", ("-b", "64", "-e", "64"))
-        self.assertNotEqual(rc, 0, out[-4000:])
-        self.assertIn("alltoall_node_pairs: it serves out of place calls only", out,
-                      out[-4000:])
-        self.assertLess(seconds, TIMEOUT_MS / 1000 / 2, out[-4000:])
+        # Refused on every rank alike before anything is enqueued: no rank's windows are
+        # released, each rank names the reason itself.
+        cases = [("alltoall_perf_emu", "alltoall_node_pairs", "alltoall:alltoall_node_pairs",
+                  [], "alltoall_node_pairs: it serves out of place calls only"),
+                 ("all_reduce_perf_emu", "allreduce_2d", "allreduce:allreduce_2d",
+                  ["-o", "avg"], "allreduce_2d: it does not take avg")]
+        for tool, name, algo, extra, why in cases:
+            with self.subTest(algorithm=name):
+                rc, out, seconds = run(tool, 4, self.files[name], algo, ("-b", "64", "-e", "64"),
+                                       extra)
+                self.assertNotEqual(rc, 0, out[-4000:])
+                for r in range(4):
+                    self.assertIn(f"rank {r}: invalid argument: BRAID_ALGO='{algo}'", out,
+                                  out[-4000:])
+                self.assertIn(why, out, out[-4000:])
+                self.assertNotIn("released the GPU barriers", out)
+                self.assertLess(seconds, TIMEOUT_MS / 1000 / 2, out[-4000:])
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ class DeviceWindows {
   static constexpr uint64_t kReleased = uint64_t{1} << 62;
 
   DeviceWindows() = default;
-  Status runOne(const Call& op, void* stream);
+  Status runOne(const Call& op, const DeviceChoice& choice, void* stream);
   // Lowers this rank's schedule over the send slots from the pair counts where they
   // stand, enqueues it (buffers at in / out, scratch_) and advances the counts.
   Status runLowered(const algo::Schedule& s, const Call& op, const void* in, void* out,
