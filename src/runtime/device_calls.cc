@@ -362,10 +362,13 @@ braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t
 
 Expected<DeviceChoice> chooseOnWindows(braidComm* comm, const DeviceShape& shape, const Call& op) {
   const uint64_t bytes = op.count * datatypeSize(op.datatype);
-  const CallFit fit = callFitOf(op, collArgsOf(op, comm->comm->rank(), shape.nranks));
+  // What a loaded algorithm must serve; nothing to work out where none is loaded.
+  CallFit fit;
+  const bool loaded = !comm->deviceSelector.userAlgorithms().empty();
+  if (loaded) fit = callFitOf(op, collArgsOf(op, comm->comm->rank(), shape.nranks));
   BRAID_ASSIGN_OR_RETURN(DeviceChoice choice,
                          chooseDeviceCall(op.collective, bytes, shape, comm->deviceSelector,
-                                          comm->deviceFigures, &fit));
+                                          comm->deviceFigures, loaded ? &fit : nullptr));
   uint8_t& logged = comm->loggedDeviceChoice[static_cast<size_t>(op.collective)];
   const auto key =
       choice.user != nullptr
@@ -375,7 +378,7 @@ Expected<DeviceChoice> chooseOnWindows(braidComm* comm, const DeviceShape& shape
   if (logLevel() >= LogLevel::kInfo && logged != key) {
     logged = key;
     const std::string ranking = explainDeviceCall(op.collective, bytes, shape, comm->deviceSelector,
-                                                  comm->deviceFigures, &fit);
+                                                  comm->deviceFigures, loaded ? &fit : nullptr);
     BRAID_INFO("%s of %llu bytes on device memory: %s%s%s", algo::collectiveName(op.collective),
                static_cast<unsigned long long>(bytes), describeDeviceChoice(choice).c_str(),
                ranking.empty() ? "" : "; ranking: ", ranking.c_str());

@@ -150,8 +150,8 @@ DeviceChoice loweredLoaded(const algo::AlgoFile* f, const DeviceShape& shape, co
 
 // Whether `f` may run a call (`fit`) the cost model decides, on the device: it serves the
 // call and has a lowering, and no '^' rule of BRAID_ALGO excludes it by name.
-bool competes(const algo::AlgoFile& f, Collective c, uint64_t rankBytes, int n,
-              const CallFit* fit, const std::vector<std::string>* excluded) {
+bool competes(const algo::AlgoFile& f, Collective c, uint64_t rankBytes, int n, const CallFit* fit,
+              const std::vector<std::string>* excluded) {
   if (!whyNotServed(f, c, rankBytes, n, fit).empty() || !whyNotOnDevice(f, n).empty()) {
     return false;
   }
@@ -168,15 +168,15 @@ Expected<DeviceChoice> namedLoaded(Collective c, uint64_t rankBytes, const Devic
   const std::vector<std::string>* names = policy.userNames(c, rankBytes, &exclude);
   if (names == nullptr || exclude) return DeviceChoice{};
   Expected<const algo::AlgoFile*> file = firstServing(selector.userAlgorithms(), *names, c,
-                                                     rankBytes, shape.nranks, fit, policy.spec());
+                                                      rankBytes, shape.nranks, fit, policy.spec());
   if (!file.isOk()) {
     if (policy.namesBuiltIn(c, rankBytes)) return DeviceChoice{};  // a built-in runs instead
     return file.status();
   }
   const std::string no = whyNotOnDevice(*file.value(), shape.nranks);
   if (!no.empty()) {
-    return invalidArgument("BRAID_ALGO='" + policy.spec() + "' asks for " +
-                           file.value()->name + ", which device calls cannot run: " + no);
+    return invalidArgument("BRAID_ALGO='" + policy.spec() + "' asks for " + file.value()->name +
+                           ", which device calls cannot run: " + no);
   }
   return loweredLoaded(file.value(), shape, "BRAID_ALGO");
 }
@@ -274,8 +274,7 @@ std::string describeDeviceChoice(const DeviceChoice& choice) {
 std::string explainDeviceCall(Collective c, uint64_t rankBytes, const DeviceShape& shape,
                               const Selector& selector, bool gpuFigures, const CallFit* fit) {
   // The model decides exactly where the choice carries its price (chooseDeviceCall).
-  Expected<DeviceChoice> choice =
-      chooseDeviceCall(c, rankBytes, shape, selector, gpuFigures, fit);
+  Expected<DeviceChoice> choice = chooseDeviceCall(c, rankBytes, shape, selector, gpuFigures, fit);
   if (!choice.isOk() || choice.value().predictedUs <= 0) return "";
   std::string out;
   char buf[80];

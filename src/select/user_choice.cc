@@ -62,8 +62,8 @@ Expected<const algo::AlgoFile*> firstServing(
     if (no.empty()) return file;
     why += (why.empty() ? "" : "; ") + name + ": " + no;
   }
-  return invalidArgument("BRAID_ALGO='" + spec + "' asks for " + algo::collectiveName(c) +
-                         " of " + std::to_string(rankBytes) +
+  return invalidArgument("BRAID_ALGO='" + spec + "' asks for " + algo::collectiveName(c) + " of " +
+                         std::to_string(rankBytes) +
                          " bytes to run a loaded algorithm, and none serves it: " + why);
 }
 

@@ -258,7 +258,8 @@ TEST(DeviceChoice, DgxH100RunsALoadedAlgorithmWhereItIsCheapest) {
   for (uint64_t bytes : {uint64_t{8} << 10, uint64_t{16} << 20}) {
     const auto best = rankAlgorithms(Collective::kAllReduce, bytes, in).front();
     const bool windows = best.first == Algorithm::kDirect || best.first == Algorithm::kTwoShot;
-    plan.push_back({bytes, best.first, windows ? DeviceExecutor::kWindows : DeviceExecutor::kLowered,
+    plan.push_back({bytes, best.first,
+                    windows ? DeviceExecutor::kWindows : DeviceExecutor::kLowered,
                     priceProgramUs(grid, bytes, in) < best.second ? "grid" : ""});
   }
   EXPECT_EQ(plan.front().loaded, "");     // the windows' one-shot wins small calls

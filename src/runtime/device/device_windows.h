@@ -86,8 +86,10 @@ class DeviceWindows {
   // Enqueues ops (collectives supports() takes, sends and receives) on `stream` and
   // returns: collectives in order, then the sends and receives as one lowered batch, so
   // any pattern completes; a send to this rank is
-  // a copy to the receive from it that it pairs with, in order. The caller holds
-  // comm->opMu.
+  // a copy to the receive from it that it pairs with, in order. Every collective's choice
+  // (select/device_choice.h) is made before anything is enqueued: one that fails (a
+  // BRAID_ALGO rule no algorithm serves) is returned with the windows intact. The caller
+  // holds comm->opMu.
   // captured: the stream is capturing a CUDA graph (above).
   Status run(const std::vector<Call>& ops, void* stream, bool captured = false);
   // One collective as a lowered schedule of `alg`, or of the loaded algorithm `user` where

@@ -333,7 +333,8 @@ TEST(DeviceChoice, TheModelPicksALoadedAlgorithmExactlyWhereItIsCheapest) {
   Selector excluded = selectorFor(in, "allreduce:^grid");
   excluded.addUserAlgorithm(file);
   EXPECT_EQ(choose(Collective::kAllReduce, kMiB, windows(8), excluded).user, nullptr);
-  const std::string ex = explainDeviceCall(Collective::kAllReduce, 16 * kMiB, windows(8), sel, true);
+  const std::string ex =
+      explainDeviceCall(Collective::kAllReduce, 16 * kMiB, windows(8), sel, true);
   EXPECT_NE(ex.find("grid (loaded) does not run this call: its sizes are"), std::string::npos)
       << ex;
 }
