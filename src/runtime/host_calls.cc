@@ -291,7 +291,8 @@ CallFit callFitOf(const Call& op, const algo::CollArgs& args) {
                        op.collective == Collective::kReduceScatter ||
                        op.collective == Collective::kReduce;
   CallFit fit;
-  fit.inPlace = args.inPlace;
+  // A premul-sum's loaded schedule runs on its input scaled into a copy: out of place.
+  fit.inPlace = args.inPlace && !op.preMul.on;
   fit.dtype = datatypeName(op.datatype);
   if (reduces) fit.op = op.preMul.on ? "sum" : redOpName(op.op);  // premul: scaled, then summed
   fit.root = op.root;

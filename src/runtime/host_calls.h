@@ -21,7 +21,8 @@ Status runOps(braidComm* comm, const Call* ops, size_t n);
 Status runOpsLocked(braidComm* comm, const Call* ops, size_t n);
 
 // What a loaded algorithm must serve of the collective `op` (with `args`, its rank's view)
-// besides its collective and size: its mode, type, op and root. The device path asks too.
+// besides its collective and size: its mode (a premul-sum's runs out of place, on its
+// scaled copy), type, op and root. The device path asks too.
 CallFit callFitOf(const Call& op, const algo::CollArgs& args);
 
 }  // namespace braid
