@@ -157,7 +157,17 @@ for step in "${steps[@]}"; do
         for algo in ring tree halving_doubling; do perfrun $n all_reduce_perf $algo -A $algo; done
         perfrun $n all_gather_perf ring -A ring
         perfrun $n alltoall_perf pairwise -A pairwise
-      done;;
+      done
+      # Users' algorithms (docs/algorithms.md): the examples' files, loaded and forced,
+      # lowered the same way; #wrong must be 0.
+      algos=$(mktemp -d)
+      for e in allreduce_2d alltoall_node_pairs; do
+        python3 examples/algorithms/$e.py -o "$algos/$e.json" > /dev/null
+      done
+      BRAID_ALGO_FILES=$algos/allreduce_2d.json BRAID_ALGO=allreduce:allreduce_2d PERF_MAX=64M \
+        perfrun 4 all_reduce_perf loaded_2d
+      BRAID_ALGO_FILES=$algos/alltoall_node_pairs.json PERF_MAX=64M \
+        BRAID_ALGO=alltoall:alltoall_node_pairs,pairwise perfrun 4 alltoall_perf loaded_pairs;;
     symbols)
       lib=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib","libtorch_cuda.so"))')
       nm -D --undefined-only "$lib" | grep -i " nccl" | awk '{print $2}' | sort > "$out/logs/torch_nccl_symbols.txt"

@@ -346,7 +346,7 @@ braidResult_t braidCommGetAlgorithm(braidComm_t comm, braidCollective_t collecti
   Expected<bool> onDevice = deviceCallChoice(comm, c, bytes, &device);
   if (!onDevice.isOk()) return finish(comm, onDevice.status());
   if (onDevice.value()) {
-    if (algorithm != nullptr) *algorithm = algo::algorithmName(device.algorithm);
+    if (algorithm != nullptr) *algorithm = device.name();
     if (predictedUs != nullptr) *predictedUs = device.predictedUs;
     return braidSuccess;
   }

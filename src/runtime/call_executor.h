@@ -21,6 +21,7 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/file/schedule_file.h"
 #include "algorithms/registry.h"
 #include "algorithms/schedule.h"
 #include "braid/braid.h"
@@ -44,6 +45,7 @@ struct CallContext {
   ExecBuffers buffers{};
   const OpDesc* desc = nullptr;
   const algo::Schedule* schedule = nullptr;  // null: the communicator's for (args, algorithm)
+  const algo::AlgoFile* user = nullptr;      // device, lowered: a loaded algorithm, not `algorithm`
   braidStream_t stream = nullptr;            // device: NULL is the legacy default stream
   bool captured = false;                     // device: the stream is capturing a CUDA graph
   // Device: the vector the calls are, which an executor that keeps its calls (the staged

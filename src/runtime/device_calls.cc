@@ -14,6 +14,7 @@
 #include "runtime/device/staged_proxy.h"
 #include "runtime/device/thread_peers.h"
 #include "runtime/dispatch.h"
+#include "runtime/host_calls.h"
 #include "runtime/last_error.h"
 #include "runtime/live_handles.h"
 #include "runtime/nvtx.h"
@@ -151,14 +152,16 @@ class DeviceWindowsExecutor final : public CallExecutor {
   }
 };
 
-// Collectives the device windows run as lowered schedules of ctx.algorithm; the caller
+// Collectives the device windows run as lowered schedules of ctx.algorithm (or of the
+// loaded algorithm ctx.user); the caller
 // (DeviceWindows::run) holds comm->opMu.
 class LoweredExecutor final : public CallExecutor {
  public:
   Executor kind() const override { return Executor::kDeviceLowered; }
   Status run(const Call* calls, size_t n, const CallContext& ctx) override {
     for (size_t i = 0; i < n; ++i) {
-      BRAID_TRY(ctx.comm->deviceWindows->runSchedule(calls[i], ctx.algorithm, ctx.stream));
+      BRAID_TRY(
+          ctx.comm->deviceWindows->runSchedule(calls[i], ctx.algorithm, ctx.stream, ctx.user));
     }
     return Status::ok();
   }
@@ -359,16 +362,23 @@ braidResult_t issueCudaOps(braidComm* comm, std::vector<Call> ops, braidStream_t
 
 Expected<DeviceChoice> chooseOnWindows(braidComm* comm, const DeviceShape& shape, const Call& op) {
   const uint64_t bytes = op.count * datatypeSize(op.datatype);
-  BRAID_ASSIGN_OR_RETURN(
-      DeviceChoice choice,
-      chooseDeviceCall(op.collective, bytes, shape, comm->deviceSelector, comm->deviceFigures));
+  // What a loaded algorithm must serve; nothing to work out where none is loaded.
+  CallFit fit;
+  const bool loaded = !comm->deviceSelector.userAlgorithms().empty();
+  if (loaded) fit = callFitOf(op, collArgsOf(op, comm->comm->rank(), shape.nranks));
+  BRAID_ASSIGN_OR_RETURN(DeviceChoice choice,
+                         chooseDeviceCall(op.collective, bytes, shape, comm->deviceSelector,
+                                          comm->deviceFigures, loaded ? &fit : nullptr));
   uint8_t& logged = comm->loggedDeviceChoice[static_cast<size_t>(op.collective)];
-  const auto key = static_cast<uint8_t>(1 + 2 * static_cast<int>(choice.algorithm) +
-                                        static_cast<int>(choice.executor));
+  const auto key =
+      choice.user != nullptr
+          ? static_cast<uint8_t>(100 + std::hash<std::string>()(choice.user->name) % 100)
+          : static_cast<uint8_t>(1 + 2 * static_cast<int>(choice.algorithm) +
+                                 static_cast<int>(choice.executor));
   if (logLevel() >= LogLevel::kInfo && logged != key) {
     logged = key;
-    const std::string ranking =
-        explainDeviceCall(op.collective, bytes, shape, comm->deviceSelector, comm->deviceFigures);
+    const std::string ranking = explainDeviceCall(op.collective, bytes, shape, comm->deviceSelector,
+                                                  comm->deviceFigures, loaded ? &fit : nullptr);
     BRAID_INFO("%s of %llu bytes on device memory: %s%s%s", algo::collectiveName(op.collective),
                static_cast<unsigned long long>(bytes), describeDeviceChoice(choice).c_str(),
                ranking.empty() ? "" : "; ranking: ", ranking.c_str());

@@ -136,19 +136,6 @@ Status placeScale(braidComm* comm, const Call& op, algo::Algorithm alg, Windows 
   return Status::ok();
 }
 
-// What a loaded algorithm must serve of `op` besides its collective and size.
-CallFit fitOf(const Call& op, const algo::CollArgs& args) {
-  const bool reduces = op.collective == Collective::kAllReduce ||
-                       op.collective == Collective::kReduceScatter ||
-                       op.collective == Collective::kReduce;
-  CallFit fit;
-  fit.inPlace = args.inPlace;
-  fit.dtype = datatypeName(op.datatype);
-  if (reduces) fit.op = op.preMul.on ? "sum" : redOpName(op.op);  // premul: scaled, then summed
-  fit.root = op.root;
-  return fit;
-}
-
 // A loaded algorithm's schedule (runtime/user_algorithms.h) on the host FIFOs, or its
 // window program on the shared windows.
 Status runUserAlgorithm(braidComm* comm, const Call& op, const algo::AlgoFile& file,
@@ -185,7 +172,7 @@ Status runCollective(braidComm* comm, const Call& op) {
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args = argsFor(c, op);
-  const CallFit fit = fitOf(op, args);
+  const CallFit fit = callFitOf(op, args);
   BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
                          comm->selector.chooseForCall(op.collective, op.count * es, &fit));
   const algo::Algorithm alg = choice.algorithm;
@@ -318,6 +305,19 @@ Status runOpsLocked(braidComm* comm, const Call* ops, size_t n) {
 
 Status runOps(braidComm* comm, const std::vector<Call>& ops) {
   return runOps(comm, ops.data(), ops.size());
+}
+
+CallFit callFitOf(const Call& op, const algo::CollArgs& args) {
+  const bool reduces = op.collective == Collective::kAllReduce ||
+                       op.collective == Collective::kReduceScatter ||
+                       op.collective == Collective::kReduce;
+  CallFit fit;
+  // A premul-sum's loaded schedule runs on its input scaled into a copy: out of place.
+  fit.inPlace = args.inPlace && !op.preMul.on;
+  fit.dtype = datatypeName(op.datatype);
+  if (reduces) fit.op = op.preMul.on ? "sum" : redOpName(op.op);  // premul: scaled, then summed
+  fit.root = op.root;
+  return fit;
 }
 
 }  // namespace braid

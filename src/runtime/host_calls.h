@@ -8,6 +8,7 @@
 
 #include "exec/call.h"
 #include "runtime/communicator.h"
+#include "select/user_choice.h"
 
 namespace braid {
 
@@ -23,5 +24,10 @@ Status runOpsLocked(braidComm* comm, const Call* ops, size_t n);
 // algorithm files), which must run before and apart from what the user chose. The
 // caller holds comm->opMu; `what` names it in errors.
 Status agreeOnRing(braidComm* comm, const void* mine, void* all, size_t bytes, const char* what);
+
+// What a loaded algorithm must serve of the collective `op` (with `args`, its rank's view)
+// besides its collective and size: its mode (a premul-sum's runs out of place, on its
+// scaled copy), type, op and root. The device path asks too.
+CallFit callFitOf(const Call& op, const algo::CollArgs& args);
 
 }  // namespace braid

@@ -151,6 +151,7 @@ Status loadAlgorithmFiles(braidComm* comm) {
                  f->sizes.describe().c_str(), comm->comm->nranks());
     }
     comm->selector.addUserAlgorithm(f);
+    comm->deviceSelector.addUserAlgorithm(f);  // device calls lower it (device_choice.h)
   }
   return Status::ok();
 }
@@ -161,6 +162,7 @@ Status registerAlgorithm(braidComm* comm, const std::string& pathOrJson) {
   std::lock_guard<std::mutex> lock(comm->opMu);
   BRAID_TRY(ranksAgree(comm, contentHash(writeAlgoFile(*f)), "braidCommRegisterAlgorithm"));
   comm->selector.addUserAlgorithm(f);
+  comm->deviceSelector.addUserAlgorithm(f);
   BRAID_INFO("registered algorithm %s (%s), proven for %d ranks", f->name.c_str(),
              algo::collectiveName(f->collective), comm->comm->nranks());
   return Status::ok();

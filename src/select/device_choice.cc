@@ -112,13 +112,96 @@ DeviceChoice lowered(Algorithm a, const DeviceShape& shape, const char* why) {
   return out;
 }
 
+struct LoadedPrice {
+  double us;
+  uint64_t waits;
+};
+
+// A loaded program's walk (priceProgramUs), plus what lowering adds as for the built-ins:
+// a rank whose sends move more than a slot per send step waits once per slot's worth.
+LoadedPrice priceLoaded(const algo::AlgoFile& f, uint64_t rankBytes, const CostInputs& in,
+                        const DeviceShape& shape) {
+  LoadedPrice p{priceProgramUs(f, rankBytes, in), 0};
+  const algo::FileProgram* prog = f.programFor(shape.nranks);
+  if (prog == nullptr || !std::isfinite(p.us)) return p;
+  const double chunk = static_cast<double>(rankBytes) / static_cast<double>(prog->chunksPerBlock);
+  const double slot = static_cast<double>(std::max<size_t>(shape.slotBytes, 1));
+  double extra = 0;
+  for (const std::vector<algo::Step>& steps : prog->ranks) {
+    double moved = 0, sends = 0;
+    for (const algo::Step& s : steps) {
+      if (!algo::needsSend(s.op)) continue;
+      moved += chunk * static_cast<double>(s.count);
+      sends += 1;
+    }
+    const double waits = std::ceil(moved / slot);
+    p.waits = std::max(p.waits, static_cast<uint64_t>(std::max(waits, sends)));
+    extra = std::max(extra, waits - sends);
+  }
+  p.us += extra * in.intra.alphaUs;
+  return p;
+}
+
+DeviceChoice loweredLoaded(const algo::AlgoFile* f, const DeviceShape& shape, const char* why) {
+  DeviceChoice out = lowered(Algorithm::kRing, shape, why);
+  out.user = f;
+  return out;
+}
+
+// Whether `f` may run a call (`fit`) the cost model decides, on the device: it serves the
+// call and has a lowering, and no '^' rule of BRAID_ALGO excludes it by name.
+bool competes(const algo::AlgoFile& f, Collective c, uint64_t rankBytes, int n, const CallFit* fit,
+              const std::vector<std::string>* excluded) {
+  if (!whyNotServed(f, c, rankBytes, n, fit).empty() || !whyNotOnDevice(f, n).empty()) {
+    return false;
+  }
+  return excluded == nullptr ||
+         std::find(excluded->begin(), excluded->end(), f.name) == excluded->end();
+}
+
+// The loaded algorithm BRAID_ALGO names for the call, lowered; a choice without `user`
+// where its rule names none, or where none serves and the rule lists a built-in to run.
+Expected<DeviceChoice> namedLoaded(Collective c, uint64_t rankBytes, const DeviceShape& shape,
+                                   const Selector& selector, const CallFit* fit) {
+  const AlgoPolicy& policy = selector.policy();
+  bool exclude = false;
+  const std::vector<std::string>* names = policy.userNames(c, rankBytes, &exclude);
+  if (names == nullptr || exclude) return DeviceChoice{};
+  Expected<const algo::AlgoFile*> file = firstServing(selector.userAlgorithms(), *names, c,
+                                                      rankBytes, shape.nranks, fit, policy.spec());
+  if (!file.isOk()) {
+    if (policy.namesBuiltIn(c, rankBytes)) return DeviceChoice{};  // a built-in runs instead
+    return file.status();
+  }
+  const std::string no = whyNotOnDevice(*file.value(), shape.nranks);
+  if (!no.empty()) {
+    return invalidArgument("BRAID_ALGO='" + policy.spec() + "' asks for " + file.value()->name +
+                           ", which device calls cannot run: " + no);
+  }
+  return loweredLoaded(file.value(), shape, "BRAID_ALGO");
+}
+
 }  // namespace
 
+std::string whyNotOnDevice(const algo::AlgoFile& f, int nranks) {
+  const algo::FileProgram* prog = f.programFor(nranks);
+  if (prog == nullptr) return "it has no program for " + std::to_string(nranks) + " ranks";
+  if (prog->windowed) {
+    return "its " + std::to_string(nranks) +
+           "-rank program has window steps, which have no lowering to stream operations (it "
+           "runs on host memory; device calls run the device windows' own programs)";
+  }
+  return "";
+}
+
 Expected<DeviceChoice> chooseDeviceCall(Collective c, uint64_t rankBytes, const DeviceShape& shape,
-                                        const Selector& selector, bool gpuFigures) {
+                                        const Selector& selector, bool gpuFigures,
+                                        const CallFit* fit) {
   const int n = shape.nranks;
   const AlgoPolicy& policy = selector.policy();
   const uint64_t S = modelBytes(c, rankBytes, n);
+  BRAID_ASSIGN_OR_RETURN(DeviceChoice named, namedLoaded(c, rankBytes, shape, selector, fit));
+  if (named.user != nullptr) return named;
   // BRAID_ALGO naming an algorithm runs that algorithm's schedule, lowered; all-to-all-v
   // has no windows program.
   if (policy.names(c, rankBytes) || c == Collective::kAllToAllv) {
@@ -142,8 +225,8 @@ Expected<DeviceChoice> chooseDeviceCall(Collective c, uint64_t rankBytes, const 
     return onWindows(two ? Algorithm::kTwoShot : Algorithm::kDirect, shape, S,
                      "no GPU figures: the constant rule");
   }
-  const std::vector<Priced> ranked =
-      rankOnDevice(c, rankBytes, deviceInputs(shape, selector, gpuFigures), shape);
+  const CostInputs in = deviceInputs(shape, selector, gpuFigures);
+  const std::vector<Priced> ranked = rankOnDevice(c, rankBytes, in, shape);
   std::vector<Algorithm> order;
   for (const Priced& p : ranked) order.push_back(p.algorithm);
   // '^' exclusions apply to the device's ranking as to the host's.
@@ -155,21 +238,32 @@ Expected<DeviceChoice> chooseDeviceCall(Collective c, uint64_t rankBytes, const 
   DeviceChoice out = it->windows ? onWindows(a, shape, S, why) : lowered(a, shape, why);
   out.rounds = it->rounds;
   out.predictedUs = it->us;
+  // Loaded algorithms compete within the calls they serve, as on the host.
+  bool exclude = false;
+  const std::vector<std::string>* names = policy.userNames(c, rankBytes, &exclude);
+  for (const auto& u : selector.userAlgorithms()) {
+    if (!competes(*u, c, rankBytes, n, fit, exclude ? names : nullptr)) continue;
+    const LoadedPrice p = priceLoaded(*u, rankBytes, in, shape);
+    if (p.us < out.predictedUs) {
+      out = loweredLoaded(u.get(), shape, "cost model");
+      out.rounds = p.waits;
+      out.predictedUs = p.us;
+    }
+  }
   return out;
 }
 
 std::string describeDeviceChoice(const DeviceChoice& choice) {
   char buf[160];
-  const char* name = algo::algorithmName(choice.algorithm);
   if (choice.executor == DeviceExecutor::kWindows) {
-    std::snprintf(buf, sizeof(buf), "%s on the windows, %llu round(s) of up to %llu bytes", name,
+    std::snprintf(buf, sizeof(buf), " on the windows, %llu round(s) of up to %llu bytes",
                   static_cast<unsigned long long>(choice.rounds),
                   static_cast<unsigned long long>(choice.roundBytes));
   } else {
-    std::snprintf(buf, sizeof(buf), "%s lowered to stream operations, %llu-byte slots", name,
+    std::snprintf(buf, sizeof(buf), " lowered to stream operations, %llu-byte slots",
                   static_cast<unsigned long long>(choice.roundBytes));
   }
-  std::string out = buf;
+  std::string out = std::string(choice.name()) + (choice.user != nullptr ? " (loaded)" : "") + buf;
   if (choice.predictedUs > 0) {
     std::snprintf(buf, sizeof(buf), ", predicted %.1f us", choice.predictedUs);
     out += buf;
@@ -178,17 +272,28 @@ std::string describeDeviceChoice(const DeviceChoice& choice) {
 }
 
 std::string explainDeviceCall(Collective c, uint64_t rankBytes, const DeviceShape& shape,
-                              const Selector& selector, bool gpuFigures) {
+                              const Selector& selector, bool gpuFigures, const CallFit* fit) {
   // The model decides exactly where the choice carries its price (chooseDeviceCall).
-  Expected<DeviceChoice> choice = chooseDeviceCall(c, rankBytes, shape, selector, gpuFigures);
+  Expected<DeviceChoice> choice = chooseDeviceCall(c, rankBytes, shape, selector, gpuFigures, fit);
   if (!choice.isOk() || choice.value().predictedUs <= 0) return "";
   std::string out;
   char buf[80];
-  for (const Priced& p :
-       rankOnDevice(c, rankBytes, deviceInputs(shape, selector, gpuFigures), shape)) {
+  const CostInputs in = deviceInputs(shape, selector, gpuFigures);
+  for (const Priced& p : rankOnDevice(c, rankBytes, in, shape)) {
     std::snprintf(buf, sizeof(buf), "%s%s (%s) %.1f us", out.empty() ? "" : "; ",
                   algo::algorithmName(p.algorithm), p.windows ? "windows" : "lowered", p.us);
     out += buf;
+  }
+  for (const auto& u : selector.userAlgorithms()) {
+    if (u->collective != c) continue;
+    std::string no = whyNotServed(*u, c, rankBytes, shape.nranks, fit);
+    if (no.empty()) no = whyNotOnDevice(*u, shape.nranks);
+    if (no.empty()) {
+      std::snprintf(buf, sizeof(buf), " %.1f us", priceLoaded(*u, rankBytes, in, shape).us);
+      out += "; " + u->name + " (loaded, lowered)" + buf;
+    } else {
+      out += "; " + u->name + " (loaded) does not run this call: " + no;
+    }
   }
   return out;
 }

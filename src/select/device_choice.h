@@ -13,6 +13,12 @@
 // reach here: their device calls are staged, and the host collective (hierarchical where
 // the host selector says so) runs on pinned copies.
 //
+// Loaded algorithms (schedule files, select/user_choice.h) run lowered as the built-ins'
+// schedules do: BRAID_ALGO naming one ("allreduce:my2d") runs it where it serves the call
+// (else the error says why, as on the host), and where the model decides, one that serves
+// the call competes with its program's walk over the same inputs, plus its slot waits. A
+// program with window steps has no lowering: forced, it is refused; else it sits out.
+//
 // Overrides, as on the host: BRAID_ALGO naming an algorithm runs it lowered (a '^'
 // exclusion leaves the rest to the model); BRAID_CUDA_TWO_SHOT_BYTES, when set, keeps
 // all-reduce on the windows, two-shot from that size (3+ ranks). Without GPU figures (a
@@ -27,6 +33,7 @@
 #include "algorithms/registry.h"
 #include "core/status.h"
 #include "select/select.h"
+#include "select/user_choice.h"
 
 namespace braid {
 
@@ -48,6 +55,11 @@ struct DeviceChoice {
   uint64_t rounds = 1;             // windows: rounds; lowered: waits for slots
   double predictedUs = 0;          // 0 where nothing prices it (no GPU figures)
   const char* why = "cost model";  // or "BRAID_ALGO", "BRAID_CUDA_TWO_SHOT_BYTES", ...
+  // A loaded algorithm, lowered (then `algorithm` means nothing); owned by the selector.
+  const algo::AlgoFile* user = nullptr;
+  const char* name() const {
+    return user != nullptr ? user->name.c_str() : algo::algorithmName(algorithm);
+  }
 };
 
 // The constant rule's two-shot threshold, where no figures price it.
@@ -56,16 +68,22 @@ constexpr uint64_t kDefaultTwoShotBytes = uint64_t{1} << 20;
 // The choice for a call of `c` with `rankBytes` per rank (count x element size) on
 // windows of `shape`. `selector`: the communicator's device selector (BRAID_ALGO's
 // policy and the cost inputs over its GPU paths); `gpuFigures`: whether those inputs
-// come from GPU places (else only its policy is used).
+// come from GPU places (else only its policy is used); `fit`: the call's mode, type, op
+// and root where known, which a loaded algorithm must serve.
 Expected<DeviceChoice> chooseDeviceCall(algo::Collective c, uint64_t rankBytes,
                                         const DeviceShape& shape, const Selector& selector,
-                                        bool gpuFigures);
+                                        bool gpuFigures, const CallFit* fit = nullptr);
+
+// "" where the device path can run `f`'s program for `nranks` ranks lowered; else why not.
+std::string whyNotOnDevice(const algo::AlgoFile& f, int nranks);
 
 // "tree lowered to stream operations, ... predicted 21.3 us (cost model)": for logs.
 std::string describeDeviceChoice(const DeviceChoice& choice);
 // The device's ranking for a call the model prices, "direct (windows) 7.2 us; two_shot
 // (windows) 8.0 us; ...", for logs; "" where the model does not decide.
+// Then each loaded algorithm of `c`, priced, or why it does not run the call.
 std::string explainDeviceCall(algo::Collective c, uint64_t rankBytes, const DeviceShape& shape,
-                              const Selector& selector, bool gpuFigures);
+                              const Selector& selector, bool gpuFigures,
+                              const CallFit* fit = nullptr);
 
 }  // namespace braid

@@ -238,28 +238,14 @@ Expected<Algorithm> AlgoPolicy::chooseFrom(Collective c, uint64_t bytes,
 Expected<Selector::Choice> Selector::chooseUser(Collective c, uint64_t rankBytes,
                                                 const CallFit* fit,
                                                 const std::vector<std::string>& names) const {
-  std::string why;
-  for (const std::string& name : names) {
-    const algo::AlgoFile* file = nullptr;
-    for (const auto& u : users_) {
-      if (u->name == name) file = u.get();
-    }
-    const std::string no =
-        file == nullptr
-            ? "no algorithm of that name is loaded (BRAID_ALGO_FILES, braidCommRegisterAlgorithm)"
-            : whyNotServed(*file, c, rankBytes, inputs_.nranks, fit, &inputs_);
-    if (no.empty()) {
-      Choice choice;
-      choice.user = file;
-      choice.forced = choice.named = true;
-      choice.predictedUs = priceProgramUs(*file, rankBytes, inputs_);
-      return choice;
-    }
-    why += (why.empty() ? "" : "; ") + name + ": " + no;
-  }
-  return invalidArgument("BRAID_ALGO='" + policy_.spec() + "' asks for " + algo::collectiveName(c) +
-                         " of " + std::to_string(rankBytes) +
-                         " bytes to run a loaded algorithm, and none serves it: " + why);
+  BRAID_ASSIGN_OR_RETURN(
+      const algo::AlgoFile* file,
+      firstServing(users_, names, c, rankBytes, inputs_.nranks, fit, policy_.spec(), &inputs_));
+  Choice choice;
+  choice.user = file;
+  choice.forced = choice.named = true;
+  choice.predictedUs = priceProgramUs(*file, rankBytes, inputs_);
+  return choice;
 }
 
 Expected<Selector::Choice> Selector::choose(Collective c, uint64_t rankBytes,

@@ -51,6 +51,28 @@ std::string whyNotServed(const algo::AlgoFile& f, algo::Collective c, uint64_t r
   return "";
 }
 
+Expected<const algo::AlgoFile*> firstServing(
+    const std::vector<std::shared_ptr<const algo::AlgoFile>>& loaded,
+    const std::vector<std::string>& names, algo::Collective c, uint64_t rankBytes, int nranks,
+    const CallFit* fit, const std::string& spec, const CostInputs* in) {
+  std::string why;
+  for (const std::string& name : names) {
+    const algo::AlgoFile* file = nullptr;
+    for (const auto& u : loaded) {
+      if (u->name == name) file = u.get();
+    }
+    const std::string no =
+        file == nullptr
+            ? "no algorithm of that name is loaded (BRAID_ALGO_FILES, braidCommRegisterAlgorithm)"
+            : whyNotServed(*file, c, rankBytes, nranks, fit, in);
+    if (no.empty()) return file;
+    why += (why.empty() ? "" : "; ") + name + ": " + no;
+  }
+  return invalidArgument("BRAID_ALGO='" + spec + "' asks for " + algo::collectiveName(c) + " of " +
+                         std::to_string(rankBytes) +
+                         " bytes to run a loaded algorithm, and none serves it: " + why);
+}
+
 namespace {
 
 // A window program: every round costs alpha plus its busiest rank's bytes put and read.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/file/schedule_file.h"
 #include "select/cost_model.h"
@@ -33,6 +34,14 @@ struct CallFit {
 // shm).
 std::string whyNotServed(const algo::AlgoFile& f, algo::Collective c, uint64_t rankBytes,
                          int nranks, const CallFit* fit, const CostInputs* in = nullptr);
+
+// The first of `names` (the loaded algorithms a BRAID_ALGO rule lists for a call) among
+// `loaded` that serves the call; else an error quoting `spec` and saying, per name, why not.
+// `in` as whyNotServed's.
+Expected<const algo::AlgoFile*> firstServing(
+    const std::vector<std::shared_ptr<const algo::AlgoFile>>& loaded,
+    const std::vector<std::string>& names, algo::Collective c, uint64_t rankBytes, int nranks,
+    const CallFit* fit, const std::string& spec, const CostInputs* in = nullptr);
 
 // Predicted microseconds of `f`'s program for in.nranks ranks with `rankBytes` per block;
 // +infinity where it has none. Ranks lie in blocks of in.ranksPerNode (one node each).

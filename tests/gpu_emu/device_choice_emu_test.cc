@@ -25,6 +25,8 @@
 #include "runtime/communicator.h"
 #include "runtime/device/device_windows.h"
 #include "select/cost_model.h"
+#include "select/user_choice.h"
+#include "tests/common/file_programs.h"
 #include "topo/xml.h"
 
 namespace braid::test {
@@ -54,7 +56,17 @@ struct Planned {
   uint64_t bytes;
   Algorithm algorithm;
   DeviceExecutor executor;
+  std::string loaded;  // a loaded algorithm's name (then `algorithm` means nothing)
 };
+
+std::string nameOf(const Planned& e) {
+  return e.loaded.empty() ? algo::algorithmName(e.algorithm) : e.loaded;
+}
+
+uint64_t ranOf(const DeviceWindows* w, const Planned& e) {
+  if (w == nullptr) return 0;
+  return e.loaded.empty() ? w->ran(e.executor, e.algorithm) : w->ranLoaded();
+}
 
 std::string topoFile(const char* name) { return std::string(BRAID_TOPO_DATA) + "/" + name; }
 
@@ -68,7 +80,7 @@ std::vector<Planned> modelChoices(const char* file, const std::vector<uint64_t>&
   for (uint64_t bytes : sizes) {
     const Algorithm a = rankAlgorithms(Collective::kAllReduce, bytes, in).front().first;
     const bool windows = a == Algorithm::kDirect || a == Algorithm::kTwoShot;
-    out.push_back({bytes, a, windows ? DeviceExecutor::kWindows : DeviceExecutor::kLowered});
+    out.push_back({bytes, a, windows ? DeviceExecutor::kWindows : DeviceExecutor::kLowered, ""});
   }
   return out;
 }
@@ -100,7 +112,7 @@ void runRank(const braidUniqueId& id, int rank, const std::vector<Planned>& plan
     std::vector<float> host(count);
     for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>(rank + 1 + i % 5);
     const DeviceWindows* w = comm->deviceWindowsLive.load();
-    const uint64_t before = w != nullptr ? w->ran(e.executor, e.algorithm) : 0;
+    const uint64_t before = ranOf(w, e);
     ok = cuda::copyAsync(send, host.data(), e.bytes, s.value()).isOk() &&
          braidAllReduce(send, recv, count, braidFloat32, braidSum, comm,
                         static_cast<braidStream_t>(s.value())) == braidSuccess &&
@@ -111,8 +123,8 @@ void runRank(const braidUniqueId& id, int rank, const std::vector<Planned>& plan
       out->wrong += host[i] != sum ? 1 : 0;
     }
     w = comm->deviceWindowsLive.load();
-    const bool counted = w != nullptr && w->ran(e.executor, e.algorithm) == before + 1;
-    out->ran.push_back(counted ? algo::algorithmName(e.algorithm) : "something else");
+    const bool counted = w != nullptr && ranOf(w, e) == before + 1;
+    out->ran.push_back(counted ? nameOf(e) : "something else");
     const char* name = "";
     ok = ok && braidCommGetAlgorithm(comm, braidCollAllReduce, count, braidFloat32, &name,
                                      nullptr) == braidSuccess;
@@ -147,7 +159,7 @@ void runPlan(const std::vector<Planned>& plan, std::vector<RankResult>* results)
     EXPECT_EQ(got.wrong, 0u) << "rank " << r;
     ASSERT_EQ(got.ran.size(), plan.size());
     for (size_t i = 0; i < plan.size(); ++i) {
-      const char* want = algo::algorithmName(plan[i].algorithm);
+      const std::string want = nameOf(plan[i]);
       EXPECT_EQ(got.ran[i], want) << "rank " << r << ", " << plan[i].bytes << " bytes";
       EXPECT_EQ(got.reported[i], want) << "rank " << r << ", " << plan[i].bytes << " bytes";
     }
@@ -170,10 +182,8 @@ void expectEveryBand(const std::vector<Planned>& plan) {
                                        Algorithm::kRing}));
 }
 
-// Declared first: NVML is read once per process, and the PCIe test's BRAID_TOPO_FILE
-// would keep discovery from running at all.
-TEST(DeviceChoice, DgxH100RunsTheCostModelsChoicePerSize) {
-  commonEnv();
+// The eight ranks on a DGX H100's GPUs, NVLink from the fake NVML.
+void dgxEnv() {
   setenv("BRAID_EMU_BUS_IDS",
          "0000:1B:00.0,0000:43:00.0,0000:52:00.0,0000:61:00.0,0000:9D:00.0,0000:C3:00.0,"
          "0000:D1:00.0,0000:DF:00.0",
@@ -181,6 +191,13 @@ TEST(DeviceChoice, DgxH100RunsTheCostModelsChoicePerSize) {
   setenv("BRAID_NVML_LIBRARY", BRAID_FAKE_NVML_PATH, 1);
   setenv("BRAID_FAKE_NVML", "dgx_h100", 1);
   unsetenv("BRAID_TOPO_FILE");
+}
+
+// Declared first: NVML is read once per process, and the PCIe test's BRAID_TOPO_FILE
+// would keep discovery from running at all.
+TEST(DeviceChoice, DgxH100RunsTheCostModelsChoicePerSize) {
+  commonEnv();
+  dgxEnv();
   const std::vector<Planned> plan =
       modelChoices("dgx_h100.xml", {8u << 10, 256u << 10, 4u << 20, 16u << 20});
   expectEveryBand(plan);
@@ -217,6 +234,44 @@ TEST(DeviceChoice, PcieServerRunsTheCostModelsChoicePerSize) {
   runPlan(plan, &results);
   for (const RankResult& r : results) EXPECT_EQ(r.large, "ring");
   unsetenv("BRAID_TOPO_FILE");
+}
+
+// A 2x4 grid all-reduce loaded from a file competes on the live device path: where its
+// walk over the DGX's GPU paths (priceProgramUs; one slot per send at these sizes) is
+// below the model's best built-in, every rank runs it lowered, counted by ranLoaded(),
+// exact, and braidCommGetAlgorithm and INFO name it; elsewhere the built-in runs.
+TEST(DeviceChoice, DgxH100RunsALoadedAlgorithmWhereItIsCheapest) {
+  commonEnv();
+  dgxEnv();
+  const algo::AlgoFile grid = test::allReduceFile("grid", test::gridAllReduce(2, 4));
+  const std::string path =
+      ::testing::TempDir() + "device_choice_grid_" + std::to_string(getpid()) + ".json";
+  {
+    std::ofstream f(path);
+    f << algo::writeAlgoFile(grid);
+  }
+  setenv("BRAID_ALGO_FILES", path.c_str(), 1);
+  const braid::Expected<topo::Topology> t = topo::loadXmlFile(topoFile("dgx_h100.xml"));
+  ASSERT_TRUE(t.isOk()) << t.status().message();
+  const CostInputs in = costInputsFor(t.value(), kRanks, kRanks);
+  std::vector<Planned> plan;
+  for (uint64_t bytes : {uint64_t{8} << 10, uint64_t{16} << 20}) {
+    const auto best = rankAlgorithms(Collective::kAllReduce, bytes, in).front();
+    const bool windows = best.first == Algorithm::kDirect || best.first == Algorithm::kTwoShot;
+    plan.push_back({bytes, best.first,
+                    windows ? DeviceExecutor::kWindows : DeviceExecutor::kLowered,
+                    priceProgramUs(grid, bytes, in) < best.second ? "grid" : ""});
+  }
+  EXPECT_EQ(plan.front().loaded, "");     // the windows' one-shot wins small calls
+  EXPECT_EQ(plan.back().loaded, "grid");  // the grid beats the ring at 16 MiB
+  std::vector<RankResult> results;
+  runPlan(plan, &results);
+  const std::string log = readLog();
+  EXPECT_NE(log.find("allreduce of 16777216 bytes on device memory: grid (loaded) lowered"),
+            std::string::npos)
+      << log;
+  unsetenv("BRAID_ALGO_FILES");
+  std::remove(path.c_str());
 }
 
 }  // namespace

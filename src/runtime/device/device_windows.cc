@@ -16,6 +16,13 @@ namespace {
 
 using algo::Collective;
 
+// Whether run() enqueues anything for `op`: a collective with elements (all-to-all-v's
+// count is 0).
+bool runs(const Call& op) {
+  return op.kind == Call::Kind::kCollective &&
+         (op.count != 0 || op.collective == Collective::kAllToAllv);
+}
+
 }  // namespace
 
 bool DeviceWindows::supports(const Call& op, int nranks) {
@@ -48,8 +55,17 @@ Status DeviceWindows::run(const std::vector<Call>& ops, void* stream, bool captu
     Status err = comm_->asyncError();
     return err.isOk() ? Status(braidRemoteError, "device windows: barriers were released") : err;
   }
-  // Checked before anything is enqueued: bad usage must not release the windows.
+  // Checked before anything is enqueued: bad usage must not release the windows. Every
+  // rank makes the same choices (BRAID_ALGO naming an algorithm that does not serve a
+  // call fails them all alike, the windows intact).
   BRAID_ASSIGN_OR_RETURN(PointToPointPlan p2p, pointToPointPlan(ops, rank_));
+  std::vector<DeviceChoice> choices;
+  for (const Call& op : ops) {
+    if (runs(op)) {
+      BRAID_ASSIGN_OR_RETURN(DeviceChoice choice, chooseOnWindows(owner_, shape(), op));
+      choices.push_back(choice);
+    }
+  }
   if (captured) {  // the watch looks at the flags from now on
     graphs_.store(true);
     watchCv_.notify_one();
@@ -57,12 +73,10 @@ Status DeviceWindows::run(const std::vector<Call>& ops, void* stream, bool captu
   captured_ = captured;
   // A captured call is ordered by no event (device_windows.h); it ends with the progress bump.
   Status st = captured ? Status::ok() : order(stream);
+  size_t next = 0;
   for (const Call& op : ops) {
     if (!st.isOk()) break;
-    if (op.kind == Call::Kind::kCollective &&
-        (op.count != 0 || op.collective == Collective::kAllToAllv)) {  // its count is 0
-      st = runOne(op, stream);
-    }
+    if (runs(op)) st = runOne(op, choices[next++], stream);
   }
   if (st.isOk()) st = sendReceive(&p2p, stream);
   if (st.isOk()) {
@@ -81,12 +95,12 @@ Status DeviceWindows::run(const std::vector<Call>& ops, void* stream, bool captu
   return st;
 }
 
-Status DeviceWindows::runOne(const Call& op, void* stream) {
-  BRAID_ASSIGN_OR_RETURN(const DeviceChoice choice, chooseOnWindows(owner_, shape(), op));
+Status DeviceWindows::runOne(const Call& op, const DeviceChoice& choice, void* stream) {
   if (choice.executor == DeviceExecutor::kLowered) {  // the lowered-schedule executor
     CallContext ctx;
     ctx.comm = owner_;
     ctx.algorithm = choice.algorithm;
+    ctx.user = choice.user;
     ctx.stream = static_cast<braidStream_t>(stream);
     ctx.captured = captured_;
     return executorFor(owner_, Executor::kDeviceLowered).run(&op, 1, ctx);

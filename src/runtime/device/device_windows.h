@@ -86,13 +86,17 @@ class DeviceWindows {
   // Enqueues ops (collectives supports() takes, sends and receives) on `stream` and
   // returns: collectives in order, then the sends and receives as one lowered batch, so
   // any pattern completes; a send to this rank is
-  // a copy to the receive from it that it pairs with, in order. The caller holds
-  // comm->opMu.
+  // a copy to the receive from it that it pairs with, in order. Every collective's choice
+  // (select/device_choice.h) is made before anything is enqueued: one that fails (a
+  // BRAID_ALGO rule no algorithm serves) is returned with the windows intact. The caller
+  // holds comm->opMu.
   // captured: the stream is capturing a CUDA graph (above).
   Status run(const std::vector<Call>& ops, void* stream, bool captured = false);
-  // One collective as a lowered schedule of `alg` (lowered_schedule.cc), which run() picks
-  // for a schedule the windows do not program; the caller holds comm->opMu.
-  Status runSchedule(const Call& op, algo::Algorithm alg, void* stream);
+  // One collective as a lowered schedule of `alg`, or of the loaded algorithm `user` where
+  // given (lowered_schedule.cc), which run() picks for a schedule the windows do not
+  // program; the caller holds comm->opMu.
+  Status runSchedule(const Call& op, algo::Algorithm alg, void* stream,
+                     const algo::AlgoFile* user = nullptr);
   static constexpr size_t kGraphSlotBytes = size_t{1} << 20;
   // Captured window calls that fit it run in a region of their own (exec/cuda/window_program.h):
   // 2 barriers instead of 3. BRAID_CUDA_GRAPH_BYTES changes it (0: none; at most a half).
@@ -105,6 +109,8 @@ class DeviceWindows {
   uint64_t ran(DeviceExecutor e, algo::Algorithm a) const {
     return ran_[static_cast<int>(e)][static_cast<int>(a)].load(std::memory_order_relaxed);
   }
+  // Collectives this rank has enqueued as a loaded algorithm's lowered schedule. Any thread.
+  uint64_t ranLoaded() const { return ranLoaded_.load(std::memory_order_relaxed); }
   // Whether a peer is a thread of this process on this rank's GPU (one CUDA context):
   // calls cannot be captured (waits for what any thread of this process writes are
   // ordered after its writes).
@@ -156,7 +162,7 @@ class DeviceWindows {
   static constexpr uint64_t kReleased = uint64_t{1} << 62;
 
   DeviceWindows() = default;
-  Status runOne(const Call& op, void* stream);
+  Status runOne(const Call& op, const DeviceChoice& choice, void* stream);
   // Lowers this rank's schedule over the send slots from the pair counts where they
   // stand, enqueues it (buffers at in / out, scratch_) and advances the counts.
   Status runLowered(const algo::Schedule& s, const Call& op, const void* in, void* out,
@@ -235,6 +241,7 @@ class DeviceWindows {
   bool oneDevice_ = true;       // every rank's window is on the same GPU
   // Collectives enqueued, by executor (windows, lowered) and algorithm.
   std::atomic<uint64_t> ran_[2][algo::kNumAlgorithms] = {};
+  std::atomic<uint64_t> ranLoaded_{0};
   bool kernelWaits_ = false;    // BRAID_CUDA_WAITS=kernel: waits are cuda::launchWait
   void* own_ = nullptr;         // this rank's window (null once local_ owns it)
   // Ranks that are all threads of this process: their windows, shared (device_windows_setup.cc).

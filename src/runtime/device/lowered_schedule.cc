@@ -2,8 +2,8 @@
 // lowered to device work (exec/cuda/device_program.h) and enqueued on the caller's stream over
 // the device FIFOs, the send slots every window holds per peer. It runs what the windows'
 // own collectives do not: all-to-all-v, every collective whose algorithm BRAID_ALGO
-// names, and the ring, tree or halving-doubling the cost model picks
-// (select/device_choice.h).
+// names, the ring, tree or halving-doubling the cost model picks (select/device_choice.h),
+// and loaded algorithms (schedule files, runtime/user_algorithms.h) forced or picked alike.
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -214,7 +214,8 @@ Expected<size_t> DeviceWindows::placeBuffers(const Call& op, char** in, char** o
 
 // A premul-sum's schedule runs as a sum over its input scaled into scaled_ (the
 // communicator's device calls run in order, as scratch_ and stage_ are shared too).
-Status DeviceWindows::runSchedule(const Call& request, algo::Algorithm alg, void* stream) {
+Status DeviceWindows::runSchedule(const Call& request, algo::Algorithm alg, void* stream,
+                                  const algo::AlgoFile* user) {
   if (request.preMul.on) {
     const size_t bytes = inputBytes(request, rank_, nranks_);
     Call scaled = request;
@@ -224,14 +225,24 @@ Status DeviceWindows::runSchedule(const Call& request, algo::Algorithm alg, void
       BRAID_TRY(scaleInto(request, scaled_, request.send, bytes, stream));
       scaled.send = scaled_;
     }
-    return runSchedule(scaled, alg, stream);
+    return runSchedule(scaled, alg, stream, user);
   }
   const Call& op = request;
-  ran_[static_cast<int>(DeviceExecutor::kLowered)][static_cast<int>(alg)]++;
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args = collArgsOf(op, rank_, nranks_);
   args.maxStepElems = slotBytes_ / es;  // one slot per step: half the FIFO, as the host's
-  const algo::Schedule& s = scheduleFor(owner_, args, alg, "cuda");
+  // A loaded algorithm's schedule is instantiated from its file as the host's is, in passes
+  // of at most a slot per step (algorithms/file/schedule_file.h).
+  const algo::Schedule* loaded = nullptr;
+  if (user != nullptr) {
+    BRAID_ASSIGN_OR_RETURN(loaded, userScheduleFor(owner_, args, *user));
+  }
+  const algo::Schedule& s = loaded != nullptr ? *loaded : scheduleFor(owner_, args, alg, "cuda");
+  if (user != nullptr) {
+    ranLoaded_++;
+  } else {
+    ran_[static_cast<int>(DeviceExecutor::kLowered)][static_cast<int>(alg)]++;
+  }
   char *in = nullptr, *out = nullptr;
   BRAID_ASSIGN_OR_RETURN(size_t back, placeBuffers(op, &in, &out, stream));
   if (s.scratchElems != 0) BRAID_TRY(growScratch(s.scratchElems * es));

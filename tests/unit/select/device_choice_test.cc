@@ -3,16 +3,20 @@
 // cost model's own fastest algorithm (rankAlgorithms, whose figures cost_model_test and
 // gpu_topology_cost_test hold to NCCL's published ones), run by the executor that
 // implements it; larger calls pay the windows' rounds; ranks sharing one GPU keep the
-// windows' one-shot (CHANGELOG's measured H200 runs); the overrides still decide.
+// windows' one-shot (CHANGELOG's measured H200 runs); the overrides still decide. A
+// loaded algorithm runs lowered: forced by BRAID_ALGO where it serves the call (else the
+// error says why), and chosen by the model exactly where its walk is the cheapest.
 #include "select/device_choice.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "select/cost_model.h"
+#include "tests/common/file_programs.h"
 #include "tests/common/topo_files.h"
 #include "topo/paths.h"
 
@@ -235,6 +239,104 @@ TEST(DeviceChoice, WithoutGpuFiguresTheConstantRuleHolds) {
     EXPECT_EQ(choose(Collective::kAllGather, kGiB, windows(n), none, false).executor,
               DeviceExecutor::kWindows);
   }
+}
+
+// BRAID_ALGO naming a loaded algorithm: its schedule, lowered, where it serves the call;
+// else an error naming why (size, mode, or a program the device cannot lower), or the
+// rule's built-in where it lists one.
+TEST(DeviceChoice, BraidAlgoForcesALoadedAlgorithmLoweredOrSaysWhyNot) {
+  auto file =
+      std::make_shared<algo::AlgoFile>(test::allReduceFile("grid", test::gridAllReduce(2, 2)));
+  file->sizes = algo::SizeRange{0, true, 1 << 20, true};
+  file->inPlace = false;
+  Selector sel = selectorFor(CostInputs{}, "allreduce:grid");
+  sel.addUserAlgorithm(file);
+  CallFit fit;
+  fit.dtype = "float32";
+  fit.op = "sum";
+  for (bool figures : {false, true}) {
+    Expected<DeviceChoice> d =
+        chooseDeviceCall(Collective::kAllReduce, 1024, windows(4), sel, figures, &fit);
+    ASSERT_TRUE(d.isOk()) << d.status().message();
+    EXPECT_EQ(d.value().user, file.get());
+    EXPECT_EQ(d.value().executor, DeviceExecutor::kLowered);
+    EXPECT_STREQ(d.value().why, "BRAID_ALGO");
+    EXPECT_STREQ(d.value().name(), "grid");
+    EXPECT_NE(describeDeviceChoice(d.value()).find("grid (loaded) lowered"), std::string::npos);
+  }
+  Expected<DeviceChoice> big =
+      chooseDeviceCall(Collective::kAllReduce, 2 << 20, windows(4), sel, false, &fit);
+  ASSERT_FALSE(big.isOk());
+  EXPECT_NE(big.status().message().find("grid: its sizes are [0, 1048576]"), std::string::npos)
+      << big.status().message();
+  fit.inPlace = true;
+  Expected<DeviceChoice> inPlace =
+      chooseDeviceCall(Collective::kAllReduce, 1024, windows(4), sel, false, &fit);
+  ASSERT_FALSE(inPlace.isOk());
+  EXPECT_NE(inPlace.status().message().find("grid: it serves out of place calls only"),
+            std::string::npos)
+      << inPlace.status().message();
+  Expected<DeviceChoice> ranks =
+      chooseDeviceCall(Collective::kAllReduce, 1024, windows(8), sel, false, nullptr);
+  ASSERT_FALSE(ranks.isOk());
+  EXPECT_NE(ranks.status().message().find("it supports"), std::string::npos);
+  // A list with a built-in falls back to it, lowered.
+  Selector list = selectorFor(CostInputs{}, "allreduce:grid,tree");
+  list.addUserAlgorithm(file);
+  const DeviceChoice fb = choose(Collective::kAllReduce, 2 << 20, windows(4), list, false);
+  EXPECT_EQ(fb.user, nullptr);
+  EXPECT_EQ(fb.algorithm, Algorithm::kTree);
+  EXPECT_EQ(fb.executor, DeviceExecutor::kLowered);
+  // A program of window steps has no lowering: refused, named.
+  auto windowed = std::make_shared<algo::AlgoFile>(*file);
+  windowed->programs[0].windowed = true;
+  sel.addUserAlgorithm(windowed);
+  Expected<DeviceChoice> w = chooseDeviceCall(Collective::kAllReduce, 1024, windows(4), sel, false);
+  ASSERT_FALSE(w.isOk());
+  EXPECT_NE(w.status().message().find("which device calls cannot run: its 4-rank program has "
+                                      "window steps"),
+            std::string::npos)
+      << w.status().message();
+}
+
+// Where the model decides, a loaded 2x4 grid on the DGX H100 is chosen exactly where its
+// walk (priceProgramUs over the GPU inputs; at most a slot per send up to 16 MiB, so no
+// slot waits) is below the device's best built-in (it is from 4 MiB, against the tree
+// and the ring), and never outside its sizes.
+TEST(DeviceChoice, TheModelPicksALoadedAlgorithmExactlyWhereItIsCheapest) {
+  const CostInputs in = fileInputs("dgx_h100.xml", 8);
+  auto file =
+      std::make_shared<algo::AlgoFile>(test::allReduceFile("grid", test::gridAllReduce(2, 4)));
+  file->sizes = algo::SizeRange{0, true, 8 * kMiB, false};
+  const Selector builtIn = selectorFor(in);
+  Selector sel = selectorFor(in);
+  sel.addUserAlgorithm(file);
+  int chosen = 0, cheaperOutside = 0;
+  for (uint64_t bytes = kKiB; bytes <= 16 * kMiB; bytes *= 2) {
+    const DeviceChoice best = choose(Collective::kAllReduce, bytes, windows(8), builtIn);
+    const double grid = priceProgramUs(*file, bytes, in);
+    const bool inside = file->sizes.contains(bytes);
+    const DeviceChoice d = choose(Collective::kAllReduce, bytes, windows(8), sel);
+    EXPECT_EQ(d.user != nullptr, inside && grid < best.predictedUs)
+        << bytes << " B: grid " << grid << " us, " << d.name() << " " << best.predictedUs;
+    if (d.user != nullptr) {
+      EXPECT_EQ(d.executor, DeviceExecutor::kLowered);
+      EXPECT_NEAR(d.predictedUs, grid, 1e-9 * grid);
+      EXPECT_STREQ(d.why, "cost model");
+    }
+    chosen += d.user != nullptr;
+    cheaperOutside += !inside && grid < best.predictedUs;
+  }
+  EXPECT_GT(chosen, 0);
+  EXPECT_GT(cheaperOutside, 0);
+  // '^grid' keeps it out; INFO's ranking names it.
+  Selector excluded = selectorFor(in, "allreduce:^grid");
+  excluded.addUserAlgorithm(file);
+  EXPECT_EQ(choose(Collective::kAllReduce, kMiB, windows(8), excluded).user, nullptr);
+  const std::string ex =
+      explainDeviceCall(Collective::kAllReduce, 16 * kMiB, windows(8), sel, true);
+  EXPECT_NE(ex.find("grid (loaded) does not run this call: its sizes are"), std::string::npos)
+      << ex;
 }
 
 }  // namespace
