@@ -57,9 +57,11 @@ class UserAlgorithms(unittest.TestCase):
         return out
 
     def init_fails(self, tool, n, env):
-        """Runs one small call of `tool` on n ranks, which must fail: its output."""
+        """Runs one small call of `tool` on n ranks, which must fail: its output. 256 B, so
+        that a gathering collective's block (16 B multiples, as nccl-tests) is not empty up
+        to 16 ranks: a call of count 0 returns before any algorithm is chosen."""
         rc, out = run([BRAIDRUN, "-n", str(n), "--no-prefix", "--timeout", "60",
-                       os.path.join(BUILD, "perf", "coll", tool), "-b", "8", "-e", "8",
+                       os.path.join(BUILD, "perf", "coll", tool), "-b", "256", "-e", "256",
                        "-n", "1", "-w", "0"], env=dict(os.environ, **env))
         self.assertNotEqual(rc, 0, out)
         return out
