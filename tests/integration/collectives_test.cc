@@ -3,6 +3,13 @@
 // communicators, groups of sends and receives, each result checked against
 // tests/common/reference.h.
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
+#include <cstddef>
 
 #include <cstdlib>
 #include <cstring>
@@ -522,6 +529,49 @@ TEST(ScheduleDump, EveryRankWritesTheSchedulesItBuildsAsJson) {
     }
     EXPECT_EQ(allReduce, 1) << "rank " << r << ": the 1000-float ring all-reduce, once";
     EXPECT_EQ(allToAllv, 2) << "rank " << r << ": each all-to-all-v call";
+  }
+}
+
+// Makes process_vm_readv fail with EPERM in this process from now on, as a container's
+// seccomp profile or Yama's ptrace_scope 2 would; false where the filter cannot be set.
+bool refuseProcessVmReadv() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])), filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+// Where the system refuses single copy, Braid finds out at init, says so once at INFO, and
+// every collective stays exact over the FIFOs: with every rank refused, and with only rank 1
+// refused (rank 0 may read, but must not post sends by address that rank 1 cannot read).
+// Single copy is asked for every send (BRAID_SHM_CMA_MIN_BYTES=1), so a rank that tried it
+// anyway would fail its first read.
+TEST(SingleCopy, RefusedBySeccompIsSaidOnceAndEveryCollectiveStaysExact) {
+  for (int refusedFrom : {0, 1}) {
+    SCOPED_TRACE(refusedFrom == 0 ? "every rank refused" : "rank 1 refused");
+    Job j{2, "shm", "0", kSingleCopyAll};
+    auto outcomes = runRanks(
+        j.nranks, envFor(j),
+        [refusedFrom](int rank) {
+          if (rank >= refusedFrom && !refuseProcessVmReadv()) return 9;
+          return everyAlgorithmBody();
+        },
+        120);
+    for (int r = 0; r < j.nranks; ++r) {
+      const std::string& out = outcomes[r].output;
+      EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r << ":\n" << out;
+      const std::string said = "single-copy transfers (process_vm_readv) are refused";
+      const size_t at = out.find(said);
+      if (r < refusedFrom) continue;  // rank 0 may read rank 1: it says it will, where allowed
+      EXPECT_NE(at, std::string::npos) << "rank " << r << ":\n" << out;
+      EXPECT_EQ(out.find(said, at + 1), std::string::npos) << "said twice:\n" << out;
+      EXPECT_EQ(out.find("go by single copy"), std::string::npos) << "rank " << r << ":\n" << out;
+    }
   }
 }
 
