@@ -16,7 +16,7 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug 
   -DBRAID_FUZZ=ON -DBRAID_BUILD_TESTS=OFF -DBRAID_BUILD_PERF=OFF \
   -DBRAID_ENABLE_CUDA=OFF -DCMAKE_CUDA_COMPILER=NOTFOUND \
   > build-fuzz/configure.log 2>&1 || { cat build-fuzz/configure.log; exit 1; }
-targets=(topo_xml tuning algo_policy bootstrap_table unique_id socket_frame socket_streams link_hello)
+targets=(topo_xml tuning algo_policy algo_file bootstrap_table unique_id socket_frame socket_streams link_hello)
 cmake --build build-fuzz -j "$(getconf _NPROCESSORS_ONLN)" --target "${targets[@]/#/fuzz_}"
 mkdir -p build-fuzz/crashes
 for t in "${targets[@]}"; do

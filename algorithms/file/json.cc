@@ -91,6 +91,11 @@ class Reader {
             break;
           case 'u':
             if (at_ + 4 > t_.size()) return fail("a short \\u escape");
+            for (size_t i = at_; i < at_ + 4; ++i) {
+              if (std::isxdigit(static_cast<unsigned char>(t_[i])) == 0) {
+                return fail("a \\u escape without four hex digits");
+              }
+            }
             c = static_cast<char>(std::stoi(t_.substr(at_, 4), nullptr, 16) & 0x7f);
             at_ += 4;
             break;
