@@ -172,9 +172,13 @@ Status runCollective(braidComm* comm, const Call& op) {
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
   const size_t es = datatypeSize(op.datatype);
   algo::CollArgs args = argsFor(c, op);
-  const CallFit fit = callFitOf(op, args);
+  // What a loaded algorithm must serve; nothing to work out where none is loaded.
+  CallFit fit;
+  const bool loaded = !comm->selector.userAlgorithms().empty();
+  if (loaded) fit = callFitOf(op, args);
+  const CallFit* fits = loaded ? &fit : nullptr;
   BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
-                         comm->selector.chooseForCall(op.collective, op.count * es, &fit));
+                         comm->selector.chooseForCall(op.collective, op.count * es, fits));
   const algo::Algorithm alg = choice.algorithm;
   OpDesc desc;
   desc.collective = algo::collectiveName(op.collective);
@@ -194,7 +198,7 @@ Status runCollective(braidComm* comm, const Call& op) {
     logged = shown;
     BRAID_INFO("%s: %s, predicted %.1f us (%s; ranking: %s)", desc.describe().c_str(),
                desc.algorithm, choice.predictedUs, choice.forced ? "BRAID_ALGO" : "cost model",
-               comm->selector.explain(op.collective, desc.bytes, &fit).c_str());
+               comm->selector.explain(op.collective, desc.bytes, fits).c_str());
   } else {
     BRAID_TRACE("%s: algorithm %s, predicted %.1f us", desc.describe().c_str(), desc.algorithm,
                 choice.predictedUs);
