@@ -84,24 +84,14 @@ static struct Shape shapeOf(int coll, long bytes, int p) {
       s.algBytes = s.callCount * 4;
       s.busFactor = coll == kAllreduce ? 2.0 * (p - 1) / p : 1.0;
       break;
-    case kGather:
-      s.sendCount = s.callCount = block;
-      s.recvCount = block * p;
-      s.algBytes = block * p * 4;
-      s.busFactor = (double)(p - 1) / p;
-      break;
-    case kScatter:
-      s.sendCount = block * p;
-      s.recvCount = s.callCount = block;
-      s.algBytes = block * p * 4;
-      s.busFactor = (double)(p - 1) / p;
-      break;
+    case kGather: /* the root's buffers as all-gather's */
     case kAllgather:
       s.sendCount = s.callCount = block;
       s.recvCount = block * p;
       s.algBytes = block * p * 4;
       s.busFactor = (double)(p - 1) / p;
       break;
+    case kScatter: /* the root's buffers as reduce-scatter's */
     case kReduceScatter:
       s.sendCount = block * p;
       s.recvCount = s.callCount = block;
