@@ -69,8 +69,19 @@ bool receiveLandsOnASend(const Call& recv, const std::vector<const Call*>& group
 }
 
 Expected<PointToPointPlan> pointToPointPlan(const std::vector<const Call*>& group, int rank) {
-  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(group, rank));
   PointToPointPlan plan;
+  BRAID_TRY(pointToPointPlan(group, rank, &plan));
+  return plan;
+}
+
+Status pointToPointPlan(const std::vector<const Call*>& group, int rank, PointToPointPlan* out) {
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(group, rank));
+  PointToPointPlan& plan = *out;
+  plan.before.clear();
+  plan.after.clear();
+  plan.remote.clear();
+  plan.remoteInScratch.clear();
+  plan.scratchBytes = 0;
   // Where receive r lands: its buffer, or (on a send's) the next piece of scratch, copied
   // to its buffer after the batch.
   auto landing = [&](const Call& r, bool* inScratch) -> void* {
@@ -97,7 +108,7 @@ Expected<PointToPointPlan> pointToPointPlan(const std::vector<const Call*>& grou
     plan.remote.push_back(std::move(c));
     plan.remoteInScratch.push_back(inScratch);
   }
-  return plan;
+  return Status::ok();
 }
 
 void placeScratch(PointToPointPlan* plan, void* scratch) {

@@ -74,6 +74,8 @@ struct PointToPointPlan {
   size_t scratchBytes = 0;
 };
 Expected<PointToPointPlan> pointToPointPlan(const std::vector<const Call*>& group, int rank);
+// The same into *plan, whose vectors keep their capacity (a caller's reused plan).
+Status pointToPointPlan(const std::vector<const Call*>& group, int rank, PointToPointPlan* plan);
 void placeScratch(PointToPointPlan* plan, void* scratch);
 
 // Whether `recv` (a receive of `group`) lands on one of the group's send buffers.

@@ -16,6 +16,7 @@
 #include "algorithms/registry.h"
 #include "algorithms/schedule.h"
 #include "core/comm.h"
+#include "exec/call.h"
 #include "exec/host/fifo_executor.h"
 #include "exec/host/shared_windows.h"
 #include "runtime/call_executor.h"
@@ -78,6 +79,11 @@ struct braidComm {
   std::vector<std::vector<char>> preMulCopies;
   // Host groups' receives that land on a send buffer, until the sends are done (under opMu).
   std::vector<char> p2pScratch;
+  // A host group's sends and receives, their plan and schedule, reused group after group so
+  // that a small group allocates nothing (under opMu).
+  std::vector<const braid::Call*> p2pCalls;
+  braid::PointToPointPlan p2pPlan;
+  braid::algo::Schedule p2pSchedule;
   bool checkCalls = false;               // BRAID_CHECK=1: ranks compare each collective call first
   // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
   std::array<uint8_t, 16> loggedAlgorithm{};

@@ -268,7 +268,8 @@ Status runBatch(braidComm* comm, algo::Schedule* s, const Call* first) {
 // that land on a send buffer go through comm->p2pScratch (exec/call.h).
 Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   Comm& c = *comm->comm;
-  BRAID_ASSIGN_OR_RETURN(PointToPointPlan plan, pointToPointPlan(ops, c.rank()));
+  PointToPointPlan& plan = comm->p2pPlan;
+  BRAID_TRY(pointToPointPlan(ops, c.rank(), &plan));
   if (plan.scratchBytes != 0) {
     if (comm->p2pScratch.size() < plan.scratchBytes) comm->p2pScratch.resize(plan.scratchBytes);
     placeScratch(&plan, comm->p2pScratch.data());
@@ -276,9 +277,10 @@ Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   for (const PointToPointPlan::Copy& copy : plan.before) {
     std::memmove(copy.dst, copy.src, copy.bytes);
   }
-  algo::Schedule s;
+  algo::Schedule& s = comm->p2pSchedule;
   s.rank = c.rank();
   s.nranks = c.nranks();
+  s.steps.clear();
   for (const Call& op : plan.remote) s.steps.push_back(pointToPointStep(op));
   if (!s.steps.empty()) BRAID_TRY(runBatch(comm, &s, ops.front()));
   for (const PointToPointPlan::Copy& copy : plan.after) {
@@ -296,13 +298,13 @@ Status runOps(braidComm* comm, const Call* ops, size_t n) {
 
 // A premul-sum is scaled as each collective runs (placeScale), its scalar read then.
 Status runOpsLocked(braidComm* comm, const Call* ops, size_t n) {
-  std::vector<const Call*> p2p;
   for (size_t i = 0; i < n; ++i) {
-    if (ops[i].kind == Call::Kind::kCollective) {
-      BRAID_TRY(runCollective(comm, ops[i]));
-    } else {
-      p2p.push_back(&ops[i]);
-    }
+    if (ops[i].kind == Call::Kind::kCollective) BRAID_TRY(runCollective(comm, ops[i]));
+  }
+  std::vector<const Call*>& p2p = comm->p2pCalls;
+  p2p.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (ops[i].kind != Call::Kind::kCollective) p2p.push_back(&ops[i]);
   }
   return p2p.empty() ? Status::ok() : runPointToPoint(comm, p2p);
 }

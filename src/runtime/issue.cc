@@ -29,15 +29,17 @@ thread_local std::vector<Queued> tGroup;
 // overlapping buffers), refused before a host stream queues them: its worker could only
 // raise it as the communicator's error.
 Status checkPointToPoint(const std::vector<Call>& ops, int rank) {
-  std::vector<const Call*> p2p;
+  thread_local std::vector<const Call*> p2p;  // kept, so that a small group allocates nothing
+  p2p.clear();
   for (const Call& op : ops) {
     if (op.kind != Call::Kind::kCollective) p2p.push_back(&op);
   }
   return p2p.empty() ? Status::ok() : pairSelfSends(p2p, rank).status();
 }
 
-// issueOps once the call is counted.
-braidResult_t issueCounted(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
+// issueOps once the call is counted; `ops` is taken only by a stream (a caller on the NULL
+// stream keeps the vector and its capacity).
+braidResult_t issueCounted(braidComm* comm, std::vector<Call>& ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (Status st = checkHostScalars(ops); !st.isOk()) return finish(comm, st);
   if (Status st = checkPointToPoint(ops, comm->comm->rank()); !st.isOk()) return finish(comm, st);
@@ -70,13 +72,13 @@ braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream) {
   return issueOps(comm, std::move(ops), stream);
 }
 
-braidResult_t issueOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream) {
+braidResult_t issueOps(braidComm* comm, std::vector<Call>&& ops, braidStream_t stream) {
   // Counted, so that an abort from another thread cannot free comm under this call.
   if (!acquireComm(comm)) {
     return finish(nullptr,
                   invalidArgument("comm was destroyed or aborted while the call was being issued"));
   }
-  braidResult_t r = issueCounted(comm, std::move(ops), stream);
+  braidResult_t r = issueCounted(comm, ops, stream);
   releaseComm(comm);
   return r;
 }
@@ -90,19 +92,37 @@ bool queueInGroup(braidComm* comm, Call&& op, braidStream_t stream) {
 
 void groupStart() { ++tGroupDepth; }
 
+namespace {
+
+// A group's calls on one communicator and one stream, the usual group, issued on this
+// thread from a vector kept between groups.
+braidResult_t issueOneIssue(braidComm* comm, braidStream_t stream, std::vector<Queued>& group) {
+  thread_local std::vector<Call> tOps;
+  std::vector<Call> ops;
+  ops.swap(tOps);
+  ops.clear();
+  for (Queued& q : group) ops.push_back(std::move(q.op));
+  const braidResult_t r = isLiveComm(comm)
+                              ? issueOps(comm, std::move(ops), stream)
+                              : finish(nullptr, invalidArgument("a group used a destroyed comm"));
+  ops.clear();
+  if (tOps.empty()) ops.swap(tOps);
+  return r;
+}
+
 // One issue per communicator, in the order each was first used. Issues on one stream (a
 // CUDA or a host stream) run one after another in that order, so the stream holds their
 // work in the same order on every rank; issues on different streams, and each on the NULL
 // stream, run side by side, a thread each beyond the first. Ranks of one process (a
 // thread's communicators, as ncclCommInitAll makes them) then meet where a call waits for
 // every rank: host buffers on the NULL stream, the device windows' set-up.
-braidResult_t groupEnd() {
-  if (tGroupDepth == 0) {
-    return finish(nullptr, invalidUsage("braidGroupEnd without a matching braidGroupStart"));
+braidResult_t issueGroup(std::vector<Queued>& group) {
+  if (group.empty()) return braidSuccess;
+  bool one = true;
+  for (const Queued& q : group) {
+    one = one && q.comm == group.front().comm && q.stream == group.front().stream;
   }
-  if (--tGroupDepth > 0) return braidSuccess;
-  std::vector<Queued> group;
-  group.swap(tGroup);
+  if (one) return issueOneIssue(group.front().comm, group.front().stream, group);
   struct Issue {
     braidComm* comm;
     braidStream_t stream;  // the communicator's first call's
@@ -149,6 +169,22 @@ braidResult_t groupEnd() {
     return results[i];
   }
   return braidSuccess;
+}
+
+}  // namespace
+
+// braidGroupEnd: the outermost issues what the group queued (issueGroup).
+braidResult_t groupEnd() {
+  if (tGroupDepth == 0) {
+    return finish(nullptr, invalidUsage("braidGroupEnd without a matching braidGroupStart"));
+  }
+  if (--tGroupDepth > 0) return braidSuccess;
+  std::vector<Queued> group;
+  group.swap(tGroup);
+  const braidResult_t r = issueGroup(group);
+  group.clear();
+  if (tGroup.empty()) group.swap(tGroup);  // its capacity, for the next group
+  return r;
 }
 
 }  // namespace braid

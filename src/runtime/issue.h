@@ -11,8 +11,9 @@
 namespace braid {
 
 // Issues `ops` now (NULL stream) or on `stream`, reporting asynchronous
-// failures through the communicator.
-braidResult_t issueOps(braidComm* comm, std::vector<Call> ops, braidStream_t stream);
+// failures through the communicator. A stream takes the calls out of `ops`; on the NULL
+// stream they stay, and the caller may reuse the vector.
+braidResult_t issueOps(braidComm* comm, std::vector<Call>&& ops, braidStream_t stream);
 // The same for one op (no allocation on the NULL stream's host path).
 braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream);
 
