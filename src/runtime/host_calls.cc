@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/logging.h"
+#include "exec/copy.h"
 #include "exec/reduce.h"
 #include "runtime/call_executor.h"
 #include "runtime/dispatch.h"
@@ -284,7 +285,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   for (const Call& op : plan.remote) s.steps.push_back(pointToPointStep(op));
   if (!s.steps.empty()) BRAID_TRY(runBatch(comm, &s, ops.front()));
   for (const PointToPointPlan::Copy& copy : plan.after) {
-    std::memcpy(copy.dst, copy.src, copy.bytes);
+    copyBytes(copy.dst, copy.src, copy.bytes);
   }
   return Status::ok();
 }

@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/logging.h"
+#include "exec/copy.h"
 #include "exec/reduce.h"
 #include "exec/stream_copy.h"
 
@@ -343,11 +344,11 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       if (stream) {
         streamLines(out, src, bytes);
       } else {
-        std::memcpy(out, src, bytes);
+        copyBytes(out, src, bytes);
       }
       break;
     case OpKind::kRecv:
-      if (in != dst) std::memcpy(dst, in, bytes);
+      if (in != dst) copyBytes(dst, in, bytes);
       break;
     case OpKind::kRecvReduce:
       if (step.final) {
@@ -376,11 +377,11 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       }
       break;
     case OpKind::kRecvCopySend:
-      if (in != dst) std::memcpy(dst, in, bytes);
+      if (in != dst) copyBytes(dst, in, bytes);
       if (stream) {
         streamLines(out, in, bytes);
       } else {
-        std::memcpy(out, in, bytes);
+        copyBytes(out, in, bytes);
       }
       break;
     default:

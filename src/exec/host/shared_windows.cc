@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/clock.h"
+#include "exec/copy.h"
 #include "exec/host/shared_windows_layout.h"
 #include "exec/reduce.h"
 #include "exec/stream_copy.h"
@@ -172,7 +173,7 @@ void NodeWindows::put(const Step& st, const OpDesc& desc) {
   char* dst = ownAt(st.dst, st.dstOffset);
   const char* src = ownAt(st.src, st.srcOffset);
   if (line_) {
-    std::memcpy(dst, src, st.count * es_);
+    copyBytes(dst, src, st.count * es_);
   } else {
     copyIn(dst, src, st.count * es_, st.src == BufRef::kInput, desc);
   }
@@ -255,7 +256,7 @@ Status NodeWindows::copyPeer(const Step& st, const OpDesc& desc) {
   char* dst = ownAt(st.dst, st.dstOffset);
   if (src == dst) return Status::ok();
   if (line_) {
-    std::memcpy(dst, src, st.count * es_);
+    copyBytes(dst, src, st.count * es_);
   } else {
     copyOut(dst, src, st.count * es_);
   }
@@ -287,7 +288,7 @@ void NodeWindows::reduceAll(char* dst, char* shared, const std::vector<const cha
     if (stream) {
       streamLines(shared + at, d, m * es);
     } else {
-      std::memcpy(shared + at, d, m * es);
+      copyBytes(shared + at, d, m * es);
     }
   }
 }
@@ -296,7 +297,7 @@ void NodeWindows::copyOut(char* dst, const char* src, size_t bytes) const {
   if (streamOut_) {
     streamCopy(dst, src, bytes);
   } else {
-    std::memcpy(dst, src, bytes);
+    copyBytes(dst, src, bytes);
   }
 }
 
