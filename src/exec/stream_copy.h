@@ -23,6 +23,10 @@ namespace braid {
 
 // Across cores (braid-micro crossCoreCopy): 1 MiB 483 us plain, 42 us streamed; 8 KiB plain 0.48 us.
 constexpr size_t kStreamMinBytes = 24 << 10;
+// Outputs from this size up (a call's whole output, in private memory) are written with
+// streaming stores too: they outgrow the caches anyway, and a plain store would first read
+// every line from memory.
+constexpr size_t kStreamOutMinBytes = 4 << 20;
 
 #if defined(__x86_64__)
 // Copies `lines` 64-byte lines with 16-byte loads, into dst with streaming (kStreamed) or

@@ -348,7 +348,12 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       }
       break;
     case OpKind::kRecv:
-      if (in != dst) copyBytes(dst, in, bytes);
+      if (in == dst) break;
+      if (step.count * elemSize_ >= kStreamOutMinBytes) {
+        streamLines(dst, in, bytes);
+      } else {
+        copyBytes(dst, in, bytes);
+      }
       break;
     case OpKind::kRecvReduce:
       if (step.final) {

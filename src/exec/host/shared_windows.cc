@@ -25,9 +25,6 @@ using windows::kLineDepth;
 constexpr size_t kReduceBlockBytes = 16 << 10;
 // Peers' allocations kept mapped; more are unmapped between calls.
 constexpr size_t kMaxLent = 64;
-// Outputs from this size up are written with streaming stores: they outgrow the
-// caches anyway, and a plain store would first read every line from memory.
-constexpr size_t kStreamOutMinBytes = 4 << 20;
 
 }  // namespace
 
