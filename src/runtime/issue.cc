@@ -94,6 +94,12 @@ void groupStart() { ++tGroupDepth; }
 
 namespace {
 
+// One communicator's calls of a group, unless it was destroyed since they were queued.
+braidResult_t issueQueued(braidComm* comm, std::vector<Call>&& ops, braidStream_t stream) {
+  return isLiveComm(comm) ? issueOps(comm, std::move(ops), stream)
+                          : finish(nullptr, invalidArgument("a group used a destroyed comm"));
+}
+
 // A group's calls on one communicator and one stream, the usual group, issued on this
 // thread from a vector kept between groups.
 braidResult_t issueOneIssue(braidComm* comm, braidStream_t stream, std::vector<Queued>& group) {
@@ -102,9 +108,7 @@ braidResult_t issueOneIssue(braidComm* comm, braidStream_t stream, std::vector<Q
   ops.swap(tOps);
   ops.clear();
   for (Queued& q : group) ops.push_back(std::move(q.op));
-  const braidResult_t r = isLiveComm(comm)
-                              ? issueOps(comm, std::move(ops), stream)
-                              : finish(nullptr, invalidArgument("a group used a destroyed comm"));
+  const braidResult_t r = issueQueued(comm, std::move(ops), stream);
   ops.clear();
   if (tOps.empty()) ops.swap(tOps);
   return r;
@@ -142,9 +146,7 @@ braidResult_t issueGroup(std::vector<Queued>& group) {
   auto run = [&](const std::vector<size_t>& lane) {
     for (size_t i : lane) {
       Issue& is = issues[i];
-      results[i] = isLiveComm(is.comm)
-                       ? issueOps(is.comm, std::move(is.ops), is.stream)
-                       : finish(nullptr, invalidArgument("a group used a destroyed comm"));
+      results[i] = issueQueued(is.comm, std::move(is.ops), is.stream);
       if (results[i] != braidSuccess) errors[i] = tLastError;
     }
   };
