@@ -106,7 +106,7 @@ EOF
 
 {
   braid braid-socket ""
-  if "$build/tools/braid_info/braid-info" | grep -q "transports:.*ucx"; then
+  if grep -q "transports:.*ucx" <<<"$("$build/tools/braid_info/braid-info")"; then
     braid braid-ucx "BRAID_NET=ucx UCX_TLS=tcp,self"
   else
     echo "# braid-ucx skipped: this build has no ucx"

@@ -43,7 +43,7 @@ cmake --install "$BUILD" --prefix "$WORK/staged" >/dev/null
 mv "$WORK/staged" "$WORK/prefix"
 P=$WORK/prefix
 for f in "$P"/bin/* "$P"/lib/libbraid.so.0 "$P"/libexec/braid/perf/*; do
-  if readelf -d "$f" 2>/dev/null | grep -E 'R(UN)?PATH' | grep -v '\$ORIGIN' | grep -q .; then
+  if readelf -d "$f" 2>/dev/null | grep -E 'R(UN)?PATH' | grep -v '\$ORIGIN' >/dev/null; then
     fail "$f has an absolute RPATH: $(readelf -d "$f" | grep -E 'R(UN)?PATH')"
   fi
 done
@@ -58,9 +58,9 @@ grep -q "^Braid_DIR:PATH=$P/lib/cmake/Braid$" "$WORK/ex-cmake/CMakeCache.txt" ||
 cmake --build "$WORK/ex-cmake" >/dev/null
 expect_exact $NRANKS "$P/bin/braidrun" -n $NRANKS "$WORK/ex-cmake/allreduce_c"
 expect_exact $NRANKS "$P/bin/braidrun" -n $NRANKS "$WORK/ex-cmake/allreduce_cpp"
-ldd "$WORK/ex-cmake/allreduce_c" | grep -q "libbraid.so.0 => $P/lib/" || fail "not the prefix's libbraid"
+grep -q "libbraid.so.0 => $P/lib/" <<<"$(ldd "$WORK/ex-cmake/allreduce_c")" || fail "not the prefix's libbraid"
 if [ -e "$P/lib/libbraid.a" ]; then  # Braid::braid_static: no libbraid.so at run time
-  ! ldd "$WORK/ex-cmake/allreduce_c_static" | grep -q libbraid || fail "allreduce_c_static loads libbraid.so"
+  ! grep -q libbraid <<<"$(ldd "$WORK/ex-cmake/allreduce_c_static")" || fail "allreduce_c_static loads libbraid.so"
   expect_exact $NRANKS "$P/bin/braidrun" -n $NRANKS "$WORK/ex-cmake/allreduce_c_static"
 fi
 
@@ -101,7 +101,7 @@ while read -r f; do
   [ -d "$f" ] || [ ! -e "$f" ] || fail "$f is left after removing the package"
 done < "$WORK/deb-files"
 ! dpkg -s braid >/dev/null 2>&1 || fail "the package is still installed"
-ldconfig -p | grep -q libbraid && fail "ldconfig still lists libbraid"
+grep -q libbraid <<<"$(ldconfig -p)" && fail "ldconfig still lists libbraid"
 
 step "wheel: built from the installed library, used from a fresh venv"
 rm -rf python/build python/braid.egg-info

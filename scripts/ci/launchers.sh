@@ -272,7 +272,7 @@ slurm_scancel() {
   done
   pids=$(grep -o -E 'Rank +[0-9]+ Group +0 Pid +[0-9]+' "$work/three.out" | awk '{ print $NF }')
   for pid in $pids; do
-    if ls /dev/shm | grep -q "^braid-$pid-"; then echo "segment of pid $pid left"; return 1; fi
+    if grep -q "^braid-$pid-" <<<"$(ls /dev/shm)"; then echo "segment of pid $pid left"; return 1; fi
   done
   limit 20 scancel "$job"
   said "scancel $step (rank 3): ranks 0, 1, 2 fail naming rank ${named[0]}, ${named[1]}," \
