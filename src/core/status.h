@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <variant>
@@ -19,22 +20,39 @@ namespace braid {
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(braidResult_t code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(braidResult_t code, std::string message)
+      : rep_(std::make_unique<Rep>(Rep{code, std::move(message)})) {}
+  Status(const Status& o) : rep_(o.rep_ ? std::make_unique<Rep>(*o.rep_) : nullptr) {}
+  Status(Status&&) noexcept = default;
+  Status& operator=(const Status& o) {
+    if (this != &o) rep_ = o.rep_ ? std::make_unique<Rep>(*o.rep_) : nullptr;
+    return *this;
+  }
+  Status& operator=(Status&&) noexcept = default;
 
   static Status ok() { return Status(); }
-  bool isOk() const { return code_ == braidSuccess; }
-  braidResult_t code() const { return code_; }
-  const std::string& message() const { return message_; }
+  bool isOk() const { return code() == braidSuccess; }
+  braidResult_t code() const { return rep_ ? rep_->code : braidSuccess; }
+  const std::string& message() const { return rep_ ? rep_->message : emptyMessage(); }
 
   // Prefixes context ("allreduce #12: ") to the message; keeps the code.
   Status withContext(const std::string& context) const {
     if (isOk()) return *this;
-    return Status(code_, context + message_);
+    return Status(rep_->code, context + rep_->message);
   }
 
  private:
-  braidResult_t code_ = braidSuccess;
-  std::string message_;
+  // An ok Status is one null pointer: every call's path returns many, and makes or
+  // destroys no string for them.
+  struct Rep {
+    braidResult_t code;
+    std::string message;
+  };
+  static const std::string& emptyMessage() {
+    static const std::string empty;
+    return empty;
+  }
+  std::unique_ptr<Rep> rep_;
 };
 
 inline Status invalidArgument(std::string m) { return Status(braidInvalidArgument, std::move(m)); }
