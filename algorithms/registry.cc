@@ -58,7 +58,8 @@ bool supports(Algorithm a, Collective c) {
     case Algorithm::kLinear: return c == Collective::kGather || c == Collective::kScatter;
     case Algorithm::kDirect:
       return c == Collective::kAllReduce || c == Collective::kAllGather ||
-             c == Collective::kReduceScatter || c == Collective::kBroadcast;
+             c == Collective::kReduceScatter || c == Collective::kBroadcast ||
+             c == Collective::kReduce;
     case Algorithm::kTwoShot: return c == Collective::kAllReduce;
     case Algorithm::kHierarchical:
       return c == Collective::kAllReduce || c == Collective::kAllGather ||
@@ -98,6 +99,7 @@ Schedule buildSchedule(Algorithm a, const CollArgs& args) {
       if (c == C::kAllReduce) return directAllReduce(args);
       if (c == C::kAllGather) return directAllGather(args);
       if (c == C::kReduceScatter) return directReduceScatter(args);
+      if (c == C::kReduce) return directReduce(args);
       return directBroadcast(args);
     case Algorithm::kTwoShot: return twoShotAllReduce(args);
     case Algorithm::kHierarchical:

@@ -35,6 +35,19 @@ void endBatch(Schedule& s) {
   if (!s.steps.empty()) s.steps.back().batchWithNext = false;
 }
 
+// The own piece (input at srcOff) joins scratch slot `rank`, then the n slots are reduced
+// in rank order into dst at dstOff.
+void reduceSlots(Schedule& s, const CollArgs& a, uint64_t slot, uint64_t len, uint64_t srcOff,
+                 BufRef dst, uint64_t dstOff) {
+  s.steps.push_back(local(OpKind::kCopy, BufRef::kInput, srcOff, BufRef::kScratch,
+                          a.rank * slot, len, false));
+  s.steps.push_back(local(OpKind::kCopy, BufRef::kScratch, 0, dst, dstOff, len, false));
+  for (int p = 1; p < a.nranks; ++p) {
+    s.steps.push_back(local(OpKind::kReduceLocal, BufRef::kScratch, p * slot, dst, dstOff, len,
+                            p == a.nranks - 1));
+  }
+}
+
 // Sends piece [off, off+len) of `src` to `targets` (all other ranks, or all
 // but those whose piece differs) and receives `len` elements from every other
 // rank into scratch slot p; then the own piece joins slot `rank` and the slots
@@ -49,13 +62,7 @@ void exchangeAndReduce(Schedule& s, const CollArgs& a, uint64_t slot, uint64_t l
     if (p != a.rank) s.steps.push_back(recv(p, BufRef::kScratch, p * slot, len));
   }
   endBatch(s);
-  s.steps.push_back(local(OpKind::kCopy, BufRef::kInput, srcOffsetFor(a, a.rank, base),
-                          BufRef::kScratch, a.rank * slot, len, false));
-  s.steps.push_back(local(OpKind::kCopy, BufRef::kScratch, 0, dst, dstOff, len, false));
-  for (int p = 1; p < a.nranks; ++p) {
-    s.steps.push_back(local(OpKind::kReduceLocal, BufRef::kScratch, p * slot, dst, dstOff, len,
-                            p == a.nranks - 1));
-  }
+  reduceSlots(s, a, slot, len, srcOffsetFor(a, a.rank, base), dst, dstOff);
 }
 
 uint64_t sameOffset(const CollArgs&, int, uint64_t base) { return base; }
@@ -134,6 +141,31 @@ Schedule directBroadcast(const CollArgs& a) {
   }
   if (a.rank == a.root && !a.inPlace) {
     s.steps.push_back(local(OpKind::kCopy, BufRef::kInput, 0, BufRef::kOutput, 0, a.count, false));
+  }
+  return s;
+}
+
+// Every rank's piece to the root, which reduces them in rank order; the other ranks only
+// send (they have no output).
+Schedule directReduce(const CollArgs& a) {
+  Schedule s = emptySchedule(a);
+  if (single(a, s, true)) return s;
+  const uint64_t m = std::min(pieceOf(a), a.count);
+  if (a.rank != a.root) {
+    for (uint64_t off = 0; off < a.count; off += m) {
+      s.steps.push_back(send(a.root, BufRef::kInput, off, std::min(m, a.count - off)));
+      endBatch(s);
+    }
+    return s;
+  }
+  s.scratchElems = m * a.nranks;
+  for (uint64_t off = 0; off < a.count; off += m) {
+    const uint64_t len = std::min(m, a.count - off);
+    for (int p = 0; p < a.nranks; ++p) {
+      if (p != a.rank) s.steps.push_back(recv(p, BufRef::kScratch, p * m, len));
+    }
+    endBatch(s);
+    reduceSlots(s, a, m, len, off, BufRef::kOutput, off);
   }
   return s;
 }

@@ -21,6 +21,8 @@ Schedule twoShotAllReduce(const CollArgs& args);
 Schedule directAllGather(const CollArgs& args);
 Schedule directReduceScatter(const CollArgs& args);
 Schedule directBroadcast(const CollArgs& args);
+// Every rank's input to the root, reduced there in rank order.
+Schedule directReduce(const CollArgs& args);
 
 // ---- Window schedules (direct_windows.cc). Require windowFits(args). ----
 // One-shot (every rank reduces every rank's round) or two-shot (rank q reduces piece q

@@ -262,8 +262,9 @@ Schedule windowAllToAll(const CollArgs& a) {
   return s;
 }
 
-// Reduce, gather and scatter run on the device windows, which lend nothing: no rank
-// reads another's buffer, so no round signals kFinished.
+// Reduce, gather and scatter lend nothing: no rank reads another's buffer, so no round
+// signals kFinished. Reduce runs on the host and device windows, gather and scatter on
+// the device windows.
 Schedule windowReduce(const CollArgs& a) {
   Schedule s = windowSchedule(a);
   WinSteps w(&s);

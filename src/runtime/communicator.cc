@@ -11,6 +11,7 @@
 #include "core/env.h"
 #include "core/logging.h"
 #include "cuda/device.h"
+#include "exec/host/shared_windows_layout.h"
 #include "exec/reduce.h"
 #include "runtime/communicator_ops.h"
 #include "runtime/config.h"
@@ -79,6 +80,7 @@ Status setUpSelector(braidComm& h, const std::string& transportList) {
   CostInputs in = costInputsFor(h.topology.topology, hostPlaces, sharing);
   in.sharedWindows = c.nodes() == 1 && c.nranks() > 1 && transportList.rfind("shm", 0) == 0 &&
                      envInt("BRAID_SHM_WINDOW_BYTES", 1 << 20) > 0;
+  if (in.sharedWindows) in.windowLineBytes = windows::kLineBytes;
   const std::string tuningFile = envString("BRAID_TUNING_FILE");
   if (!tuningFile.empty()) {
     BRAID_ASSIGN_OR_RETURN(Tuning tuning, Tuning::load(tuningFile));

@@ -73,6 +73,10 @@ struct CostInputs {
   // direct algorithms read peers' memory where it lies (a copy into the
   // window, then loads), while FIFO schedules copy every byte in and out.
   bool sharedWindows = false;
+  // With shared windows: a call of at most this many bytes rides in a header line, where a
+  // rank that waits for nobody runs calls ahead; a larger call's round first waits for
+  // every rank's round before (the windows' two halves). 0: no lines.
+  uint64_t windowLineBytes = 0;
   std::vector<AlgoFit> fits;  // measured (tuning file); they win over closed forms
   std::string source = "topology";  // where the figures come from, for messages
 };

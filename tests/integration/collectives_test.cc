@@ -170,7 +170,7 @@ const AlgoCase kAlgos[] = {
     {"bruck", {kAllToAll, kAllGather}},
     {"pairwise", {kAllToAll, kAllToAllv}},
     {"linear", {kGather, kScatter}},
-    {"direct", {kAllReduce, kAllGather, kReduceScatter, kBroadcast}},
+    {"direct", {kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce}},
     {"two_shot", {kAllReduce}},
     {"hierarchical", {kAllReduce, kAllGather, kReduceScatter, kBroadcast}},
 };

@@ -110,6 +110,7 @@ bool NodeWindows::handles(Collective c, Algorithm a) const {
     case Collective::kAllGather:
     case Collective::kReduceScatter:
     case Collective::kBroadcast:
+    case Collective::kReduce:
       return a == Algorithm::kDirect;
     case Collective::kAllToAll:
       return a == Algorithm::kPairwise;

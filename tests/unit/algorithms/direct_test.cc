@@ -23,6 +23,7 @@ const Fn kFns[] = {
     {"allgather", algo::directAllGather, Collective::kAllGather},
     {"reducescatter", algo::directReduceScatter, Collective::kReduceScatter},
     {"broadcast", algo::directBroadcast, Collective::kBroadcast},
+    {"reduce", algo::directReduce, Collective::kReduce},
 };
 
 TEST(Direct, EveryRankCountStepAndPlacement) {

@@ -209,8 +209,14 @@ TEST(CostInputsFor, VmHostRanksUseSharedMemory) {
 // reduce-scatter reads peers' blocks in place, one copy per block less than the
 // FIFO ring; measured on the VM at 2 and 4 ranks it won from 64 KiB (5 against
 // 18 us at 2 ranks), so the model must rank it first there. Two-shot all-reduce
-// moves less memory than one-shot at any rank count and won at 16 MiB.
-TEST(CostModel, SharedWindowsRankDirectReduceScatterFirstOnOneNode) {
+// moves less memory than one-shot at any rank count and won at 16 MiB. Reduce: the
+// other ranks put their input in a line or window and go on, the root reads them all;
+// measured against tree and ring (reduce_perf, -a 3, interleaved) it led in a header
+// line (8 B: 0.24 against 0.39 us at 2 ranks, 0.77 against 4.0 at 4) and from 64 KiB at
+// 2 ranks (16 MiB 2.5 against 4.2 ms), and trailed between (512 B: 0.57 against 0.46 us
+// at 2 ranks, 5.1 against 4.3 at 4) and above a line at 4 ranks on 2 cores. Over FIFOs
+// its root takes n - 1 messages one by one: not first.
+TEST(CostModel, SharedWindowsRankTheWindowAlgorithmsFirstOnOneNode) {
   std::string why;
   const std::optional<topo::Topology> t = test::loadTopoFile("vm_2core.xml", &why);
   if (!t) GTEST_SKIP() << why;
@@ -228,10 +234,19 @@ TEST(CostModel, SharedWindowsRankDirectReduceScatterFirstOnOneNode) {
     EXPECT_EQ(rankAlgorithms(Collective::kAllReduce, uint64_t{16} << 20, in)[0].first,
               Algorithm::kTwoShot)
         << n << " ranks";
+    in.windowLineBytes = 56;  // as the host windows' lines
+    for (uint64_t bytes : {uint64_t{8}, uint64_t{512}, uint64_t{64} << 10, uint64_t{16} << 20}) {
+      const bool direct = bytes <= in.windowLineBytes || (n == 2 && bytes >= (64 << 10));
+      EXPECT_EQ(rankAlgorithms(Collective::kReduce, bytes, in)[0].first == Algorithm::kDirect,
+                direct)
+          << "reduce, " << n << " ranks, " << bytes << " bytes";
+    }
     in.sharedWindows = false;  // FIFOs only: direct posts n - 1 messages, ring wins large
     const auto fifo = rankAlgorithms(Collective::kReduceScatter, uint64_t{64} << 20, in);
     ASSERT_FALSE(fifo.empty());
     EXPECT_NE(fifo[0].first, Algorithm::kDirect) << n << " ranks without windows";
+    EXPECT_NE(rankAlgorithms(Collective::kReduce, 8, in)[0].first, Algorithm::kDirect)
+        << "reduce, " << n << " ranks without windows";
   }
 }
 
