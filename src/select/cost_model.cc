@@ -150,8 +150,9 @@ double inOneShotUnits(double memoryTraffic, int n) { return memoryTraffic * n / 
 
 // Host memory with shared windows: bytes each rank copies or reads, in units
 // of S, for the algorithms that run on the windows (exec/host/shared_windows.h); nothing
-// (zeros) for the others, which pay the FIFO's two copies per byte instead.
-Form windowForm(Algorithm a, Collective c, int n) {
+// (zeros) for the others, which pay the FIFO's two copies per byte instead. `inLine`:
+// the call fits a header line (CostInputs::windowLineBytes).
+Form windowForm(Algorithm a, Collective c, int n, bool inLine) {
   const double frac = static_cast<double>(n - 1) / n;
   switch (c) {
     case Collective::kAllReduce:
@@ -176,8 +177,12 @@ Form windowForm(Algorithm a, Collective c, int n) {
       break;
     case Collective::kReduce:
       // The root, the busiest: n inputs read (its own from its buffer), the output
-      // written; the others copy theirs in.
-      if (a == Algorithm::kDirect) return {1, inOneShotUnits(n + 1.0, n), 1};
+      // written; the others copy theirs in and go on. Beyond a line a round first meets
+      // every rank's round before (the two halves), then the root waits for the puts: n
+      // hand-offs. Measured against ring and tree: at 2 ranks 512 B and 4 KiB 10-20%
+      // behind, 64 KiB and up ahead; at 4 ranks on 2 cores 512 B to 64 KiB 5-60% behind;
+      // in a line 1.6x (2 ranks) and 5x (4) ahead.
+      if (a == Algorithm::kDirect) return {inLine ? 1.0 : n, inOneShotUnits(n + 1.0, n), 1};
       break;
     case Collective::kAllToAll:
       if (a == Algorithm::kPairwise) return {1, 1 + frac, 1};
@@ -387,15 +392,9 @@ double predictUs(Algorithm a, Collective c, uint64_t bytes, const CostInputs& in
     Form f = formFor(alg, c, in.nranks);
     if (f.steps == 0 && f.traffic == 0) return std::numeric_limits<double>::infinity();
     if (in.sharedWindows && in.nodes <= 1) {
-      const Form w = windowForm(alg, c, in.nranks);
+      const Form w = windowForm(alg, c, in.nranks, bytes <= in.windowLineBytes);
       if (w.steps != 0 || w.traffic != 0) {
         f = w;
-        // A reduce's other ranks go on once their input is put; beyond a line a round
-        // first meets every rank's round before (the two halves), then the root waits for
-        // the puts: n hand-offs. Measured against ring and tree: at 2 ranks 512 B and
-        // 4 KiB 10-20% behind, 64 KiB and up ahead; at 4 ranks on 2 cores 512 B to
-        // 64 KiB 5-60% behind; in a line 1.6x (2 ranks) and 5x (4) ahead.
-        if (c == Collective::kReduce && bytes > in.windowLineBytes) f.steps = in.nranks;
       } else {
         f.traffic *= kC.fifoCopyFactor;  // into the FIFO slot and out of it
         // Bruck's all-to-all also rotates the whole array locally, before and after.

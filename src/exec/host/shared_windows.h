@@ -30,9 +30,9 @@
 //     kLineDepth, round e's at e % kLineDepth) whose first word is the round's ready
 //     flag: a peer gets flag and data in one transfer, and a writer waits only before
 //     reusing a line some peer may not have read, so a rank that waits for nobody (a
-//     broadcast's root, a reduce's other ranks) runs up to kLineDepth calls ahead. Every rank decides alike: a
-//     range one rank puts is a range another reads. Nothing is lent then, so no rank
-//     waits for kFinished and none is published.
+//     broadcast's root, a reduce's other ranks) runs up to kLineDepth calls ahead.
+//     Every rank decides alike: a range one rank puts is a range another reads. Nothing
+//     is lent then, so no rank waits for kFinished and none is published.
 //   - A two-shot all-reduce whose input fits a line runs the one-shot schedule, and one
 //     of 2 ranks up to kLentOneShotMaxBytes whose inputs are both lent continues with the
 //     one-shot schedule from the first reduction: one hand-off fewer for the same bytes
@@ -55,10 +55,10 @@
 // Collectives and algorithm names that run here (single-node communicators whose peers
 // all connect over shm): all-reduce direct (one-shot) and two_shot, all-gather,
 // reduce-scatter, broadcast and reduce direct, all-to-all pairwise. Results are bitwise
-// identical on every rank (one reduction order). The regions are set up by the first call that
-// runs here (names cross the communicator in a ring all-gather, then every rank confirms
-// its mappings); if any rank cannot, every rank falls back to the FIFO schedules for
-// good. Used by one thread at a time (the communicator's operation thread).
+// identical on every rank (one reduction order). The regions are set up by the first
+// call that runs here (names cross the communicator in a ring all-gather, then every
+// rank confirms its mappings); if any rank cannot, every rank falls back to the FIFO
+// schedules for good. Used by one thread at a time (the communicator's operation thread).
 #pragma once
 
 #include <array>
