@@ -38,7 +38,7 @@ class Work:
     """
 
     __slots__ = ("_run", "_executor", "_done", "_error", "_result", "_callbacks", "_keep",
-                 "_fusable", "_order")
+                 "_fusable", "_order", "_number")
 
     def __init__(self, run, executor, result=None, keep=None, fusable=False, order=None):
         self._run = run
@@ -50,6 +50,7 @@ class Work:
         self._result = result
         self._callbacks = []
         self._keep = keep
+        self._number = 0  # its place in its executor's queue, counted from 1
 
     def is_completed(self):
         """True once the operation has finished, successfully or not."""
@@ -110,7 +111,10 @@ class Executor:
         self._closed = False
         self._name = name
         self._thread = None
-        self._awake = False  # the worker may run fusable work
+        # Works numbered as they are queued; the worker may run fusable work numbered up
+        # to the last wake's count (later fusable work waits for a wake of its own).
+        self._queued = 0
+        self._woken_through = 0
         _executors.add(self)
 
     def submit(self, work):
@@ -118,10 +122,15 @@ class Executor:
         with self.cond:
             if self._closed:
                 raise RuntimeError(f"braid: {self._name} is closed")
-            self._queue.append(work)
+            self._append(work)
             if not work._fusable:
                 self._wake()
         return work
+
+    def _append(self, work):
+        self._queued += 1
+        work._number = self._queued
+        self._queue.append(work)
 
     def kick(self):
         """Lets the worker run held-back work."""
@@ -134,7 +143,7 @@ class Executor:
             self._thread = threading.Thread(target=self._worker, daemon=True,
                                             name=f"braid-{self._name}")
             self._thread.start()
-        self._awake = True
+        self._woken_through = self._queued
         self._ready.notify()
 
     def run(self, work):
@@ -142,7 +151,7 @@ class Executor:
         with self.cond:
             if self._closed:
                 raise RuntimeError(f"braid: {self._name} is closed")
-            self._queue.append(work)
+            self._append(work)
         return work.wait()
 
     def wait_for(self, work, timeout):
@@ -241,9 +250,9 @@ class Executor:
             del batch  # its tensors go now, not when the thread ends
 
     def _runnable(self):
-        # Fusable work alone in the queue waits for a wait(), an is_completed()
-        # or a collective behind it.
-        if self._awake or any(not w._fusable for w in self._queue):
-            self._awake = False
-            return True
-        return False
+        # Fusable work alone in the queue waits for a wait(), an is_completed() or a
+        # collective behind it. A wake counts for the work queued when it came: one that
+        # came while the worker ran the very work it was for (a wait with a timeout) must
+        # not let the next fusable work run before the rest of its group is queued.
+        return (self._queue[0]._number <= self._woken_through
+                or any(not w._fusable for w in self._queue))

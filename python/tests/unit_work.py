@@ -73,5 +73,41 @@ class WaitTimeoutTest(unittest.TestCase):
         ex.join(WAIT)
 
 
+class FusionTest(unittest.TestCase):
+    def test_a_wake_for_running_work_does_not_release_the_next_fusable_work(self):
+        # A wait with a timeout on the work the worker is running wakes the worker for it.
+        # The next fusable work, queued once that work ended, must still wait for its
+        # group (a wait on it), even when the worker wakes for no reason in between (as a
+        # condition variable may): run alone, a tagged send would meet the wrong receive.
+        batches = []
+        ex = Executor("fusion", lambda works: (batches.append(list(works)),
+                                               [w._run() for w in works]))
+        started, release = threading.Event(), threading.Event()
+
+        def first():
+            started.set()
+            release.wait(WAIT)
+
+        a = ex.submit(Work(first, ex, fusable=True))
+        self.assertFalse(a.wait(0.01), "the first work ended before its release")
+        self.assertTrue(started.wait(WAIT))
+        self.assertFalse(a.wait(0.01), "the first work ended before its release")  # a wake
+        release.set()
+        self.assertTrue(a.wait(WAIT))
+        ran = []
+        b = ex.submit(Work(lambda: ran.append("b"), ex, fusable=True))
+        with ex.cond:
+            ex._ready.notify()  # a wake-up for no reason
+        self.assertFalse(threading.Event().wait(0.2))
+        self.assertEqual(ran, [], "the fusable work ran before its group was queued")
+        c = ex.submit(Work(lambda: ran.append("c"), ex, fusable=True))
+        self.assertTrue(b.wait(WAIT))
+        self.assertTrue(c.wait(WAIT))
+        self.assertEqual(ran, ["b", "c"])
+        self.assertEqual(batches, [[b, c]])
+        ex.close()
+        ex.join(WAIT)
+
+
 if __name__ == "__main__":
     unittest.main()
