@@ -80,7 +80,6 @@ Status pointToPointPlan(const std::vector<const Call*>& group, int rank, PointTo
   plan.before.clear();
   plan.after.clear();
   plan.remote.clear();
-  plan.remoteInScratch.clear();
   plan.scratchBytes = 0;
   // Where receive r lands: its buffer, or (on a send's) the next piece of scratch, copied
   // to its buffer after the batch.
@@ -102,11 +101,9 @@ Status pointToPointPlan(const std::vector<const Call*>& group, int rank, PointTo
   }
   for (const Call* op : group) {
     if (op->peer == rank) continue;
-    Call c = *op;
     bool inScratch = false;
-    if (c.kind == Call::Kind::kRecv) c.recv = landing(c, &inScratch);
-    plan.remote.push_back(std::move(c));
-    plan.remoteInScratch.push_back(inScratch);
+    void* recv = op->kind == Call::Kind::kRecv ? landing(*op, &inScratch) : nullptr;
+    plan.remote.push_back({op, recv, inScratch});
   }
   return Status::ok();
 }
@@ -121,8 +118,8 @@ void placeScratch(PointToPointPlan* plan, void* scratch) {
   for (PointToPointPlan::Copy& c : plan->after) {
     if (c.srcInScratch) c.src = at(c.src);
   }
-  for (size_t i = 0; i < plan->remote.size(); ++i) {
-    if (plan->remoteInScratch[i]) plan->remote[i].recv = at(plan->remote[i].recv);
+  for (PointToPointPlan::Remote& r : plan->remote) {
+    if (r.recvInScratch) r.recv = at(r.recv);
   }
 }
 
@@ -141,6 +138,12 @@ algo::Step pointToPointStep(const Call& op) {
     st.recvPeer = op.peer;
   }
   st.batchWithNext = true;
+  return st;
+}
+
+algo::Step pointToPointStep(const PointToPointPlan::Remote& op) {
+  algo::Step st = pointToPointStep(*op.call);
+  if (op.call->kind == Call::Kind::kRecv) st.dstOffset = reinterpret_cast<uintptr_t>(op.recv);
   return st;
 }
 

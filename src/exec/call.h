@@ -58,9 +58,10 @@ Expected<SelfPairs> pairSelfSends(const std::vector<const Call*>& group, int ran
 // (receiveLandsOnASend) goes to scratch, and is copied to its place once the sends have
 // read theirs. Sends to this rank are copies: `before` the batch (from the send buffer
 // into the receive buffer, or into scratch), a pair whose two buffers are one is nothing.
-// `remote` is the batch: the sends and receives to other ranks, each receive's buffer
-// where it lands (scratch or its own). A pointer into scratch is an offset from address 0
-// until placeScratch() adds the scratch buffer's address.
+// `remote` is the batch: the sends and receives to other ranks (the group's calls, which
+// must outlive the plan), each receive's buffer where it lands (scratch or its own). A
+// pointer into scratch is an offset from address 0 until placeScratch() adds the scratch
+// buffer's address.
 struct PointToPointPlan {
   struct Copy {
     const void* src;
@@ -68,9 +69,13 @@ struct PointToPointPlan {
     size_t bytes;
     bool srcInScratch, dstInScratch;
   };
+  struct Remote {
+    const Call* call;
+    void* recv;         // a receive's landing: call->recv, or a place in scratch
+    bool recvInScratch;
+  };
   std::vector<Copy> before, after;
-  std::vector<Call> remote;
-  std::vector<bool> remoteInScratch;  // per remote call: its receive lands in scratch
+  std::vector<Remote> remote;
   size_t scratchBytes = 0;
 };
 Expected<PointToPointPlan> pointToPointPlan(const std::vector<const Call*>& group, int rank);
@@ -82,8 +87,10 @@ void placeScratch(PointToPointPlan* plan, void* scratch);
 bool receiveLandsOnASend(const Call& recv, const std::vector<const Call*>& group);
 
 // A send or receive (to another rank) as a step of the group's batch: its bytes addressed
-// absolutely (base 0, one-byte elements), batchWithNext set.
+// absolutely (base 0, one-byte elements), batchWithNext set; a plan's receive lands where
+// the plan put it.
 algo::Step pointToPointStep(const Call& op);
+algo::Step pointToPointStep(const PointToPointPlan::Remote& op);
 
 // The schedule arguments of collective `op` on `rank` of `nranks` (count, element size,
 // placement, root, all-to-all-v's counts); maxStepElems and nodeOf are the caller's.

@@ -282,7 +282,7 @@ Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   s.rank = c.rank();
   s.nranks = c.nranks();
   s.steps.clear();
-  for (const Call& op : plan.remote) s.steps.push_back(pointToPointStep(op));
+  for (const PointToPointPlan::Remote& op : plan.remote) s.steps.push_back(pointToPointStep(op));
   if (!s.steps.empty()) BRAID_TRY(runBatch(comm, &s, ops.front()));
   for (const PointToPointPlan::Copy& copy : plan.after) {
     copyBytes(copy.dst, copy.src, copy.bytes);

@@ -17,24 +17,42 @@
 namespace braid {
 namespace {
 
-struct Queued {
+// A thread's open group: its calls, and the communicator and stream each came on. One
+// thread-local, reached once per entry point; the vectors keep their capacity between
+// groups, so that a small group allocates nothing.
+struct Target {
   braidComm* comm;
-  Call op;
   braidStream_t stream;
 };
-thread_local int tGroupDepth = 0;
-thread_local std::vector<Queued> tGroup;
+struct OpenGroup {
+  int depth = 0;
+  std::vector<Call> calls;
+  std::vector<Target> targets;  // per call
+};
+thread_local OpenGroup tGroup;
+
+// Whether calls on `stream` run now on this thread with nothing of a device to order: the
+// NULL stream of a process without one.
+bool hostNow(braidStream_t stream) {
+  return stream == nullptr && !(cuda::compiled() && cuda::hasDevice());
+}
 
 // What runOps refuses of a call's sends and receives (unpaired sends to this rank,
-// overlapping buffers), refused before a host stream queues them: its worker could only
-// raise it as the communicator's error.
-Status checkPointToPoint(const std::vector<Call>& ops, int rank) {
+// overlapping buffers), refused before anything runs: before a host stream queues them
+// (its worker could only raise it as the communicator's error), before a group's
+// collectives (runOps runs them first) and before peers' staged calls count it. Sends and
+// receives alone that run now need no check here: runOps plans them (pointToPointPlan)
+// before anything moves.
+Status checkPointToPoint(const std::vector<Call>& ops, int rank, braidStream_t stream) {
   thread_local std::vector<const Call*> p2p;  // kept, so that a small group allocates nothing
   p2p.clear();
+  bool collectives = false;
   for (const Call& op : ops) {
     if (op.kind != Call::Kind::kCollective) p2p.push_back(&op);
+    collectives = collectives || op.kind == Call::Kind::kCollective;
   }
-  return p2p.empty() ? Status::ok() : pairSelfSends(p2p, rank).status();
+  if (p2p.empty() || (hostNow(stream) && !collectives)) return Status::ok();
+  return pairSelfSends(p2p, rank).status();
 }
 
 // issueOps once the call is counted; `ops` is taken only by a stream (a caller on the NULL
@@ -42,7 +60,9 @@ Status checkPointToPoint(const std::vector<Call>& ops, int rank) {
 braidResult_t issueCounted(braidComm* comm, std::vector<Call>& ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (Status st = checkHostScalars(ops); !st.isOk()) return finish(comm, st);
-  if (Status st = checkPointToPoint(ops, comm->comm->rank()); !st.isOk()) return finish(comm, st);
+  if (Status st = checkPointToPoint(ops, comm->comm->rank(), stream); !st.isOk()) {
+    return finish(comm, st);
+  }
   hostCallIssued(comm, ops);  // its part, for peers' staged calls
   waitForStagedCalls(comm);   // host collectives in issue order on every rank
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
@@ -63,9 +83,7 @@ braidResult_t issueCounted(braidComm* comm, std::vector<Call>& ops, braidStream_
 braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream) {
   // The common case, a host call on the NULL stream, allocates nothing (and starts as it is
   // issued: a trace reads the clock once).
-  if (stream == nullptr && !(cuda::compiled() && cuda::hasDevice())) {
-    return finish(comm, runOps(comm, &op, 1));
-  }
+  if (hostNow(stream)) return finish(comm, runOps(comm, &op, 1));
   if (comm->comm->trace() != nullptr) op.issuedNs = nowNs();
   std::vector<Call> ops;
   ops.push_back(std::move(op));
@@ -84,13 +102,15 @@ braidResult_t issueOps(braidComm* comm, std::vector<Call>&& ops, braidStream_t s
 }
 
 bool queueInGroup(braidComm* comm, Call&& op, braidStream_t stream) {
-  if (tGroupDepth == 0) return false;
+  OpenGroup& g = tGroup;
+  if (g.depth == 0) return false;
   if (comm->comm->trace() != nullptr) op.issuedNs = nowNs();
-  tGroup.push_back({comm, std::move(op), stream});
+  g.calls.push_back(std::move(op));
+  g.targets.push_back({comm, stream});
   return true;
 }
 
-void groupStart() { ++tGroupDepth; }
+void groupStart() { ++tGroup.depth; }
 
 namespace {
 
@@ -100,44 +120,32 @@ braidResult_t issueQueued(braidComm* comm, std::vector<Call>&& ops, braidStream_
                           : finish(nullptr, invalidArgument("a group used a destroyed comm"));
 }
 
-// A group's calls on one communicator and one stream, the usual group, issued on this
-// thread from a vector kept between groups.
-braidResult_t issueOneIssue(braidComm* comm, braidStream_t stream, std::vector<Queued>& group) {
-  thread_local std::vector<Call> tOps;
-  std::vector<Call> ops;
-  ops.swap(tOps);
-  ops.clear();
-  for (Queued& q : group) ops.push_back(std::move(q.op));
-  const braidResult_t r = issueQueued(comm, std::move(ops), stream);
-  ops.clear();
-  if (tOps.empty()) ops.swap(tOps);
-  return r;
-}
-
 // One issue per communicator, in the order each was first used. Issues on one stream (a
 // CUDA or a host stream) run one after another in that order, so the stream holds their
 // work in the same order on every rank; issues on different streams, and each on the NULL
 // stream, run side by side, a thread each beyond the first. Ranks of one process (a
 // thread's communicators, as ncclCommInitAll makes them) then meet where a call waits for
-// every rank: host buffers on the NULL stream, the device windows' set-up.
-braidResult_t issueGroup(std::vector<Queued>& group) {
-  if (group.empty()) return braidSuccess;
+// every rank: host buffers on the NULL stream, the device windows' set-up. The usual
+// group, one communicator on one stream, is issued from `calls` itself.
+braidResult_t issueGroup(std::vector<Call>& calls, const std::vector<Target>& targets) {
+  if (calls.empty()) return braidSuccess;
   bool one = true;
-  for (const Queued& q : group) {
-    one = one && q.comm == group.front().comm && q.stream == group.front().stream;
+  for (const Target& t : targets) {
+    one = one && t.comm == targets.front().comm && t.stream == targets.front().stream;
   }
-  if (one) return issueOneIssue(group.front().comm, group.front().stream, group);
+  if (one) return issueQueued(targets.front().comm, std::move(calls), targets.front().stream);
   struct Issue {
     braidComm* comm;
     braidStream_t stream;  // the communicator's first call's
     std::vector<Call> ops;
   };
   std::vector<Issue> issues;
-  for (Queued& q : group) {
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Target& t = targets[i];
     auto it = std::find_if(issues.begin(), issues.end(),
-                           [&](const Issue& i) { return i.comm == q.comm; });
-    if (it == issues.end()) it = issues.insert(issues.end(), Issue{q.comm, q.stream, {}});
-    it->ops.push_back(std::move(q.op));
+                           [&](const Issue& is) { return is.comm == t.comm; });
+    if (it == issues.end()) it = issues.insert(issues.end(), Issue{t.comm, t.stream, {}});
+    it->ops.push_back(std::move(calls[i]));
   }
   const std::vector<std::vector<size_t>> lanes =  // indices into issues, run in order
       laneByStream(issues.size(), [&](size_t i) { return issues[i].stream; });
@@ -177,15 +185,23 @@ braidResult_t issueGroup(std::vector<Queued>& group) {
 
 // braidGroupEnd: the outermost issues what the group queued (issueGroup).
 braidResult_t groupEnd() {
-  if (tGroupDepth == 0) {
+  OpenGroup& g = tGroup;
+  if (g.depth == 0) {
     return finish(nullptr, invalidUsage("braidGroupEnd without a matching braidGroupStart"));
   }
-  if (--tGroupDepth > 0) return braidSuccess;
-  std::vector<Queued> group;
-  group.swap(tGroup);
-  const braidResult_t r = issueGroup(group);
-  group.clear();
-  if (tGroup.empty()) group.swap(tGroup);  // its capacity, for the next group
+  if (--g.depth > 0) return braidSuccess;
+  // Taken out of the thread's group while they are issued (an issue may make calls of its
+  // own), and their capacity handed back after, for the next group. A stream takes the
+  // calls it runs out of `calls`.
+  std::vector<Call> calls;
+  std::vector<Target> targets;
+  calls.swap(g.calls);
+  targets.swap(g.targets);
+  const braidResult_t r = issueGroup(calls, targets);
+  calls.clear();
+  targets.clear();
+  if (g.calls.empty()) calls.swap(g.calls);
+  if (g.targets.empty()) targets.swap(g.targets);
   return r;
 }
 

@@ -28,8 +28,11 @@ std::unordered_set<const void*>& destroyedStreams() {  // their structs are kept
 // comm has been unregistered since (a generation bumped by every removal), so
 // a call on the same comm skips the registry lock.
 std::atomic<uint64_t> gRemovals{0};
-thread_local const braidComm* tLiveComm = nullptr;
-thread_local uint64_t tLiveAt = 0;
+struct LastLive {
+  const braidComm* comm = nullptr;
+  uint64_t at = 0;  // gRemovals when it was found live
+};
+thread_local LastLive tLive;  // one thread-local, reached once per check
 
 }  // namespace
 
@@ -46,11 +49,12 @@ void unregisterComm(braidComm* comm) {
 
 bool isLiveComm(const braidComm* comm) {
   const uint64_t removals = gRemovals.load(std::memory_order_acquire);
-  if (comm != nullptr && comm == tLiveComm && removals == tLiveAt) return true;
+  LastLive& last = tLive;
+  if (comm != nullptr && comm == last.comm && removals == last.at) return true;
   std::lock_guard<std::mutex> lock(gRegistryMu);
   if (comms().count(comm) == 0) return false;
-  tLiveComm = comm;
-  tLiveAt = gRemovals.load(std::memory_order_relaxed);
+  last.comm = comm;
+  last.at = gRemovals.load(std::memory_order_relaxed);
   return true;
 }
 

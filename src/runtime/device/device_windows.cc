@@ -145,9 +145,7 @@ Status DeviceWindows::sendReceive(PointToPointPlan* plan, void* stream) {
     placeScratch(plan, scratch_);
   }
   BRAID_TRY(enqueueCopies(plan->before, stream));
-  std::vector<const Call*> pairs;
-  for (const Call& op : plan->remote) pairs.push_back(&op);
-  if (!pairs.empty()) BRAID_TRY(pointToPoint(pairs, stream));
+  if (!plan->remote.empty()) BRAID_TRY(pointToPoint(plan->remote, stream));
   return enqueueCopies(plan->after, stream);
 }
 
@@ -155,11 +153,12 @@ Status DeviceWindows::sendReceive(PointToPointPlan* plan, void* stream) {
 // absolutely (one-byte elements, as the host runs them), lowered to the send slots:
 // rounds by each peer's lane, sends first, so a send waits only for a slot its receiver
 // emptied two rounds earlier, however many messages go to one peer (exec/cuda/device_program.h).
-Status DeviceWindows::pointToPoint(const std::vector<const Call*>& ops, void* stream) {
+Status DeviceWindows::pointToPoint(const std::vector<PointToPointPlan::Remote>& ops,
+                                   void* stream) {
   algo::Schedule s;
   s.rank = rank_;
   s.nranks = nranks_;
-  for (const Call* op : ops) s.steps.push_back(pointToPointStep(*op));
+  for (const PointToPointPlan::Remote& op : ops) s.steps.push_back(pointToPointStep(op));
   if (s.steps.empty()) return Status::ok();
   s.steps.back().batchWithNext = false;
   Call bytes;  // one-byte elements, addressed absolutely

@@ -172,7 +172,7 @@ class DeviceWindows {
   // at the end of the call (0: none).
   Expected<size_t> placeBuffers(const Call& op, char** in, char** out, void* stream);
   Status sendReceive(PointToPointPlan* plan, void* stream);
-  Status pointToPoint(const std::vector<const Call*>& ops, void* stream);
+  Status pointToPoint(const std::vector<PointToPointPlan::Remote>& ops, void* stream);
   // Slot j (0, 1) that rank `from` sends to rank `to` through, as this process maps it.
   char* slot(int from, int to, uint64_t j) const {
     return windows_[static_cast<size_t>(from)] + 2 * halfBytes_ +

@@ -48,14 +48,16 @@ void runPlan(PointToPointPlan plan, const std::map<int, std::vector<int32_t>>& i
   std::vector<char> scratch(plan.scratchBytes);
   placeScratch(&plan, scratch.data());
   for (const auto& c : plan.before) std::memmove(c.dst, c.src, c.bytes);
-  for (const Call& c : plan.remote) {  // a send reads before any receive lands
+  for (const PointToPointPlan::Remote& r : plan.remote) {  // a send reads before any lands
+    const Call& c = *r.call;
     if (c.kind != Call::Kind::kSend) continue;
     const auto* p = static_cast<const int32_t*>(c.send);
     (*outgoing)[c.peer].assign(p, p + c.count);
   }
-  for (const Call& c : plan.remote) {
+  for (const PointToPointPlan::Remote& r : plan.remote) {
+    const Call& c = *r.call;
     if (c.kind != Call::Kind::kRecv) continue;
-    std::memcpy(c.recv, incoming.at(c.peer).data(), c.count * sizeof(int32_t));
+    std::memcpy(r.recv, incoming.at(c.peer).data(), c.count * sizeof(int32_t));
   }
   for (const auto& c : plan.after) std::memcpy(c.dst, c.src, c.bytes);
 }
