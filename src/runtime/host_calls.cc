@@ -299,9 +299,15 @@ Status runOps(braidComm* comm, const Call* ops, size_t n) {
 
 // A premul-sum is scaled as each collective runs (placeScale), its scalar read then.
 Status runOpsLocked(braidComm* comm, const Call* ops, size_t n) {
+  bool sends = false;
   for (size_t i = 0; i < n; ++i) {
-    if (ops[i].kind == Call::Kind::kCollective) BRAID_TRY(runCollective(comm, ops[i]));
+    if (ops[i].kind == Call::Kind::kCollective) {
+      BRAID_TRY(runCollective(comm, ops[i]));
+    } else {
+      sends = true;
+    }
   }
+  if (!sends) return Status::ok();
   std::vector<const Call*>& p2p = comm->p2pCalls;
   p2p.clear();
   for (size_t i = 0; i < n; ++i) {

@@ -39,20 +39,15 @@ bool hostNow(braidStream_t stream) {
 
 // What runOps refuses of a call's sends and receives (unpaired sends to this rank,
 // overlapping buffers), refused before anything runs: before a host stream queues them
-// (its worker could only raise it as the communicator's error), before a group's
-// collectives (runOps runs them first) and before peers' staged calls count it. Sends and
-// receives alone that run now need no check here: runOps plans them (pointToPointPlan)
-// before anything moves.
-Status checkPointToPoint(const std::vector<Call>& ops, int rank, braidStream_t stream) {
+// (its worker could only raise it as the communicator's error), before peers' staged
+// calls count them, and before a group's collectives, which runOps runs first.
+Status checkPointToPoint(const std::vector<Call>& ops, int rank) {
   thread_local std::vector<const Call*> p2p;  // kept, so that a small group allocates nothing
   p2p.clear();
-  bool collectives = false;
   for (const Call& op : ops) {
     if (op.kind != Call::Kind::kCollective) p2p.push_back(&op);
-    collectives = collectives || op.kind == Call::Kind::kCollective;
   }
-  if (p2p.empty() || (hostNow(stream) && !collectives)) return Status::ok();
-  return pairSelfSends(p2p, rank).status();
+  return p2p.empty() ? Status::ok() : pairSelfSends(p2p, rank).status();
 }
 
 // issueOps once the call is counted; `ops` is taken only by a stream (a caller on the NULL
@@ -60,9 +55,7 @@ Status checkPointToPoint(const std::vector<Call>& ops, int rank, braidStream_t s
 braidResult_t issueCounted(braidComm* comm, std::vector<Call>& ops, braidStream_t stream) {
   if (usesCuda(ops, stream)) return issueCudaOps(comm, std::move(ops), stream);
   if (Status st = checkHostScalars(ops); !st.isOk()) return finish(comm, st);
-  if (Status st = checkPointToPoint(ops, comm->comm->rank(), stream); !st.isOk()) {
-    return finish(comm, st);
-  }
+  if (Status st = checkPointToPoint(ops, comm->comm->rank()); !st.isOk()) return finish(comm, st);
   hostCallIssued(comm, ops);  // its part, for peers' staged calls
   waitForStagedCalls(comm);   // host collectives in issue order on every rank
   if (stream == nullptr) return finish(comm, runOps(comm, ops));
@@ -91,7 +84,20 @@ braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream) {
 }
 
 braidResult_t issueOps(braidComm* comm, std::vector<Call>&& ops, braidStream_t stream) {
-  // Counted, so that an abort from another thread cannot free comm under this call.
+  // Calls that run now hold the communicator's operation lock (runOps), which a destroy or
+  // an abort takes before it frees comm, as issueOne's do. The others are counted, so that
+  // an abort from another thread cannot free comm under this call.
+  // Sends and receives alone need no check first: runOps plans them before anything moves.
+  if (hostNow(stream)) {
+    const bool collectives = std::any_of(
+        ops.begin(), ops.end(), [](const Call& op) { return op.kind == Call::Kind::kCollective; });
+    if (collectives) {
+      if (Status st = checkPointToPoint(ops, comm->comm->rank()); !st.isOk()) {
+        return finish(comm, st);
+      }
+    }
+    return finish(comm, runOps(comm, ops));
+  }
   if (!acquireComm(comm)) {
     return finish(nullptr,
                   invalidArgument("comm was destroyed or aborted while the call was being issued"));
