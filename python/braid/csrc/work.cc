@@ -179,7 +179,7 @@ void Executor::submit(const WorkPtr& work) {
                                        (abandoned_.empty() ? " is shut down" : " " + abandoned_));
   }
   lastSubmit_ = Clock::now();
-  work->setSubmitted(lastSubmit_);
+  work->setSubmitted(lastSubmit_, ++queued_);
   queue_.push_back(work);
   if (work->fusable()) {
     return;
@@ -208,7 +208,7 @@ void Executor::startLocked() {
 
 void Executor::wakeLocked() {
   startLocked();
-  awake_ = true;
+  wokenThrough_ = queued_;
   readyCv_.notify_one();
 }
 
@@ -356,8 +356,8 @@ void Executor::finish(std::vector<WorkPtr>& batch) {
 bool Executor::runnableLocked() {
   // Fusable work alone in the queue waits for a wait(), an isCompleted() or a call
   // behind it that is not fusable.
-  return awake_ || std::any_of(queue_.begin(), queue_.end(),
-                               [](const WorkPtr& w) { return !w->fusable(); });
+  return queue_.front()->number() <= wokenThrough_ ||
+         std::any_of(queue_.begin(), queue_.end(), [](const WorkPtr& w) { return !w->fusable(); });
 }
 
 void Executor::worker() {
@@ -379,11 +379,10 @@ void Executor::worker() {
     // Unless asked (a kick, a bounded wait), a fresh call is left to its caller for a
     // moment: a blocking call's wait() runs it inline, without two thread switches.
     auto due = queue_.front()->submitted() + kGrace;
-    if (!awake_ && Clock::now() < due) {
+    if (queue_.front()->number() > wokenThrough_ && Clock::now() < due) {
       readyCv_.wait_until(lock, due);
       continue;
     }
-    awake_ = false;
     std::vector<WorkPtr> batch = takeLocked();
     lock.unlock();
     finish(batch);

@@ -113,8 +113,13 @@ class BraidWork : public c10d::Work {
   bool done() const {
     return done_.load(std::memory_order_acquire);
   }
-  void setSubmitted(std::chrono::steady_clock::time_point t) {
+  void setSubmitted(std::chrono::steady_clock::time_point t, uint64_t number) {
     submitted_ = t;
+    number_ = number;
+  }
+  // Its place in its executor's queue, counted from 1.
+  uint64_t number() const {
+    return number_;
   }
   std::chrono::steady_clock::time_point submitted() const {
     return submitted_;
@@ -136,6 +141,7 @@ class BraidWork : public c10d::Work {
   OrderKey order_;
   std::atomic<bool> done_{false};
   std::chrono::steady_clock::time_point submitted_;
+  uint64_t number_ = 0;
   std::exception_ptr error_;
   std::shared_ptr<std::atomic<int>> source_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // made by getFuture(), under mutex_
@@ -200,7 +206,12 @@ class Executor {
   std::deque<WorkPtr> queue_;
   bool busy_ = false;
   bool closed_ = false;
-  bool awake_ = false;   // asked to run now (kick, bounded wait): no grace period
+  // Works are numbered as queued; those up to the last wake's count (a kick, a bounded
+  // wait) were asked to run now: fusable ones may run, and none waits out the grace period.
+  // Work queued after a wake waits for one of its own, so that a wake that came while the
+  // worker ran the very work it was for does not release the next fusable work alone.
+  uint64_t queued_ = 0;
+  uint64_t wokenThrough_ = 0;
   bool parked_ = false;  // the worker sleeps until notified
   Clock::time_point lastSubmit_;
   std::string abandoned_;
