@@ -85,9 +85,10 @@ braidResult_t issueOne(braidComm* comm, Call&& op, braidStream_t stream) {
 
 braidResult_t issueOps(braidComm* comm, std::vector<Call>&& ops, braidStream_t stream) {
   // Calls that run now hold the communicator's operation lock (runOps), which a destroy or
-  // an abort takes before it frees comm, as issueOne's do. The others are counted, so that
-  // an abort from another thread cannot free comm under this call.
-  // Sends and receives alone need no check first: runOps plans them before anything moves.
+  // an abort takes before it frees comm, as issueOne's do; their sends and receives need
+  // a check first only behind collectives (runOps plans them before anything moves). The
+  // others are counted, so that an abort from another thread cannot free comm under this
+  // call.
   if (hostNow(stream)) {
     const bool collectives = std::any_of(
         ops.begin(), ops.end(), [](const Call& op) { return op.kind == Call::Kind::kCollective; });
@@ -196,9 +197,9 @@ braidResult_t groupEnd() {
     return finish(nullptr, invalidUsage("braidGroupEnd without a matching braidGroupStart"));
   }
   if (--g.depth > 0) return braidSuccess;
-  // Taken out of the thread's group while they are issued (an issue may make calls of its
-  // own), and their capacity handed back after, for the next group. A stream takes the
-  // calls it runs out of `calls`.
+  // Taken out of the thread's group while they are issued, so that the group is empty
+  // whatever the issue does, and their capacity handed back after, for the next group. A
+  // stream takes the calls it runs out of `calls`.
   std::vector<Call> calls;
   std::vector<Target> targets;
   calls.swap(g.calls);
