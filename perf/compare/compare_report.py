@@ -90,6 +90,40 @@ SINGLE_COPY_NOTE = (
     "and the ratio falls below 1.")
 
 
+# What makes Braid trail where it does, by kind of point (the sections of
+# docs/performance-gaps.md, which measure each).
+TRAIL_CAUSES = {
+    "small": "[fixed cost per call](performance-gaps.md#small-calls-the-cost-of-a-call)",
+    "copies": "[two copies where the MPI reads once]"
+              "(performance-gaps.md#large-calls-copies-against-one-read)",
+    "reductions": "[reductions](performance-gaps.md#reductions)",
+}
+
+
+def trail_cause(coll, s):
+    """The kind of cause behind a point where Braid trails (TRAIL_CAUSES)."""
+    if s < 64 * KIB:
+        return TRAIL_CAUSES["small"]
+    return TRAIL_CAUSES["reductions" if coll in REDUCING else "copies"]
+
+
+def runs_overlap(a, b):
+    """Whether two rows' runs overlap: a's fastest no slower than b's slowest, or the
+    other way round (one run each: never)."""
+    sa, sb = a.get("spread"), b.get("spread")
+    if not sa or not sb:
+        return False
+    return sa[0] <= sb[-1] and sb[0] <= sa[-1]
+
+
+def runs_name(r):
+    """A row's median with its runs' range."""
+    spread = r.get("spread")
+    if not spread or len(spread) < 2:
+        return time_name(r["time_us"])
+    return f"{time_name(r['time_us'])} ({time_name(spread[0])}-{time_name(spread[-1])})"
+
+
 def parse_size(text):
     units = {"K": KIB, "M": MIB, "G": 1 << 30}
     text = text.strip()
@@ -362,15 +396,11 @@ class Report:
         and all-reduce (2 ranks), all-gather and all-to-all within 1.25x of the
         single-copy floor from 64 KiB."""
         out = []
+        trailing = self.trailing()
         for coll in self.args.colls:
             for p in self.args.ranks:
-                behind = []
-                for s in self.args.sizes:
-                    r = self.row("braid", coll, p, s)
-                    lib, peer = self.best_peer(coll, p, s, MPI_LIBS)
-                    if r and peer and r["bytes"] > 0 and r["time_us"] > peer["time_us"]:
-                        behind.append(f"{size_name(s)} {r['time_us'] / peer['time_us']:.2f}x "
-                                      f"{lib}")
+                behind = [f"{size_name(s)} {r['time_us'] / peer['time_us']:.2f}x {lib}"
+                          for c, q, s, lib, r, peer in trailing if (c, q) == (coll, p)]
                 compared = any(self.row("braid", coll, p, s) and
                                self.best_peer(coll, p, s, MPI_LIBS)[1] for s in self.args.sizes)
                 if compared:
@@ -383,11 +413,50 @@ class Report:
                     r, sc = self.row("braid", coll, p, s), self.single_copy_floor(coll, p, s)
                     if r and sc:
                         x = r["time_us"] / sc
+                        # The MPIs move these bytes by single copy: how near they come.
+                        lib, peer = self.best_peer(coll, p, s, MPI_LIBS)
+                        mpi = (f"; the best MPI, {lib}, {peer['time_us'] / sc:.2f}x"
+                               if peer else "")
                         out.append(f"- {'met' if x <= 1.25 else '**missed**'}: "
                                    f"{COLL_TITLES[coll]} {p} ranks {size_name(s)} {x:.2f}x the "
                                    f"single-copy floor ({time_name(r['time_us'])} vs "
-                                   f"{time_name(sc)}; goal <= 1.25x)")
+                                   f"{time_name(sc)}; goal <= 1.25x{mpi})")
         return out
+
+    def trailing(self):
+        """Every point where Braid's median trails the best MPI's: (coll, p, s, lib, braid
+        row, peer row), in table order."""
+        out = []
+        for coll in self.args.colls:
+            for p in self.args.ranks:
+                for s in self.args.sizes:
+                    r = self.row("braid", coll, p, s)
+                    lib, peer = self.best_peer(coll, p, s, MPI_LIBS)
+                    if r and peer and r["bytes"] > 0 and r["time_us"] > peer["time_us"]:
+                        out.append((coll, p, s, lib, r, peer))
+        return out
+
+    def trailing_table(self):
+        """Where Braid trails the best MPI, each point with what the run says of it (do
+        the runs overlap) and its cause by kind (docs/performance-gaps.md has the
+        measurements behind each kind)."""
+        points = self.trailing()
+        if not points:
+            return []
+        lines = ["#### Where Braid trails the best MPI", "",
+                 "Each point where Braid's median is behind, with both libraries' runs "
+                 "(fastest-slowest) and the cause of its kind, measured in "
+                 "[performance-gaps.md](performance-gaps.md). Where the runs overlap, the run "
+                 "cannot tell the two apart.", "",
+                 "| collective | ranks | size | braid | best MPI | behind | runs | cause |",
+                 "|---|---:|---:|---:|---:|---:|---|---|"]
+        for coll, p, s, lib, r, peer in points:
+            overlap = runs_overlap(r, peer)
+            lines.append(
+                f"| {COLL_TITLES[coll]} | {p} | {size_name(s)} | {runs_name(r)} | "
+                f"{lib} {runs_name(peer)} | {r['time_us'] / peer['time_us']:.2f}x | "
+                f"{'overlap' if overlap else 'every run behind'} | {trail_cause(coll, s)} |")
+        return lines + [""]
 
     @staticmethod
     def by(factor):
@@ -455,6 +524,7 @@ class Report:
         goals = self.single_copy_goals()
         if goals:
             lines += ["#### Issue 46's goals", ""] + goals + [""]
+        lines += self.trailing_table()
         return "\n".join(lines)
 
     def plot(self, path):

@@ -117,6 +117,42 @@ class Page(unittest.TestCase):
                       "5.00x | 1.25x | mpich 40.0 us |", text)
         self.assertNotIn("Not in this run", text)
 
+    def test_points_behind_the_best_mpi_are_listed_with_their_runs_and_cause(self):
+        def row(lib, coll, s, us, spread):
+            return {"lib": lib, "coll": coll, "nranks": 2, "size": s, "bytes": s,
+                    "time_us": us, "busbw": 1.0, "wrong": 0, "runs": 3, "spread": spread}
+        rows = {}
+        for coll, s, braid, mpi in (
+                ("bcast", 8, (0.4, [0.38, 0.4, 0.45]), (0.1, [0.09, 0.1, 0.12])),
+                ("allgather", MIB, (90.0, [80.0, 90.0, 100.0]), (85.0, [84.0, 85.0, 95.0])),
+                ("reduce", MIB, (100.0, [99.0, 100.0, 101.0]), (50.0, [49.0, 50.0, 51.0])),
+                ("alltoall", MIB, (70.0, [69.0, 70.0, 71.0]), (85.0, [84.0, 85.0, 95.0]))):
+            rows[("braid", coll, 2, s)] = row("braid", coll, s, *braid)
+            rows[("openmpi", coll, 2, s)] = row("openmpi", coll, s, *mpi)
+        r = make_report({}, ["bcast", "allgather", "reduce", "alltoall"], [2], [8, MIB],
+                        rows=rows)
+        text = "\n".join(r.trailing_table())
+        # 0.4 us against 0.1: every run behind, a small call's cost.
+        self.assertIn("| broadcast | 2 | 8 B | 0.40 us (0.38 us-0.45 us) | openmpi 0.10 us "
+                      "(0.09 us-0.12 us) | 4.00x | every run behind | "
+                      + report.TRAIL_CAUSES["small"] + " |", text)
+        # 90 us against 85: Braid's fastest run (80) beats the MPI's slowest (95).
+        self.assertIn("| all-gather | 2 | 1 MiB | 90.0 us (80.0 us-100 us) | openmpi 85.0 us "
+                      "(84.0 us-95.0 us) | 1.06x | overlap | " + report.TRAIL_CAUSES["copies"],
+                      text)
+        self.assertIn("| reduce | 2 | 1 MiB |", text)
+        self.assertIn(report.TRAIL_CAUSES["reductions"], text)
+        # ahead: not listed.
+        self.assertNotIn("all-to-all", text)
+        self.assertIn("behind at 8 B 4.00x openmpi", "\n".join(r.single_copy_goals()))
+
+    def test_runs_overlap_when_either_range_reaches_the_other(self):
+        a = {"spread": [1.0, 2.0, 3.0]}
+        self.assertTrue(report.runs_overlap(a, {"spread": [3.0, 4.0, 5.0]}))
+        self.assertTrue(report.runs_overlap({"spread": [0.5, 4.0, 9.0]}, a))
+        self.assertFalse(report.runs_overlap(a, {"spread": [3.5, 4.0, 5.0]}))
+        self.assertFalse(report.runs_overlap(a, {"time_us": 4.0}))
+
 
 if __name__ == "__main__":
     unittest.main()

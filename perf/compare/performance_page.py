@@ -63,6 +63,8 @@ def render(results_dir):
         "buffers read in place; the single-copy floor is the least any collective of private",
         "buffers takes when each byte crosses between processes once (its formula below).",
         "`braid-memalloc` and `braid-registered` are Braid with lent buffers (`-P 1`, `-R 1`).",
+        "The last section lists every point where Braid trails the best MPI, with both",
+        "libraries' runs; [performance-gaps.md](performance-gaps.md) measures why.",
         "",
         f"![busbw against message size, one line per library]({plot})",
         "",
