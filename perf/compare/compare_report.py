@@ -108,8 +108,8 @@ def trail_cause(coll, s):
 
 
 def runs_overlap(a, b):
-    """Whether two rows' runs overlap: a's fastest no slower than b's slowest, or the
-    other way round (one run each: never)."""
+    """Whether two rows' runs overlap: a's fastest no slower than b's slowest, and b's
+    no slower than a's (a row without its runs' spread: never)."""
     sa, sb = a.get("spread"), b.get("spread")
     if not sa or not sb:
         return False
