@@ -18,62 +18,89 @@ namespace {
 
 using algo::Collective;
 
-Status checkComm(braidComm* comm, braidStream_t stream) {
+// Each check is inline and tests its condition first; the error's text is made out of
+// line, only for a call that fails it, so a valid call's checks are a few compares.
+
+// checkComm past its common case: an error, or a CUDA stream's check.
+[[gnu::noinline]] Status checkCommRest(braidComm* comm, braidStream_t stream) {
   if (comm == nullptr) return invalidArgument("comm is NULL");
   if (!isLiveComm(comm)) {
     return invalidArgument("comm is not a live communicator (destroyed, aborted, or never made)");
   }
-  if (isValidStream(stream)) return Status::ok();  // NULL or a live host stream
   if (isDestroyedStream(stream)) {
     return invalidArgument("stream was destroyed (braidStreamDestroy) and cannot be used");
   }
   return checkCudaStream(stream);  // or a CUDA stream
 }
 
-Status checkType(braidDataType_t datatype) {
-  if (static_cast<int>(datatype) < 0 || datatype >= braidNumTypes) {
-    return invalidArgument("datatype " + std::to_string(static_cast<int>(datatype)) +
-                           " is not a braidDataType_t (0.." + std::to_string(braidNumTypes - 1) +
-                           ")");
+inline Status checkComm(braidComm* comm, braidStream_t stream) {
+  // NULL or a live host stream
+  if (comm != nullptr && isLiveComm(comm) && isValidStream(stream)) [[likely]] {
+    return Status::ok();
   }
-  return Status::ok();
+  return checkCommRest(comm, stream);
 }
 
-Status checkRank(int value, int nranks, const char* what) {
-  if (value < 0 || value >= nranks) {
-    return invalidArgument(std::string(what) + " " + std::to_string(value) + " is outside 0.." +
-                           std::to_string(nranks - 1));
+[[gnu::cold, gnu::noinline]] Status typeError(braidDataType_t datatype) {
+  return invalidArgument("datatype " + std::to_string(static_cast<int>(datatype)) +
+                         " is not a braidDataType_t (0.." + std::to_string(braidNumTypes - 1) +
+                         ")");
+}
+
+inline Status checkType(braidDataType_t datatype) {
+  if (static_cast<int>(datatype) >= 0 && datatype < braidNumTypes) [[likely]] {
+    return Status::ok();
   }
-  return Status::ok();
+  return typeError(datatype);
+}
+
+[[gnu::cold, gnu::noinline]] Status rankError(int value, int nranks, const char* what) {
+  return invalidArgument(std::string(what) + " " + std::to_string(value) + " is outside 0.." +
+                         std::to_string(nranks - 1));
+}
+
+inline Status checkRank(int value, int nranks, const char* what) {
+  if (value >= 0 && value < nranks) [[likely]] return Status::ok();
+  return rankError(value, nranks, what);
+}
+
+[[gnu::cold, gnu::noinline]] Status countError(size_t count, const char* what) {
+  return invalidArgument(std::string(what) + " " + std::to_string(count) +
+                         " is too large (a negative number passed as size_t?)");
 }
 
 // count elements times `blocks` must fit in memory.
-Status checkCount(size_t count, size_t es, size_t blocks, const char* what) {
+inline Status checkCount(size_t count, size_t es, size_t blocks, const char* what) {
   // count * es * blocks > SIZE_MAX / 4, as one multiplication (es * blocks cannot overflow).
   size_t bytes = 0;
-  if (__builtin_mul_overflow(count, es * blocks, &bytes) || bytes > SIZE_MAX / 4) {
-    return invalidArgument(std::string(what) + " " + std::to_string(count) +
-                           " is too large (a negative number passed as size_t?)");
+  if (!__builtin_mul_overflow(count, es * blocks, &bytes) && bytes <= SIZE_MAX / 4) [[likely]] {
+    return Status::ok();
   }
-  return Status::ok();
+  return countError(count, what);
 }
 
-Status checkBuffer(const void* p, size_t bytes, const char* name) {
-  if (bytes > 0 && p == nullptr) return invalidArgument(std::string(name) + " is NULL");
-  return Status::ok();
+[[gnu::cold, gnu::noinline]] Status nullError(const char* name) {
+  return invalidArgument(std::string(name) + " is NULL");
+}
+
+inline Status checkBuffer(const void* p, size_t bytes, const char* name) {
+  if (bytes == 0 || p != nullptr) [[likely]] return Status::ok();
+  return nullError(name);
 }
 
 // Buffers may be equal (or sit where in-place placement puts them), but not
 // overlap otherwise.
-Status checkOverlap(const void* send, size_t sendBytes, const void* recv, size_t recvBytes,
-                    const void* inPlaceSend) {
+[[gnu::cold, gnu::noinline]] Status overlapError() {
+  return invalidArgument("sendbuff and recvbuff overlap but are not placed for in-place use "
+                         "(see braid.h for where sendbuff must sit in place)");
+}
+
+inline Status checkOverlap(const void* send, size_t sendBytes, const void* recv, size_t recvBytes,
+                           const void* inPlaceSend) {
   auto s = reinterpret_cast<uintptr_t>(send);
   auto r = reinterpret_cast<uintptr_t>(recv);
   if (send == inPlaceSend || sendBytes == 0 || recvBytes == 0) return Status::ok();
-  if (s < r + recvBytes && r < s + sendBytes) {
-    return invalidArgument("sendbuff and recvbuff overlap but are not placed for in-place use "
-                           "(see braid.h for where sendbuff must sit in place)");
-  }
+  if (s < r + recvBytes && r < s + sendBytes) return overlapError();
   return Status::ok();
 }
 
