@@ -25,6 +25,28 @@
 #include "topo/view.h"
 
 namespace braid {
+
+// How a host collective runs on a communicator, worked out from the call's shape alone
+// (runtime/host_calls.cc): its schedule arguments, algorithm, executor and description,
+// seq aside. The last call's is kept, and the next call of the same shape reuses it.
+struct ResolvedCall {
+  algo::CollArgs args;
+  Selector::Choice choice;
+  Windows windows = Windows::kDoNot;
+  Executor executor = Executor::kHostFifo;
+  OpDesc desc;
+  // Whether a call of the same shape may reuse it (matches), and the key args lacks.
+  bool kept = false;
+  braidDataType_t datatype = braidFloat32;
+  braidRedOp_t op = braidSum;
+
+  bool matches(const Call& call, int rank) const {
+    return kept && call.collective == args.collective && call.count == args.count &&
+           call.datatype == datatype && call.op == op && call.root == args.root &&
+           !call.preMul.on && isInPlace(call, rank, args.elemSize) == args.inPlace;
+  }
+};
+
 class DeviceOrder;
 class DeviceWindows;
 class StagedProxy;
@@ -85,6 +107,8 @@ struct braidComm {
   braid::PointToPointPlan p2pPlan;
   braid::algo::Schedule p2pSchedule;
   bool checkCalls = false;               // BRAID_CHECK=1: ranks compare each collective call first
+  // The last host collective's resolution (runtime/host_calls.cc; under opMu).
+  braid::ResolvedCall lastCall;
   // Per collective, 1 + the algorithm last reported at INFO level (0: none yet).
   std::array<uint8_t, 16> loggedAlgorithm{};
   // The same for device calls on the windows: 1 + 2 x algorithm + executor (under opMu).

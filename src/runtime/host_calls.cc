@@ -168,61 +168,65 @@ Status runUserAlgorithm(braidComm* comm, const Call& op, const algo::AlgoFile& f
   return executorFor(comm, Executor::kHostFifo).run(&op, 1, ctx);
 }
 
-Status runCollective(braidComm* comm, const Call& op) {
+// Works out how `op` runs into *r and says so in the log. r is kept for calls of the same
+// shape where no algorithm is loaded (whether one serves a call depends on more than its
+// shape), no premul-sum is scaled and no per-call log line is written.
+Status resolve(braidComm* comm, const Call& op, ResolvedCall* r) {
   Comm& c = *comm->comm;
-  if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
+  r->kept = false;
   const size_t es = datatypeSize(op.datatype);
-  algo::CollArgs args = argsFor(c, op);
+  r->args = argsFor(c, op);
   // What a loaded algorithm must serve; nothing to work out where none is loaded.
   CallFit fit;
   const bool loaded = !comm->selector.userAlgorithms().empty();
-  if (loaded) fit = callFitOf(op, args);
+  if (loaded) fit = callFitOf(op, r->args);
   const CallFit* fits = loaded ? &fit : nullptr;
-  BRAID_ASSIGN_OR_RETURN(Selector::Choice choice,
+  BRAID_ASSIGN_OR_RETURN(r->choice,
                          comm->selector.chooseForCall(op.collective, op.count * es, fits));
-  const algo::Algorithm alg = choice.algorithm;
-  OpDesc desc;
+  const algo::Algorithm alg = r->choice.algorithm;
+  OpDesc& desc = r->desc;
   desc.collective = algo::collectiveName(op.collective);
-  desc.algorithm = choice.name();
-  desc.seq = c.postedSeq() + 1;
+  desc.algorithm = r->choice.name();
   desc.bytes = op.count * es;
   desc.datatype = op.datatype;
   desc.op = op.op;
-  c.nextSeq(desc.label());
   // INFO says which algorithm a collective runs, and why, each time that changes.
   uint8_t& logged = comm->loggedAlgorithm[static_cast<size_t>(op.collective)];
   const uint8_t shown =
-      choice.user != nullptr
-          ? static_cast<uint8_t>(100 + std::hash<std::string>()(choice.user->name) % 100)
+      r->choice.user != nullptr
+          ? static_cast<uint8_t>(100 + std::hash<std::string>()(r->choice.user->name) % 100)
           : static_cast<uint8_t>(alg) + 1;
   if (logLevel() >= LogLevel::kInfo && logged != shown) {
     logged = shown;
     BRAID_INFO("%s: %s, predicted %.1f us (%s; ranking: %s)", desc.describe().c_str(),
-               desc.algorithm, choice.predictedUs, choice.forced ? "BRAID_ALGO" : "cost model",
+               desc.algorithm, r->choice.predictedUs,
+               r->choice.forced ? "BRAID_ALGO" : "cost model",
                comm->selector.explain(op.collective, desc.bytes, fits).c_str());
   } else {
     BRAID_TRACE("%s: algorithm %s, predicted %.1f us", desc.describe().c_str(), desc.algorithm,
-                choice.predictedUs);
+                r->choice.predictedUs);
   }
-  if (choice.user != nullptr && c.nranks() > 1) {
-    BRAID_TRY(runUserAlgorithm(comm, op, *choice.user, args, desc));
-    c.opCompleted(desc.seq);
-    return Status::ok();
-  }
-  ExecBuffers b{op.send, op.recv};
-  unsigned char scalar[8];
-  const Windows windows =
-      comm->windows->handles(op.collective, alg) ? Windows::kRunIt : Windows::kDoNot;
-  if (op.preMul.on) BRAID_TRY(placeScale(comm, op, alg, windows, desc, &args, &b, scalar));
+  r->windows = comm->windows->handles(op.collective, alg) ? Windows::kRunIt : Windows::kDoNot;
   const Placement placement = c.nranks() == 1 ? Placement::kOneRank : Placement::kRanks;
-  const Executor kind = dispatch({Memory::kHost, placement, windows, Capture::kNone});
+  r->executor = dispatch({Memory::kHost, placement, r->windows, Capture::kNone});
+  r->datatype = op.datatype;
+  r->op = op.op;
+  r->kept = !loaded && !op.preMul.on && op.collective != Collective::kAllToAllv &&
+            logLevel() < LogLevel::kTrace;
+  return Status::ok();
+}
+
+// Runs collective `op` as r says, with `args` and buffers `b` (a premul-sum's scaled ones).
+Status runResolved(braidComm* comm, const Call& op, const ResolvedCall& r,
+                   const algo::CollArgs& args, const ExecBuffers& b, const OpDesc& desc) {
+  Comm& c = *comm->comm;
   CallContext ctx;
   ctx.comm = comm;
   ctx.args = &args;
-  ctx.algorithm = alg;
+  ctx.algorithm = r.choice.algorithm;
   ctx.buffers = b;
   ctx.desc = &desc;
-  CallExecutor& executor = executorFor(comm, kind);
+  CallExecutor& executor = executorFor(comm, r.executor);
   std::optional<NvtxRange> range;
   if (nvtxHostRanges()) range.emplace(op);
   if (c.trace() != nullptr) {
@@ -235,6 +239,34 @@ Status runCollective(braidComm* comm, const Call& op) {
   }
   c.opCompleted(desc.seq);
   return Status::ok();
+}
+
+// A premul-sum: its input scaled first (placeScale), or its scalar handed to the windows.
+Status runScaled(braidComm* comm, const Call& op, const ResolvedCall& r, const OpDesc& desc) {
+  algo::CollArgs args = r.args;
+  ExecBuffers b{op.send, op.recv};
+  unsigned char scalar[8];
+  BRAID_TRY(placeScale(comm, op, r.choice.algorithm, r.windows, desc, &args, &b, scalar));
+  return runResolved(comm, op, r, args, b, desc);
+}
+
+Status runCollective(braidComm* comm, const Call& op) {
+  Comm& c = *comm->comm;
+  if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
+  ResolvedCall& r = comm->lastCall;
+  if (!r.matches(op, c.rank()) || !comm->selector.userAlgorithms().empty()) {
+    BRAID_TRY(resolve(comm, op, &r));
+  }
+  OpDesc desc = r.desc;
+  desc.seq = c.postedSeq() + 1;
+  c.nextSeq(desc.label());
+  if (r.choice.user != nullptr && c.nranks() > 1) {
+    BRAID_TRY(runUserAlgorithm(comm, op, *r.choice.user, r.args, desc));
+    c.opCompleted(desc.seq);
+    return Status::ok();
+  }
+  if (op.preMul.on) return runScaled(comm, op, r, desc);
+  return runResolved(comm, op, r, r.args, ExecBuffers{op.send, op.recv}, desc);
 }
 
 // A group's sends and receives to other ranks, schedule `s`, on the FIFO executor;
