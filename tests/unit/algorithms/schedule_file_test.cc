@@ -163,7 +163,9 @@ TEST(ScheduleFile, LargeCountsRunInPassesWithinTheStepLimit) {
   EXPECT_GT(s.value().steps.size(), perPass);
   EXPECT_EQ(s.value().steps.size() % perPass, 0u);
   for (const Step& st : s.value().steps) {
-    if (st.op != OpKind::kCopy) EXPECT_LE(st.count, 64u);  // messages fit a FIFO step
+    if (st.op != OpKind::kCopy) {
+      EXPECT_LE(st.count, 64u);  // messages fit a FIFO step
+    }
   }
 }
 

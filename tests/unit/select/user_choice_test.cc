@@ -102,7 +102,9 @@ TEST(UserChoice, TheGridIsChosenExactlyWhereItIsCheapestAndInsideItsRange) {
         << ranked[0].second << " us";
     chosen += c.value().user != nullptr;
     cheaperOutside += !inside && grid < ranked[0].second;
-    if (c.value().user != nullptr) EXPECT_STREQ(c.value().name(), "grid");
+    if (c.value().user != nullptr) {
+      EXPECT_STREQ(c.value().name(), "grid");
+    }
   }
   EXPECT_GT(chosen, 0);          // it wins somewhere in its range
   EXPECT_GT(cheaperOutside, 0);  // and would win outside it, where it is not chosen
