@@ -35,14 +35,11 @@ struct ResolvedCall {
   Windows windows = Windows::kDoNot;
   Executor executor = Executor::kHostFifo;
   OpDesc desc;
-  // Whether a call of the same shape may reuse it (matches), and the key args lacks.
-  bool kept = false;
-  braidDataType_t datatype = braidFloat32;
-  braidRedOp_t op = braidSum;
+  bool kept = false;  // whether a call of the same shape may reuse it (matches)
 
   bool matches(const Call& call, int rank) const {
     return kept && call.collective == args.collective && call.count == args.count &&
-           call.datatype == datatype && call.op == op && call.root == args.root &&
+           call.datatype == desc.datatype && call.op == desc.op && call.root == args.root &&
            !call.preMul.on && isInPlace(call, rank, args.elemSize) == args.inPlace;
   }
 };

@@ -187,6 +187,7 @@ Status resolve(braidComm* comm, const Call& op, ResolvedCall* r) {
   OpDesc& desc = r->desc;
   desc.collective = algo::collectiveName(op.collective);
   desc.algorithm = r->choice.name();
+  desc.seq = c.postedSeq() + 1;  // this call's, for the log line; each call sets its own
   desc.bytes = op.count * es;
   desc.datatype = op.datatype;
   desc.op = op.op;
@@ -209,8 +210,6 @@ Status resolve(braidComm* comm, const Call& op, ResolvedCall* r) {
   r->windows = comm->windows->handles(op.collective, alg) ? Windows::kRunIt : Windows::kDoNot;
   const Placement placement = c.nranks() == 1 ? Placement::kOneRank : Placement::kRanks;
   r->executor = dispatch({Memory::kHost, placement, r->windows, Capture::kNone});
-  r->datatype = op.datatype;
-  r->op = op.op;
   r->kept = !loaded && !op.preMul.on && op.collective != Collective::kAllToAllv &&
             logLevel() < LogLevel::kTrace;
   return Status::ok();
@@ -253,6 +252,8 @@ Status runScaled(braidComm* comm, const Call& op, const ResolvedCall& r, const O
 Status runCollective(braidComm* comm, const Call& op) {
   Comm& c = *comm->comm;
   if (comm->checkCalls && c.nranks() > 1) BRAID_TRY(checkCallsMatch(comm, op, c.postedSeq() + 1));
+  // A kept resolution was made with no algorithm loaded; one registered since
+  // (braidCommRegisterAlgorithm) may serve this call.
   ResolvedCall& r = comm->lastCall;
   if (!r.matches(op, c.rank()) || !comm->selector.userAlgorithms().empty()) {
     BRAID_TRY(resolve(comm, op, &r));
