@@ -74,9 +74,27 @@ Expected<PointToPointPlan> pointToPointPlan(const std::vector<const Call*>& grou
   return plan;
 }
 
+namespace {
+
+PointToPointPlan::Made madeOf(const Call& op) {
+  return {op.kind, op.peer, op.kind == Call::Kind::kSend ? op.send : op.recv, op.count,
+          op.datatype};
+}
+
+}  // namespace
+
+bool sameGroup(const PointToPointPlan& plan, const std::vector<const Call*>& group) {
+  if (plan.madeFor.size() != group.size()) return false;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (!(plan.madeFor[i] == madeOf(*group[i]))) return false;
+  }
+  return true;
+}
+
 Status pointToPointPlan(const std::vector<const Call*>& group, int rank, PointToPointPlan* out) {
-  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(group, rank));
   PointToPointPlan& plan = *out;
+  plan.madeFor.clear();
+  BRAID_ASSIGN_OR_RETURN(SelfPairs self, pairSelfSends(group, rank));
   plan.before.clear();
   plan.after.clear();
   plan.remote.clear();
@@ -105,6 +123,7 @@ Status pointToPointPlan(const std::vector<const Call*>& group, int rank, PointTo
     void* recv = op->kind == Call::Kind::kRecv ? landing(*op, &inScratch) : nullptr;
     plan.remote.push_back({op, recv, inScratch});
   }
+  for (const Call* op : group) plan.madeFor.push_back(madeOf(*op));
   return Status::ok();
 }
 

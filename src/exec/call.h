@@ -58,8 +58,8 @@ Expected<SelfPairs> pairSelfSends(const std::vector<const Call*>& group, int ran
 // (receiveLandsOnASend) goes to scratch, and is copied to its place once the sends have
 // read theirs. Sends to this rank are copies: `before` the batch (from the send buffer
 // into the receive buffer, or into scratch), a pair whose two buffers are one is nothing.
-// `remote` is the batch: the sends and receives to other ranks (the group's calls, which
-// must outlive the plan), each receive's buffer where it lands (scratch or its own). A
+// `remote` is the batch: the sends and receives to other ranks (pointers to the group's
+// calls, valid while the group is), each receive's buffer where it lands (scratch or its own). A
 // pointer into scratch is an offset from address 0 until placeScratch() adds the scratch
 // buffer's address.
 struct PointToPointPlan {
@@ -74,14 +74,31 @@ struct PointToPointPlan {
     void* recv;         // a receive's landing: call->recv, or a place in scratch
     bool recvInScratch;
   };
+  // What of each call of the group the plan follows from, in the group's order: a group
+  // whose calls match these (sameGroup) has this plan.
+  struct Made {
+    Call::Kind kind;
+    int peer;
+    const void* buffer;  // send's or receive's
+    size_t count;
+    braidDataType_t datatype;
+    bool operator==(const Made& o) const {
+      return kind == o.kind && peer == o.peer && buffer == o.buffer && count == o.count &&
+             datatype == o.datatype;
+    }
+  };
   std::vector<Copy> before, after;
   std::vector<Remote> remote;
   size_t scratchBytes = 0;
+  std::vector<Made> madeFor;  // empty until a plan is made
 };
 Expected<PointToPointPlan> pointToPointPlan(const std::vector<const Call*>& group, int rank);
 // The same into *plan, whose vectors keep their capacity (a caller's reused plan).
 Status pointToPointPlan(const std::vector<const Call*>& group, int rank, PointToPointPlan* plan);
 void placeScratch(PointToPointPlan* plan, void* scratch);
+// Whether `plan` was made for a group of these calls: the same sends and receives, in the
+// same order, of the same buffers, counts, datatypes and peers (so the same checks pass).
+bool sameGroup(const PointToPointPlan& plan, const std::vector<const Call*>& group);
 
 // Whether `recv` (a receive of `group`) lands on one of the group's send buffers.
 bool receiveLandsOnASend(const Call& recv, const std::vector<const Call*>& group);

@@ -272,22 +272,21 @@ Status runCollective(braidComm* comm, const Call& op) {
 
 // A group's sends and receives to other ranks, schedule `s`, on the FIFO executor;
 // `first` is the group's first call, which names the batch on a trace.
-Status runBatch(braidComm* comm, algo::Schedule* s, const Call* first) {
+Status runBatch(braidComm* comm, const algo::Schedule& s, const Call* first) {
   Comm& c = *comm->comm;
-  s->steps.back().batchWithNext = false;
   OpDesc desc;
   desc.collective = "sendrecv";
   desc.algorithm = "p2p";
   desc.pointToPoint = true;
   desc.seq = c.postedSeq() + 1;
-  for (const algo::Step& st : s->steps) desc.bytes += st.count;
+  for (const algo::Step& st : s.steps) desc.bytes += st.count;
   desc.datatype = braidUint8;
   c.nextSeq(desc.label());
   CallContext ctx;
   ctx.comm = comm;
   ctx.buffers = ExecBuffers{nullptr, nullptr};
   ctx.desc = &desc;
-  ctx.schedule = s;
+  ctx.schedule = &s;
   CallExecutor& executor = executorFor(comm, Executor::kHostFifo);
   if (c.trace() != nullptr) traceCallStarts(comm, first, desc, executor.name());
   Status st = executor.run(nullptr, 0, ctx);  // all in ctx.schedule
@@ -299,24 +298,28 @@ Status runBatch(braidComm* comm, algo::Schedule* s, const Call* first) {
 
 // Every send and receive of a group as one batch. Buffers are addressed
 // absolutely (base 0, one-byte elements), so one schedule covers them all; receives
-// that land on a send buffer go through comm->p2pScratch (exec/call.h).
+// that land on a send buffer go through comm->p2pScratch (exec/call.h). The plan and
+// schedule of the last group are kept for the next group of the same calls.
 Status runPointToPoint(braidComm* comm, const std::vector<const Call*>& ops) {
   Comm& c = *comm->comm;
   PointToPointPlan& plan = comm->p2pPlan;
-  BRAID_TRY(pointToPointPlan(ops, c.rank(), &plan));
-  if (plan.scratchBytes != 0) {
-    if (comm->p2pScratch.size() < plan.scratchBytes) comm->p2pScratch.resize(plan.scratchBytes);
-    placeScratch(&plan, comm->p2pScratch.data());
+  algo::Schedule& s = comm->p2pSchedule;
+  if (!sameGroup(plan, ops)) {
+    BRAID_TRY(pointToPointPlan(ops, c.rank(), &plan));
+    if (plan.scratchBytes != 0) {
+      if (comm->p2pScratch.size() < plan.scratchBytes) comm->p2pScratch.resize(plan.scratchBytes);
+      placeScratch(&plan, comm->p2pScratch.data());
+    }
+    s.rank = c.rank();
+    s.nranks = c.nranks();
+    s.steps.clear();
+    for (const PointToPointPlan::Remote& op : plan.remote) s.steps.push_back(pointToPointStep(op));
+    if (!s.steps.empty()) s.steps.back().batchWithNext = false;
   }
   for (const PointToPointPlan::Copy& copy : plan.before) {
     std::memmove(copy.dst, copy.src, copy.bytes);
   }
-  algo::Schedule& s = comm->p2pSchedule;
-  s.rank = c.rank();
-  s.nranks = c.nranks();
-  s.steps.clear();
-  for (const PointToPointPlan::Remote& op : plan.remote) s.steps.push_back(pointToPointStep(op));
-  if (!s.steps.empty()) BRAID_TRY(runBatch(comm, &s, ops.front()));
+  if (!s.steps.empty()) BRAID_TRY(runBatch(comm, s, ops.front()));
   for (const PointToPointPlan::Copy& copy : plan.after) {
     copyBytes(copy.dst, copy.src, copy.bytes);
   }

@@ -176,6 +176,105 @@ TEST(Groups, SendsWhoseReceivesLandOnTheirBuffersCarryTheDataFromBefore) {
   }
 }
 
+// Consecutive groups that differ from the one before in one thing only (a receive
+// buffer, a send buffer, the count, the datatype, the peers, the order of two sends to
+// one peer, the kinds, a send to oneself, a receive onto a send buffer), each run twice
+// with new data: every byte of every buffer is what the group's sends carried, or
+// untouched. A group like the last reuses its plan and schedule (runtime/host_calls.cc),
+// so a difference the reuse missed shows as a byte in the wrong place.
+TEST(Groups, GroupsOneThingApartFromTheLastAreEachExact) {
+  const int n = 3;
+  auto outcomes = runRanks(n, jobEnv(n), [](int) {
+    braidComm_t w;
+    int n = 0, r = 0;
+    if (initWorld(&w, &n, &r)) return 2;
+    enum Peer { kRight, kLeft, kSelf };
+    struct Op {
+      bool send;
+      int buf;
+      size_t offset;  // bytes
+      size_t count;
+      braidDataType_t type;
+      Peer peer;
+    };
+    using G = std::vector<Op>;
+    const braidDataType_t i32 = braidInt32, u8 = braidUint8;
+    const std::vector<G> groups = {
+        {{true, 0, 0, 4, i32, kRight}, {false, 1, 0, 4, i32, kLeft}},
+        {{true, 0, 0, 4, i32, kRight}, {false, 2, 0, 4, i32, kLeft}},    // receive buffer
+        {{true, 0, 8, 4, i32, kRight}, {false, 2, 0, 4, i32, kLeft}},    // send buffer
+        {{true, 0, 8, 8, i32, kRight}, {false, 2, 0, 8, i32, kLeft}},    // count
+        {{true, 0, 8, 8, u8, kRight}, {false, 2, 0, 8, u8, kLeft}},      // datatype
+        {{true, 0, 8, 8, u8, kLeft}, {false, 2, 0, 8, u8, kRight}},      // peers
+        {{true, 0, 0, 4, u8, kRight}, {true, 1, 0, 4, u8, kRight},
+         {false, 2, 0, 4, u8, kLeft}, {false, 3, 0, 4, u8, kLeft}},
+        {{true, 1, 0, 4, u8, kRight}, {true, 0, 0, 4, u8, kRight},        // sends' order
+         {false, 2, 0, 4, u8, kLeft}, {false, 3, 0, 4, u8, kLeft}},
+        {{true, 0, 0, 4, u8, kRight}, {false, 1, 0, 4, u8, kLeft}},
+        {{false, 0, 0, 4, u8, kRight}, {true, 1, 0, 4, u8, kLeft}},      // kinds
+        {{true, 0, 0, 4, u8, kRight}, {false, 1, 0, 4, u8, kLeft},
+         {true, 2, 0, 4, u8, kSelf}, {false, 3, 0, 4, u8, kSelf}},       // to oneself
+        {{true, 0, 0, 4, u8, kRight}, {false, 0, 0, 4, u8, kLeft}},      // onto the send
+        {{true, 0, 0, 4, u8, kRight}, {false, 1, 0, 4, u8, kLeft}},
+    };
+    constexpr int kBufs = 4;
+    constexpr size_t kBytes = 64;
+    const int right = (r + 1) % n, left = (r + n - 1) % n;
+    auto value = [](int rank, int round, int buf, size_t at) {
+      return static_cast<uint8_t>(rank * 37 + round * 11 + buf * 5 + static_cast<int>(at));
+    };
+    auto size = [](braidDataType_t t) { return t == braidInt32 ? size_t{4} : size_t{1}; };
+    std::vector<std::vector<uint8_t>> bufs(kBufs, std::vector<uint8_t>(kBytes));
+    int round = 0, bad = 0;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (int again = 0; again < 2; ++again, ++round) {
+        for (int b = 0; b < kBufs; ++b) {
+          for (size_t i = 0; i < kBytes; ++i) bufs[b][i] = value(r, round, b, i);
+        }
+        std::vector<std::vector<uint8_t>> want = bufs;
+        // The k-th receive from a peer gets its k-th send here: from the left, its sends
+        // to the right; from the right, its sends to the left; from oneself, one's own.
+        auto sender = [&](Peer from) { return from == kLeft ? left : from == kRight ? right : r; };
+        auto sendsTo = [](Peer from) { return from == kLeft ? kRight : from == kRight ? kLeft : kSelf; };
+        for (Peer from : {kLeft, kRight, kSelf}) {
+          std::vector<const Op*> recvs, sends;
+          for (const Op& op : groups[g]) {
+            if (!op.send && op.peer == from) recvs.push_back(&op);
+            if (op.send && op.peer == sendsTo(from)) sends.push_back(&op);
+          }
+          for (size_t k = 0; k < recvs.size() && k < sends.size(); ++k) {
+            for (size_t i = 0; i < recvs[k]->count * size(recvs[k]->type); ++i) {
+              want[recvs[k]->buf][recvs[k]->offset + i] =
+                  value(sender(from), round, sends[k]->buf, sends[k]->offset + i);
+            }
+          }
+        }
+        braidGroupStart();
+        for (const Op& op : groups[g]) {
+          const int peer = op.peer == kRight ? right : op.peer == kLeft ? left : r;
+          uint8_t* at = bufs[op.buf].data() + op.offset;
+          if (op.send) {
+            braidSend(at, op.count, op.type, peer, w, nullptr);
+          } else {
+            braidRecv(at, op.count, op.type, peer, w, nullptr);
+          }
+        }
+        if (braidGroupEnd() != braidSuccess) {
+          fprintf(stderr, "group %zu: %s\n", g, braidGetLastError(w));
+          return 3;
+        }
+        if (bufs != want) {
+          fprintf(stderr, "group %zu, run %d: wrong bytes\n", g, again + 1);
+          ++bad;
+        }
+      }
+    }
+    braidCommDestroy(w);
+    return bad == 0 ? 0 : 1;
+  });
+  expectAllZero(outcomes);
+}
+
 // One thread driving every rank of a communicator (as ncclCommInitAll's caller does):
 // one group of an all-reduce per rank on the NULL stream, each blocking until every rank
 // has made it, then a group of an all-gather per rank, each on a host stream of its own.

@@ -148,5 +148,34 @@ TEST(PointToPointPlan, PartialOverlapsAndUnpairedSendsToSelfAreInvalidUsage) {
   }
 }
 
+// A plan is made for its group's calls: the same calls find it, a group apart from them in
+// any one thing (or made no plan, or failed its checks) does not.
+TEST(PointToPointPlan, IsTheSameGroupsOnly) {
+  int32_t a[4] = {}, b[4] = {}, c[4] = {};
+  const std::vector<Call> group = {send(a, 4, 1), recv(b, 4, 2)};
+  PointToPointPlan plan;
+  EXPECT_FALSE(sameGroup(plan, pointers(group)));
+  ASSERT_TRUE(pointToPointPlan(pointers(group), 0, &plan).isOk());
+  const std::vector<Call> copy = group;  // other Call objects, the same calls
+  EXPECT_TRUE(sameGroup(plan, pointers(copy)));
+  std::vector<std::vector<Call>> apart(7, group);
+  apart[0][1].recv = c;                                          // a buffer
+  apart[1][0].count = 3;                                         // a count
+  apart[2][0].datatype = braidFloat32;                           // a datatype
+  apart[3][1].peer = 1;                                          // a peer
+  apart[4] = {group[1], group[0]};                               // the order
+  apart[5].push_back(send(c, 4, 3));                             // a call more
+  apart[6][1].kind = Call::Kind::kSend;                          // a kind
+  apart[6][1].send = b;
+  for (size_t i = 0; i < apart.size(); ++i) {
+    EXPECT_FALSE(sameGroup(plan, pointers(apart[i]))) << i;
+  }
+  // A group that fails its checks (a receive overlapping a send) leaves no plan behind.
+  const std::vector<Call> bad = {send(a, 4, 1), recv(a + 1, 2, 2)};
+  EXPECT_FALSE(pointToPointPlan(pointers(bad), 0, &plan).isOk());
+  EXPECT_FALSE(sameGroup(plan, pointers(group)));
+  EXPECT_FALSE(sameGroup(plan, pointers(bad)));
+}
+
 }  // namespace
 }  // namespace braid
