@@ -316,7 +316,8 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       waits_.push_back({s.sendEp, step.sendPeer, false, s.index});
       return 0;
     }
-    if (step.op == OpKind::kSend && s.sendEp->canPostAt()) {
+    if (step.op == OpKind::kSend && (step.count - s.done) * elemSize_ >= singleCopyMin_ &&
+        s.sendEp->canPostAt()) {
       BRAID_ASSIGN_OR_RETURN(int posted, postAt(s, desc));
       if (posted > 0) return posted;
     }
@@ -328,8 +329,6 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
   if (s.recvEp != nullptr && !atPeer && inBytes != n * elemSize_) {
     return sizeMismatch(step, inBytes, n * elemSize_, desc);
   }
-  const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
-  const int divisor = step.final ? comm_.nranks() : 1;
   const char* src =
       step.src != BufRef::kNone ? address(step.src, step.srcOffset + s.done) : nullptr;
   char* dst = step.dst != BufRef::kNone ? address(step.dst, step.dstOffset + s.done) : nullptr;
@@ -356,30 +355,9 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       }
       break;
     case OpKind::kRecvReduce:
-      if (step.final) {
-        k.reduceFinal(dst, nullptr, src, in, n, divisor);
-      } else {
-        k.reduce(dst, src, in, n);
-      }
-      break;
     case OpKind::kRecvReduceSend:
-      if (!stream) {
-        k.reduce(out, src, in, n);
-        break;
-      }
-      for (uint64_t b = 0; b < n; b += blockElems()) {
-        const uint64_t m = std::min<uint64_t>(blockElems(), n - b);
-        k.reduce(block_, src + b * elemSize_, static_cast<const char*>(in) + b * elemSize_, m);
-        streamLines(static_cast<char*>(out) + b * elemSize_, block_, m * elemSize_);
-      }
-      break;
     case OpKind::kRecvReduceCopySend:
-      if (stream) {
-        k.reduceFinal(dst, nullptr, src, in, n, divisor);
-        streamLines(out, dst, bytes);
-      } else {
-        k.reduceFinal(dst, out, src, in, n, divisor);
-      }
+      reduceSlice(s, src, dst, in, out, n, stream, desc);
       break;
     case OpKind::kRecvCopySend:
       if (in != dst) copyBytes(dst, in, bytes);
@@ -406,6 +384,44 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
   s.done += n;
   s.finished = s.done == step.count;
   return 1;
+}
+
+void HostExecutor::reduceSlice(const StepRun& s, const char* src, char* dst, const void* in,
+                               void* out, uint64_t n, bool stream, const OpDesc& desc) {
+  const Step& step = *s.step;
+  const ReduceKernels& k = reduceKernels(desc.datatype, desc.op);
+  const int divisor = step.final ? comm_.nranks() : 1;
+  const size_t bytes = n * elemSize_;
+  switch (step.op) {
+    case OpKind::kRecvReduce:
+      if (step.final) {
+        k.reduceFinal(dst, nullptr, src, in, n, divisor);
+      } else {
+        k.reduce(dst, src, in, n);
+      }
+      break;
+    case OpKind::kRecvReduceSend:
+      if (!stream) {
+        k.reduce(out, src, in, n);
+        break;
+      }
+      for (uint64_t b = 0; b < n; b += blockElems()) {
+        const uint64_t m = std::min<uint64_t>(blockElems(), n - b);
+        k.reduce(block_, src + b * elemSize_, static_cast<const char*>(in) + b * elemSize_, m);
+        streamLines(static_cast<char*>(out) + b * elemSize_, block_, m * elemSize_);
+      }
+      break;
+    case OpKind::kRecvReduceCopySend:
+      if (stream) {
+        k.reduceFinal(dst, nullptr, src, in, n, divisor);
+        streamLines(out, dst, bytes);
+      } else {
+        k.reduceFinal(dst, out, src, in, n, divisor);
+      }
+      break;
+    default:
+      break;
+  }
 }
 
 // A step may move only after earlier unfinished steps of its batch that use
@@ -513,7 +529,7 @@ Status HostExecutor::flushSends(const OpDesc& desc) {
     blockOnce();
   }
   // The caller may change its buffers once run() returns: every posted range must be read.
-  return awaitPostedReads(desc);
+  return posted_.empty() ? Status::ok() : awaitPostedReads(desc);
 }
 
 const Deadline& HostExecutor::deadline() {

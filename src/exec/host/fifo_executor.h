@@ -99,6 +99,10 @@ class HostExecutor {
   bool eligible(size_t i) const;
   // Moves one slice of `s` if its slots are ready: 1 moved, 0 not ready.
   Expected<int> advance(StepRun& s, const OpDesc& desc);
+  // advance()'s reduction of n elements (a step that reduces): from src and in into dst
+  // and/or the send slot out, streamed into it where `stream`.
+  void reduceSlice(const StepRun& s, const char* src, char* dst, const void* in, void* out,
+                   uint64_t n, bool stream, const OpDesc& desc);
   void copyStep(const algo::Step& step, const OpDesc& desc);
   // Whether an endpoint posted on has a slot its receiver has not released (*which);
   // drops those with none.
