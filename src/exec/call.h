@@ -59,9 +59,9 @@ Expected<SelfPairs> pairSelfSends(const std::vector<const Call*>& group, int ran
 // read theirs. Sends to this rank are copies: `before` the batch (from the send buffer
 // into the receive buffer, or into scratch), a pair whose two buffers are one is nothing.
 // `remote` is the batch: the sends and receives to other ranks (pointers to the group's
-// calls, valid while the group is), each receive's buffer where it lands (scratch or its own). A
-// pointer into scratch is an offset from address 0 until placeScratch() adds the scratch
-// buffer's address.
+// calls, valid while the group is), each receive's buffer where it lands (scratch or its
+// own). A pointer into scratch is an offset from address 0 until placeScratch() adds the
+// scratch buffer's address.
 struct PointToPointPlan {
   struct Copy {
     const void* src;

@@ -235,7 +235,9 @@ TEST(Groups, GroupsOneThingApartFromTheLastAreEachExact) {
         // The k-th receive from a peer gets its k-th send here: from the left, its sends
         // to the right; from the right, its sends to the left; from oneself, one's own.
         auto sender = [&](Peer from) { return from == kLeft ? left : from == kRight ? right : r; };
-        auto sendsTo = [](Peer from) { return from == kLeft ? kRight : from == kRight ? kLeft : kSelf; };
+        auto sendsTo = [](Peer from) {
+          return from == kLeft ? kRight : from == kRight ? kLeft : kSelf;
+        };
         for (Peer from : {kLeft, kRight, kSelf}) {
           std::vector<const Op*> recvs, sends;
           for (const Op& op : groups[g]) {

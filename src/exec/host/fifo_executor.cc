@@ -246,7 +246,6 @@ Expected<int> HostExecutor::postAt(StepRun& s, const OpDesc& desc) {
   const Step& step = *s.step;
   const uint64_t left = (step.count - s.done) * elemSize_;
   const size_t bytes = std::min<uint64_t>(left, kPostMaxBytes);
-  if (bytes < singleCopyMin_) return 0;
   // A send the FIFO holds whole would complete before the peer receives it (OpDesc).
   const CommConfig& cfg = comm_.config();
   if (desc.pointToPoint && s.done == 0 && left <= cfg.sliceBytes * cfg.slots) return 0;
@@ -316,7 +315,8 @@ Expected<int> HostExecutor::advance(StepRun& s, const OpDesc& desc) {
       waits_.push_back({s.sendEp, step.sendPeer, false, s.index});
       return 0;
     }
-    if (step.op == OpKind::kSend && (step.count - s.done) * elemSize_ >= singleCopyMin_ &&
+    const uint64_t left = (step.count - s.done) * elemSize_;
+    if (step.op == OpKind::kSend && std::min<uint64_t>(left, kPostMaxBytes) >= singleCopyMin_ &&
         s.sendEp->canPostAt()) {
       BRAID_ASSIGN_OR_RETURN(int posted, postAt(s, desc));
       if (posted > 0) return posted;

@@ -111,7 +111,8 @@ class HostExecutor {
   Status awaitPostedReads(const OpDesc& desc);
   // Whether a step of the batch or after it writes into [lo, hi).
   bool writtenLater(uintptr_t lo, uintptr_t hi) const;
-  // Posts up to kPostMaxBytes of a send step by single copy: 1 posted, 0 not worth it.
+  // Posts up to kPostMaxBytes of a send step by single copy, once advance() has seen that
+  // many reach singleCopyMin_: 1 posted, 0 not worth it.
   Expected<int> postAt(StepRun& s, const OpDesc& desc);
   // The bytes of a receive slot at the peer this advance takes (*n elements), copied into
   // the step's destination or peerStage_; *in points at them.
